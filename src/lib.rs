@@ -1,0 +1,12 @@
+//! qbench: is this cluster ready, and what will moving amplitudes between
+//! GPUs cost? The library behind the `qbench` binary; see DESIGN in README.
+
+pub mod cli;
+pub mod dtype;
+pub mod error;
+pub mod harness;
+pub mod libs;
+pub mod pattern;
+pub mod probe;
+pub mod units;
+pub mod workload;

@@ -1,0 +1,2 @@
+//! Workloads: what is moved and how it is checked, independent of how.
+pub mod collective;
