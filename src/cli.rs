@@ -84,6 +84,15 @@ pub enum TransportKind {
     Cpu,
 }
 
+impl TransportKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::Nccl => "nccl",
+            TransportKind::Cpu => "cpu",
+        }
+    }
+}
+
 /// nccl-tests' options, same letters, same long names, same defaults.
 #[derive(Args, Debug, Clone)]
 pub struct CollArgs {

@@ -217,7 +217,7 @@ macro_rules! int_element {
                 }
             }
             fn average(sum: Self, nranks: usize) -> Self {
-                sum / (nranks as $t)
+                (sum as i128 / nranks as i128) as $t
             }
         }
     };

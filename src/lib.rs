@@ -8,5 +8,7 @@ pub mod harness;
 pub mod libs;
 pub mod pattern;
 pub mod probe;
+pub mod report;
+pub mod transport;
 pub mod units;
 pub mod workload;

@@ -1,9 +1,329 @@
-//! The sweep loop shared by every workload.
+//! The sweep loop shared by every collective: sizes × types × ops × roots,
+//! each cell filled, warmed up, timed, validated and recorded, the records
+//! streamed to the table as they come and written as JSON/CSV at the end.
 
-use crate::cli::CollArgs;
+pub mod record;
+mod stats;
+
+use crate::cli::{Average, CollArgs, TransportKind};
+use crate::dtype::RedOp;
 use crate::error::{Error, Result};
-use crate::workload::collective::Kind;
+use crate::pattern::Pattern;
+use crate::report;
+use crate::transport::{Op, Transport};
+use crate::units::sweep;
+use crate::workload::collective::{Collective, Kind, OpUse};
+use record::{Cell, CollectiveRun, Config, MinBandwidth, SizeRecord};
+use std::io::Write;
 
-pub fn run_collective(_kind: Kind, _args: &CollArgs) -> Result<()> {
-    Err(Error::Runtime("not yet".into()))
+/// Runs one collective subcommand from parsing to exit status.
+pub fn run_collective(kind: Kind, args: &CollArgs) -> Result<()> {
+    let plan = Plan::new(kind, args)?;
+    let mut transport = open_transport(args)?;
+    let mut bench = Bench::new(plan, args, transport.as_mut())?;
+    bench.run()?;
+    bench.finish()
+}
+
+fn open_transport(args: &CollArgs) -> Result<Box<dyn Transport>> {
+    let n = args.ngpus as usize;
+    Ok(match args.transport {
+        TransportKind::Cpu => Box::new(crate::transport::cpu::Cpu::new(n)?),
+        TransportKind::Nccl => Box::new(crate::transport::nccl::Nccl::new(n, args.timeout)?),
+    })
+}
+
+/// What to run, resolved from the command line.
+struct Plan {
+    spec: &'static dyn Collective,
+    config: Config,
+    /// The ops the loop walks: None for collectives that ignore `-o`.
+    ops: Vec<Option<RedOp>>,
+    corrupt: Option<(usize, u64)>,
+    min_bw: Option<f64>,
+}
+
+impl Plan {
+    fn new(kind: Kind, args: &CollArgs) -> Result<Plan> {
+        let spec = kind.spec();
+        let datatypes = args.dtypes()?;
+        let parsed_ops = args.ops()?;
+        if args.root < -1 {
+            return Err(Error::Usage(format!("invalid root {} (-r): use a rank number, or -1 for every rank", args.root)));
+        }
+        if args.stepfactor == 0 {
+            return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));
+        }
+        sweep(args.minbytes, args.maxbytes, args.step())?;
+        let ops = match spec.op_use() {
+            OpUse::Reduces | OpUse::Labels => parsed_ops.iter().copied().map(Some).collect(),
+            OpUse::Ignores => vec![None],
+        };
+        let config = Config {
+            nranks: args.ngpus as usize,
+            nthreads: 1,
+            ngpus: args.ngpus as usize,
+            minbytes: args.minbytes,
+            maxbytes: args.maxbytes,
+            step: args.step(),
+            warmup_iters: args.warmup_iters,
+            iters: args.iters,
+            agg_iters: args.agg_iters,
+            run_cycles: args.run_cycles,
+            check: args.check,
+            cudagraph: args.cudagraph,
+            average: args.average(),
+            timeout_s: args.timeout,
+            datatypes,
+            ops: parsed_ops,
+            root: args.root,
+            seed: args.seed,
+        };
+        Ok(Plan { spec, config, ops, corrupt: corrupt_hook()?, min_bw: min_bandwidth()? })
+    }
+}
+
+/// `QBENCH_CORRUPT=RANK[:INDEX]`: after each validation operation, flip the
+/// bits of output element INDEX (default 0) of RANK, to prove that checking
+/// catches a wrong element.
+fn corrupt_hook() -> Result<Option<(usize, u64)>> {
+    let Ok(v) = std::env::var("QBENCH_CORRUPT") else { return Ok(None) };
+    let bad = || Error::Usage(format!("QBENCH_CORRUPT={v}: expected RANK or RANK:ELEMENT"));
+    let (r, i) = v.split_once(':').unwrap_or((&v, "0"));
+    Ok(Some((r.trim().parse().map_err(|_| bad())?, i.trim().parse().map_err(|_| bad())?)))
+}
+
+/// `NCCL_TESTS_MIN_BW`: fail the run when the average busbw is below 90% of it.
+fn min_bandwidth() -> Result<Option<f64>> {
+    let Ok(v) = std::env::var("NCCL_TESTS_MIN_BW") else { return Ok(None) };
+    v.trim()
+        .parse()
+        .map(Some)
+        .map_err(|_| Error::Usage(format!("NCCL_TESTS_MIN_BW={v}: expected a bandwidth in GB/s")))
+}
+
+struct Bench<'a> {
+    plan: Plan,
+    transport: &'a mut dyn Transport,
+    run: CollectiveRun,
+    sizes: Vec<u64>,
+    json_path: Option<std::path::PathBuf>,
+    json_stdout: bool,
+    csv_path: Option<std::path::PathBuf>,
+    busbw_sum: f64,
+    busbw_cells: u64,
+}
+
+impl<'a> Bench<'a> {
+    fn new(plan: Plan, args: &CollArgs, transport: &'a mut dyn Transport) -> Result<Bench<'a>> {
+        let n = transport.nranks();
+        if let Some((rank, _)) = plan.corrupt
+            && rank >= n
+        {
+            return Err(Error::Usage(format!("QBENCH_CORRUPT names rank {rank} but the run has {n} ranks")));
+        }
+        if plan.config.root >= n as i64 {
+            return Err(Error::Usage(format!("invalid root {} (-r): the run has {n} ranks", plan.config.root)));
+        }
+        let mut min = plan.config.minbytes;
+        let mut max = plan.config.maxbytes;
+        let limit = transport.buffer_limit();
+        let reduced = (max > limit).then(|| {
+            max = limit;
+            min = min.min(max);
+            max
+        });
+        let sizes = sweep(min, max, plan.config.step)?;
+        transport.allocate(max)?;
+        let run = CollectiveRun {
+            schema: record::SCHEMA,
+            qbench_version: env!("CARGO_PKG_VERSION"),
+            collective: plan.spec.kind(),
+            program: plan.spec.kind().program(),
+            transport: args.transport,
+            args: std::env::args().collect(),
+            host: crate::transport::short_hostname(),
+            start_time: now(),
+            end_time: None,
+            config: Config { nranks: n, ..plan.config.clone() },
+            library: transport.library().cloned(),
+            devices: transport.ranks().to_vec(),
+            max_bytes_reduced_to: reduced,
+            results: Vec::new(),
+            out_of_bounds: 0,
+            wrong_elements: 0,
+            avg_busbw_gbps: 0.0,
+            min_bandwidth: None,
+        };
+        Ok(Bench {
+            plan,
+            transport,
+            run,
+            sizes,
+            json_path: args.output_file.clone(),
+            json_stdout: args.json,
+            csv_path: args.csv.clone(),
+            busbw_sum: 0.0,
+            busbw_cells: 0,
+        })
+    }
+
+    fn print(&self, text: &str) {
+        if !self.json_stdout {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+    }
+
+    fn run(&mut self) -> Result<()> {
+        self.print(&report::table::header(&self.run));
+        let n = self.transport.nranks();
+        let roots: Vec<i64> = if !self.plan.spec.rooted() {
+            vec![-1]
+        } else if self.plan.config.root == -1 {
+            (0..n as i64).collect()
+        } else {
+            vec![self.plan.config.root]
+        };
+        for dtype in self.plan.config.datatypes.clone() {
+            for op in self.plan.ops.clone() {
+                for &root in &roots {
+                    let mut cycle = 0;
+                    // -N 0 repeats until interrupted.
+                    while self.plan.config.run_cycles == 0 || cycle < self.plan.config.run_cycles {
+                        for size in self.sizes.clone() {
+                            let count = size / dtype.size() as u64;
+                            let counts = self.plan.spec.counts(count, dtype, n as u64);
+                            let redop = op.unwrap_or(RedOp::Sum);
+                            let reduces = self.plan.spec.op_use() == OpUse::Reduces;
+                            let pattern =
+                                Pattern::new(self.plan.config.seed, dtype, reduces.then_some(redop), n);
+                            let mut base = Op {
+                                spec: self.plan.spec,
+                                dtype,
+                                redop,
+                                root: root.max(0) as usize,
+                                counts,
+                                in_place: false,
+                                agg: self.plan.config.agg_iters,
+                                pattern,
+                            };
+                            let out_of_place = self.cell(&base)?;
+                            base.in_place = true;
+                            let in_place = self.cell(&base)?;
+                            let rec = SizeRecord {
+                                cycle,
+                                size: counts.bytes(dtype),
+                                count: counts.param,
+                                dtype,
+                                redop: op,
+                                root,
+                                out_of_place,
+                                in_place,
+                            };
+                            self.print(&report::table::row(&rec));
+                            self.run.results.push(rec);
+                        }
+                        cycle += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn cell(&mut self, op: &Op) -> Result<Cell> {
+        let cfg = &self.plan.config;
+        let n = self.transport.nranks();
+        self.transport.fill(op)?;
+        let timing = self.transport.time(op, cfg.warmup_iters, cfg.iters, cfg.cudagraph)?;
+        let seconds = reduce_time(&timing.per_thread, cfg.average);
+        let bytes = op.counts.bytes(op.dtype) as f64;
+        let algbw = if seconds > 0.0 { bytes / 1e9 / seconds } else { 0.0 };
+        let busbw = algbw * self.plan.spec.bus_factor(n as u64);
+        let checked = cfg.check > 0 && (!op.in_place || self.plan.spec.checks_in_place());
+        let wrong = if checked { Some(self.validate(op)?) } else { None };
+        if let Some(w) = wrong.filter(|&w| w > 0) {
+            self.run.out_of_bounds += 1;
+            self.run.wrong_elements += w;
+        }
+        self.busbw_sum += busbw;
+        self.busbw_cells += 1;
+        Ok(Cell {
+            time_us: seconds * 1e6,
+            algbw_gbps: algbw,
+            busbw_gbps: busbw,
+            wrong,
+            iterations: stats::iter_stats(&timing.iterations),
+        })
+    }
+
+    /// nccl-tests' check loop: fill, run once, compare every element; up to
+    /// `-c` times, stopping at the first failure.
+    fn validate(&mut self, op: &Op) -> Result<u64> {
+        let mut wrong = 0;
+        for _ in 0..self.plan.config.check {
+            self.transport.fill(op)?;
+            self.transport.run_once(op)?;
+            if let Some((rank, index)) = self.plan.corrupt {
+                self.transport.corrupt(op, rank, index)?;
+            }
+            wrong = self.transport.count_wrong(op)?;
+            if wrong > 0 {
+                break;
+            }
+        }
+        Ok(wrong)
+    }
+
+    fn finish(mut self) -> Result<()> {
+        let avg = if self.busbw_cells > 0 { self.busbw_sum / self.busbw_cells as f64 } else { 0.0 };
+        self.run.avg_busbw_gbps = avg;
+        self.run.min_bandwidth = self.plan.min_bw.map(|m| MinBandwidth { required_gbps: m, ok: avg >= 0.9 * m });
+        self.run.end_time = Some(now());
+        self.print(&report::table::footer(&self.run));
+        if let Some(path) = &self.json_path {
+            report::json::write(&self.run, path)?;
+        }
+        if let Some(path) = &self.csv_path {
+            report::csv::write(&self.run, path)?;
+        }
+        if self.json_stdout {
+            println!("{}", report::json::to_string(&self.run)?);
+        }
+        if self.run.wrong_elements > 0 {
+            return Err(Error::CheckFailed(format!(
+                "{} wrong elements in {} cells: the data the collective delivered is not what was sent",
+                self.run.wrong_elements, self.run.out_of_bounds
+            )));
+        }
+        if let Some(m) = &self.run.min_bandwidth
+            && !m.ok
+        {
+            return Err(Error::CheckFailed(format!(
+                "average bus bandwidth {:.2} GB/s is below 90% of NCCL_TESTS_MIN_BW={}",
+                avg, m.required_gbps
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Combines per-thread times as `-a` says.
+pub fn reduce_time(per_thread: &[f64], how: Average) -> f64 {
+    if per_thread.is_empty() {
+        return 0.0;
+    }
+    match how {
+        Average::Rank0 => per_thread[0],
+        Average::Mean => per_thread.iter().sum::<f64>() / per_thread.len() as f64,
+        Average::Min => per_thread.iter().copied().fold(f64::INFINITY, f64::min),
+        Average::Max => per_thread.iter().copied().fold(0.0, f64::max),
+    }
+}
+
+/// The current UTC time, RFC 3339.
+fn now() -> String {
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }

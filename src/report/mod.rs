@@ -1,0 +1,6 @@
+//! Renderings of run records: the nccl-tests table, JSON and CSV.
+
+pub mod cfmt;
+pub mod csv;
+pub mod json;
+pub mod table;
