@@ -200,7 +200,10 @@ impl CollArgs {
     /// Checks what clap cannot: combinations and ranges that depend on each other.
     pub fn validate(&self) -> Result<()> {
         if self.root < -1 {
-            return Err(Error::Usage(format!("invalid root {} (-r): use a rank number, or -1 for every rank", self.root)));
+            return Err(Error::Usage(format!(
+                "invalid root {} (-r): use a rank number, or -1 for every rank",
+                self.root
+            )));
         }
         if self.stepfactor == 0 {
             return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));

@@ -269,16 +269,46 @@ float_element!(f64, DataType::Double, |v: f64| v, |x: f64| x);
 macro_rules! with_element {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            $crate::dtype::DataType::Int8 => { type $T = i8; $body }
-            $crate::dtype::DataType::Uint8 => { type $T = u8; $body }
-            $crate::dtype::DataType::Int32 => { type $T = i32; $body }
-            $crate::dtype::DataType::Uint32 => { type $T = u32; $body }
-            $crate::dtype::DataType::Int64 => { type $T = i64; $body }
-            $crate::dtype::DataType::Uint64 => { type $T = u64; $body }
-            $crate::dtype::DataType::Half => { type $T = half::f16; $body }
-            $crate::dtype::DataType::Float => { type $T = f32; $body }
-            $crate::dtype::DataType::Double => { type $T = f64; $body }
-            $crate::dtype::DataType::Bfloat16 => { type $T = half::bf16; $body }
+            $crate::dtype::DataType::Int8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::dtype::DataType::Uint8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::dtype::DataType::Int32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::dtype::DataType::Uint32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::dtype::DataType::Int64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::dtype::DataType::Uint64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::dtype::DataType::Half => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DataType::Float => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DataType::Double => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DataType::Bfloat16 => {
+                type $T = half::bf16;
+                $body
+            }
         }
     };
 }

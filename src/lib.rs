@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod dtype;
 pub mod error;
+pub mod gpu;
 pub mod harness;
 pub mod libs;
 pub mod pattern;

@@ -97,11 +97,7 @@ pub fn require(libs: &[Library]) -> Result<()> {
             continue;
         }
         if lib == Library::Driver {
-            return Err(Error::Missing(format!(
-                "{} was not found on this machine: {}",
-                lib.describe(),
-                lib.remedy()
-            )));
+            return Err(Error::Missing(format!("{} was not found on this machine: {}", lib.describe(), lib.remedy())));
         }
         let searched = search_dirs(lib);
         match find_in(lib, &searched) {
@@ -259,7 +255,9 @@ fn loads(path: &Path) -> bool {
 /// it half made.
 fn links_dir(links: &BTreeSet<(Library, PathBuf)>) -> Result<PathBuf> {
     let key: String = links.iter().map(|(l, p)| format!("{}={};", l.link_name(), p.display())).collect();
-    let hash = crate::pattern::mix(key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)));
+    let hash = crate::pattern::mix(
+        key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)),
+    );
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
     let base = std::env::temp_dir();
@@ -267,7 +265,9 @@ fn links_dir(links: &BTreeSet<(Library, PathBuf)>) -> Result<PathBuf> {
     if valid_links_dir(&dir, links, uid) {
         return Ok(dir);
     }
-    let fail = |e: std::io::Error| Error::Runtime(format!("cannot make the library links directory under {}: {e}", base.display()));
+    let fail = |e: std::io::Error| {
+        Error::Runtime(format!("cannot make the library links directory under {}: {e}", base.display()))
+    };
     let tmp = base.join(format!("qbench-libs-{uid}-{hash:016x}.{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir(&tmp).map_err(fail)?;

@@ -17,8 +17,19 @@ fn main() {
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         eprintln!("qbench: internal error: {msg}{at}");
     }));
-    let cli = Cli::parse();
-    let result = std::panic::catch_unwind(|| run(&cli.command)).unwrap_or_else(|_| Err(Error::Runtime("aborted".into())));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            // One line, exit 2: clap's first line without its "error: " prefix.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid command line");
+            eprintln!("qbench: {} (see qbench --help)", first.trim_start_matches("error: "));
+            std::process::exit(2);
+        }
+        Err(e) => e.exit(),
+    };
+    let result =
+        std::panic::catch_unwind(|| run(&cli.command)).unwrap_or_else(|_| Err(Error::Runtime("aborted".into())));
     if let Err(e) = result {
         if !(e.message().is_empty() || e.message() == "aborted") {
             eprintln!("qbench: {e}");

@@ -84,10 +84,9 @@ impl Pattern {
             (false, Some(RedOp::Avg)) => Draw::Range { lo: 0, span: (exact / n).max(1) + 1 },
             (true, None | Some(RedOp::Max | RedOp::Min)) => range(exact),
             (true, Some(RedOp::Sum)) => range((exact / n).max(1)),
-            (true, Some(RedOp::Prod)) => Draw::PowerOfTwo {
-                ranks_with_exponent: n.min(dtype.max_exponent() as u64 - 1),
-                signed: true,
-            },
+            (true, Some(RedOp::Prod)) => {
+                Draw::PowerOfTwo { ranks_with_exponent: n.min(dtype.max_exponent() as u64 - 1), signed: true }
+            }
             (true, Some(RedOp::Avg)) => {
                 let mut k = (exact / n).max(1);
                 if !n.is_power_of_two() {
@@ -189,7 +188,9 @@ mod tests {
                 v.reverse();
             }
             match dt {
-                DataType::Half => v.iter().fold(f16::from_f64(0.0), |a, &x| a.reduce(f16::from_i64(x), RedOp::Sum)).to_f64(),
+                DataType::Half => {
+                    v.iter().fold(f16::from_f64(0.0), |a, &x| a.reduce(f16::from_i64(x), RedOp::Sum)).to_f64()
+                }
                 _ => v.iter().fold(bf16::from_f64(0.0), |a, &x| a.reduce(bf16::from_i64(x), RedOp::Sum)).to_f64(),
             }
         }

@@ -59,9 +59,7 @@ pub enum Step {
 /// them: `size *= factor` when the factor is above 1, else `size += step`.
 pub fn sweep(min: u64, max: u64, step: Step) -> Result<Vec<u64>> {
     if min > max {
-        return Err(Error::Usage(format!(
-            "minimum size {min} (-b) is larger than maximum size {max} (-e)"
-        )));
+        return Err(Error::Usage(format!("minimum size {min} (-b) is larger than maximum size {max} (-e)")));
     }
     let mut sizes = Vec::new();
     let mut size = min;

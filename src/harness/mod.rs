@@ -49,7 +49,10 @@ impl Plan {
         let datatypes = args.dtypes()?;
         let parsed_ops = args.ops()?;
         if args.root < -1 {
-            return Err(Error::Usage(format!("invalid root {} (-r): use a rank number, or -1 for every rank", args.root)));
+            return Err(Error::Usage(format!(
+                "invalid root {} (-r): use a rank number, or -1 for every rank",
+                args.root
+            )));
         }
         if args.stepfactor == 0 {
             return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));
@@ -96,10 +99,7 @@ fn corrupt_hook() -> Result<Option<(usize, u64)>> {
 /// `NCCL_TESTS_MIN_BW`: fail the run when the average busbw is below 90% of it.
 fn min_bandwidth() -> Result<Option<f64>> {
     let Ok(v) = std::env::var("NCCL_TESTS_MIN_BW") else { return Ok(None) };
-    v.trim()
-        .parse()
-        .map(Some)
-        .map_err(|_| Error::Usage(format!("NCCL_TESTS_MIN_BW={v}: expected a bandwidth in GB/s")))
+    v.trim().parse().map(Some).map_err(|_| Error::Usage(format!("NCCL_TESTS_MIN_BW={v}: expected a bandwidth in GB/s")))
 }
 
 struct Bench<'a> {
@@ -197,8 +197,7 @@ impl<'a> Bench<'a> {
                             let counts = self.plan.spec.counts(count, dtype, n as u64);
                             let redop = op.unwrap_or(RedOp::Sum);
                             let reduces = self.plan.spec.op_use() == OpUse::Reduces;
-                            let pattern =
-                                Pattern::new(self.plan.config.seed, dtype, reduces.then_some(redop), n);
+                            let pattern = Pattern::new(self.plan.config.seed, dtype, reduces.then_some(redop), n);
                             let mut base = Op {
                                 spec: self.plan.spec,
                                 dtype,

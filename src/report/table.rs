@@ -25,7 +25,17 @@ pub fn header(run: &CollectiveRun) -> String {
     let _ = writeln!(
         s,
         "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} graph: {} unalign: 0",
-        c.nthreads, c.ngpus, c.minbytes, c.maxbytes, step, how, c.warmup_iters, c.iters, c.agg_iters, c.check, c.cudagraph
+        c.nthreads,
+        c.ngpus,
+        c.minbytes,
+        c.maxbytes,
+        step,
+        how,
+        c.warmup_iters,
+        c.iters,
+        c.agg_iters,
+        c.check,
+        c.cudagraph
     );
     s.push_str("#\n# Using devices\n");
     for d in &run.devices {
@@ -47,7 +57,19 @@ pub fn header(run: &CollectiveRun) -> String {
     let _ = writeln!(
         s,
         "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} ",
-        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong"
     );
     let _ = writeln!(
         s,

@@ -80,7 +80,12 @@ impl Cpu {
     /// Runs `f(rank)` on one thread per rank and collects the results.
     fn on_ranks<R: Send>(&self, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..self.bufs.len()).map(|r| { let f = &f; s.spawn(move || f(r)) }).collect();
+            let handles: Vec<_> = (0..self.bufs.len())
+                .map(|r| {
+                    let f = &f;
+                    s.spawn(move || f(r))
+                })
+                .collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
         })
     }
@@ -178,12 +183,9 @@ impl Cpu {
         let b = &self.bufs[r];
         let c = op.counts;
         let mut recv = write(&b.recv);
-        let poison_len = if op.in_place {
-            (op.input_offset(r) + c.send).max(op.output_offset(r) + c.recv)
-        } else {
-            c.recv
-        } as usize
-            * T::TYPE.size();
+        let poison_len =
+            if op.in_place { (op.input_offset(r) + c.send).max(op.output_offset(r) + c.recv) } else { c.recv } as usize
+                * T::TYPE.size();
         bytemuck::cast_slice_mut::<u64, u8>(&mut recv)[..poison_len].fill(POISON);
         let mut send = write(&b.send);
         let (words, offset) = if op.in_place { (&mut *recv, op.input_offset(r)) } else { (&mut *send, 0) };
@@ -300,6 +302,11 @@ fn mem_available() -> Option<u64> {
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|s| s.trim().to_string()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
         .unwrap_or_else(|| "host memory".into())
 }

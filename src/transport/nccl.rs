@@ -1,19 +1,466 @@
-//! placeholder
-use super::*;
-use crate::error::Error;
-pub struct Nccl;
-impl Nccl {
-    pub fn new(_n: usize, _t: u64) -> Result<Nccl> { Err(Error::Missing("nyi".into())) }
+//! The nccl transport: each rank is one GPU with device buffers, and every
+//! collective is one NCCL call per GPU inside ncclGroupStart/End. Timing is
+//! by CUDA events recorded between iterations on each GPU's stream.
+
+use super::{LibraryInfo, Op, RankInfo, Timing, Transport, short_hostname};
+use crate::dtype::{DataType, RedOp};
+use crate::error::{Error, Result};
+use crate::gpu::kernels::PatternKernels;
+use crate::gpu::{self, Gpu, cuda_err};
+use crate::libs::{self, Library};
+use crate::workload::collective::Kind;
+use cudarc::driver::{CudaEvent, CudaSlice};
+use cudarc::nccl::result as nccl;
+use cudarc::nccl::sys;
+use std::ffi::c_void;
+use std::time::Duration;
+
+const POISON: u8 = 0xff;
+
+fn nccl_type(t: DataType) -> sys::ncclDataType_t {
+    use sys::ncclDataType_t::*;
+    match t {
+        DataType::Int8 => ncclInt8,
+        DataType::Uint8 => ncclUint8,
+        DataType::Int32 => ncclInt32,
+        DataType::Uint32 => ncclUint32,
+        DataType::Int64 => ncclInt64,
+        DataType::Uint64 => ncclUint64,
+        DataType::Half => ncclFloat16,
+        DataType::Float => ncclFloat32,
+        DataType::Double => ncclFloat64,
+        DataType::Bfloat16 => ncclBfloat16,
+    }
 }
+
+fn nccl_op(op: RedOp) -> sys::ncclRedOp_t {
+    use sys::ncclRedOp_t::*;
+    match op {
+        RedOp::Sum => ncclSum,
+        RedOp::Prod => ncclProd,
+        RedOp::Max => ncclMax,
+        RedOp::Min => ncclMin,
+        RedOp::Avg => ncclAvg,
+    }
+}
+
+/// An NCCL error with NCCL's own last-error text.
+fn nccl_err(what: impl std::fmt::Display) -> impl FnOnce(nccl::NcclError) -> Error {
+    move |e| {
+        // SAFETY: ncclGetLastError accepts a null communicator and returns a
+        // pointer to a NUL-terminated string owned by NCCL (or null).
+        let last = unsafe {
+            let p = sys::ncclGetLastError(std::ptr::null_mut());
+            if p.is_null() { String::new() } else { std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned() }
+        };
+        Error::Runtime(format!(
+            "NCCL error while {what}: {:?}{}",
+            e.0,
+            if last.is_empty() { String::new() } else { format!(" ({last})") }
+        ))
+    }
+}
+
+struct Rank {
+    gpu: Gpu,
+    comm: sys::ncclComm_t,
+    kernels: PatternKernels,
+    send: Option<CudaSlice<u8>>,
+    recv: Option<CudaSlice<u8>>,
+    wrong: CudaSlice<u8>,
+}
+
+pub struct Nccl {
+    ranks: Vec<Rank>,
+    info: Vec<RankInfo>,
+    first_rank: usize,
+    nranks: usize,
+    library: LibraryInfo,
+    timeout: Option<Duration>,
+    aborted: bool,
+}
+
+impl Nccl {
+    /// Opens `local` GPUs as ranks 0..local of one communicator.
+    pub fn new(local: usize, timeout_s: u64) -> Result<Nccl> {
+        libs::require(&[Library::Driver, Library::Nccl, Library::Nvrtc])?;
+        gpu::require_gpus(local)?;
+        let gpus = (0..local).map(Gpu::open).collect::<Result<Vec<_>>>()?;
+        let code = nccl::get_nccl_version().map_err(nccl_err("reading the NCCL version"))? as i64;
+        let library = LibraryInfo {
+            name: "NCCL".into(),
+            version_code: code,
+            version: nccl_version_string(code),
+            path: libs::loaded_path(Library::Nccl).map(|p| p.display().to_string()),
+        };
+        let id = nccl::get_uniqueid().map_err(nccl_err("creating the communicator id"))?;
+        let (first_rank, nranks) = (0, local);
+        let mut comms = vec![std::ptr::null_mut(); local];
+        nccl::group_start().map_err(nccl_err("creating communicators"))?;
+        for (i, g) in gpus.iter().enumerate() {
+            g.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+            // SAFETY: `comms[i]` is a valid out-pointer; the id is shared by
+            // every rank of the communicator and ranks are distinct.
+            unsafe { nccl::comm_init_rank(&mut comms[i], nranks as i32, id, (first_rank + i) as i32) }
+                .map_err(nccl_err(format!("creating the communicator of GPU {}", g.ordinal)))?;
+        }
+        nccl::group_end().map_err(nccl_err("creating communicators"))?;
+        let pid = std::process::id();
+        let host = short_hostname();
+        let mut ranks = Vec::with_capacity(local);
+        let mut info = Vec::with_capacity(local);
+        for (i, (gpu, comm)) in gpus.into_iter().zip(comms).enumerate() {
+            info.push(RankInfo {
+                rank: first_rank + i,
+                group: 0,
+                pid,
+                host: host.clone(),
+                device: gpu.ordinal,
+                bus_id: gpu.bus_id.clone(),
+                name: gpu.name.clone(),
+            });
+            let kernels = PatternKernels::load(&gpu)?;
+            let wrong = gpu.alloc(8)?;
+            ranks.push(Rank { gpu, comm, kernels, send: None, recv: None, wrong });
+        }
+        Ok(Nccl {
+            ranks,
+            info,
+            first_rank,
+            nranks,
+            library,
+            timeout: (timeout_s > 0).then(|| Duration::from_secs(timeout_s)),
+            aborted: false,
+        })
+    }
+
+    fn buffers(&self, i: usize) -> Result<(u64, u64)> {
+        let r = &self.ranks[i];
+        match (&r.send, &r.recv) {
+            (Some(s), Some(v)) => Ok((gpu::ptr(s), gpu::ptr(v))),
+            _ => Err(Error::Runtime("internal: buffers used before allocation".into())),
+        }
+    }
+
+    /// Enqueues `op.agg` operations of `op` on every GPU, as one group.
+    fn launch(&self, op: &Op) -> Result<()> {
+        let ws = op.dtype.size() as u64;
+        let c = op.counts;
+        let t = nccl_type(op.dtype);
+        let n = self.nranks as i32;
+        nccl::group_start().map_err(nccl_err("starting a group"))?;
+        for _ in 0..op.agg {
+            for (i, r) in self.ranks.iter().enumerate() {
+                let rank = self.first_rank + i;
+                let (send, recv) = self.buffers(i)?;
+                let recv_ptr = recv + op.output_offset(rank) * ws;
+                let send_ptr = if op.in_place { recv + op.input_offset(rank) * ws } else { send };
+                let (sp, rp) = (send_ptr as *const c_void, recv_ptr as *mut c_void);
+                let s = r.gpu.stream.cu_stream() as sys::cudaStream_t;
+                let what =
+                    || format!("launching {} on GPU {}", op.kind().program().trim_end_matches("_perf"), r.gpu.ordinal);
+                // SAFETY: every pointer lies in this rank's buffers, which
+                // hold the operation's send and receive counts (allocated
+                // for the largest size); the communicator and stream belong
+                // to this rank's GPU.
+                unsafe {
+                    match op.kind() {
+                        Kind::AllReduce => nccl::all_reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), r.comm, s),
+                        Kind::AllGather => nccl::all_gather(sp, rp, c.param as usize, t, r.comm, s),
+                        Kind::ReduceScatter => {
+                            nccl::reduce_scatter(sp, rp, c.param as usize, t, nccl_op(op.redop), r.comm, s)
+                        }
+                        Kind::Broadcast => nccl::broadcast(sp, rp, c.param as usize, t, op.root as i32, r.comm, s),
+                        Kind::Reduce => {
+                            nccl::reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), op.root as i32, r.comm, s)
+                        }
+                        Kind::AllToAll => {
+                            let chunk = c.param * ws;
+                            for peer in 0..n {
+                                let off = peer as u64 * chunk;
+                                nccl::send((send_ptr + off) as *const c_void, c.param as usize, t, peer, r.comm, s)
+                                    .map_err(nccl_err(what()))?;
+                                nccl::recv((recv_ptr + off) as *mut c_void, c.param as usize, t, peer, r.comm, s)
+                                    .map_err(nccl_err(what()))?;
+                            }
+                            Ok(nccl::NcclStatus::Success)
+                        }
+                        Kind::SendRecv => {
+                            let (to, from) = ((rank as i32 + 1) % n, (rank as i32 + n - 1) % n);
+                            nccl::send(sp, c.param as usize, t, to, r.comm, s).map_err(nccl_err(what()))?;
+                            nccl::recv(rp, c.param as usize, t, from, r.comm, s)
+                        }
+                    }
+                }
+                .map_err(nccl_err(what()))?;
+            }
+        }
+        nccl::group_end().map_err(nccl_err("launching a group"))?;
+        Ok(())
+    }
+
+    /// An error any communicator reported asynchronously.
+    fn async_error(&self) -> Result<()> {
+        for r in &self.ranks {
+            let mut state = sys::ncclResult_t::ncclSuccess;
+            // SAFETY: the communicator is live (not destroyed, not aborted).
+            unsafe { sys::ncclCommGetAsyncError(r.comm, &mut state) }
+                .result()
+                .and_then(|_| state.result())
+                .map_err(nccl_err(format!("running on GPU {}", r.gpu.ordinal)))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the given events, aborting every communicator on timeout.
+    fn wait(&mut self, events: &[&CudaEvent]) -> Result<()> {
+        let result = gpu::wait_events(events, self.timeout, || self.async_error());
+        if result.is_err() {
+            self.abort();
+        }
+        result
+    }
+
+    /// Records an event on every GPU's stream and waits for all of them.
+    fn sync(&mut self) -> Result<()> {
+        let events = self.ranks.iter().map(|r| record(&r.gpu)).collect::<Result<Vec<_>>>()?;
+        self.wait(&events.iter().collect::<Vec<_>>())
+    }
+
+    fn abort(&mut self) {
+        if !self.aborted {
+            for r in &self.ranks {
+                // SAFETY: each communicator is aborted once and never used after.
+                let _ = unsafe { nccl::comm_abort(r.comm) };
+            }
+            self.aborted = true;
+        }
+    }
+
+    /// Times `iters` iterations per sample, `samples` samples: plain launches
+    /// (`graph` = false: one sample per iteration) or graph replays.
+    fn timed_events(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Timing> {
+        let ngpu = self.ranks.len();
+        let (samples, per_sample_ops) = if graph > 0 { (graph, iters * op.agg) } else { (iters, op.agg) };
+        let events: Vec<Vec<CudaEvent>> = self
+            .ranks
+            .iter()
+            .map(|r| (0..=samples).map(|_| r.gpu.timing_event()).collect::<Result<Vec<_>>>())
+            .collect::<Result<_>>()?;
+        let graphs = if graph > 0 { Some(self.capture(op, iters)?) } else { None };
+        for (r, ev) in self.ranks.iter().zip(&events) {
+            ev[0].record(&r.gpu.stream).map_err(cuda_err("recording an event"))?;
+        }
+        for k in 0..samples as usize {
+            match &graphs {
+                Some(gs) => {
+                    for g in gs {
+                        g.launch().map_err(cuda_err("launching a CUDA graph"))?;
+                    }
+                }
+                None => self.launch(op)?,
+            }
+            for (r, ev) in self.ranks.iter().zip(&events) {
+                ev[k + 1].record(&r.gpu.stream).map_err(cuda_err("recording an event"))?;
+            }
+        }
+        let last: Vec<&CudaEvent> = events.iter().map(|e| &e[samples as usize]).collect();
+        self.wait(&last)?;
+        let mut per_gpu = vec![vec![0.0; samples as usize]; ngpu];
+        for (g, ev) in events.iter().enumerate() {
+            for k in 0..samples as usize {
+                let ms = ev[k].elapsed_ms(&ev[k + 1]).map_err(cuda_err("reading event times"))?;
+                per_gpu[g][k] = ms as f64 * 1e-3 / per_sample_ops as f64;
+            }
+        }
+        // One thread drives every GPU here: it contributes its slowest GPU.
+        let iterations: Vec<f64> =
+            (0..samples as usize).map(|k| per_gpu.iter().map(|t| t[k]).fold(0.0, f64::max)).collect();
+        let span = per_gpu.iter().map(|t| t.iter().sum::<f64>() / t.len().max(1) as f64).fold(0.0, f64::max);
+        Ok(Timing { per_thread: vec![span], iterations })
+    }
+
+    /// Captures `iters` iterations on every GPU's stream into one graph each.
+    fn capture(&mut self, op: &Op, iters: u32) -> Result<Vec<cudarc::driver::CudaGraph>> {
+        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+        for r in &self.ranks {
+            r.gpu
+                .stream
+                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .map_err(cuda_err("starting a graph capture"))?;
+        }
+        let launched = (0..iters).try_for_each(|_| self.launch(op));
+        let mut graphs = Vec::new();
+        for r in &self.ranks {
+            let g = r
+                .gpu
+                .stream
+                .end_capture(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+                .map_err(cuda_err("ending a graph capture"))?;
+            graphs.extend(g);
+        }
+        launched?;
+        if graphs.len() != self.ranks.len() {
+            return Err(Error::Runtime("CUDA graph capture produced no graph".into()));
+        }
+        Ok(graphs)
+    }
+}
+
+fn record(gpu: &Gpu) -> Result<CudaEvent> {
+    let e = gpu.ctx.new_event(None).map_err(cuda_err("creating an event"))?;
+    e.record(&gpu.stream).map_err(cuda_err("recording an event"))?;
+    Ok(e)
+}
+
+/// "2.28.3" from NCCL's version code (X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before).
+fn nccl_version_string(code: i64) -> String {
+    if code >= 10000 {
+        format!("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100)
+    } else {
+        format!("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100)
+    }
+}
+
 impl Transport for Nccl {
-    fn ranks(&self) -> &[RankInfo] { &[] }
-    fn nranks(&self) -> usize { 0 }
-    fn library(&self) -> Option<&LibraryInfo> { None }
-    fn buffer_limit(&self) -> u64 { 0 }
-    fn allocate(&mut self, _: u64) -> Result<()> { Ok(()) }
-    fn fill(&mut self, _: &Op) -> Result<()> { Ok(()) }
-    fn time(&mut self, _: &Op, _: u32, _: u32, _: u32) -> Result<Timing> { Ok(Timing::default()) }
-    fn run_once(&mut self, _: &Op) -> Result<()> { Ok(()) }
-    fn corrupt(&mut self, _: &Op, _: usize, _: u64) -> Result<()> { Ok(()) }
-    fn count_wrong(&mut self, _: &Op) -> Result<u64> { Ok(0) }
+    fn ranks(&self) -> &[RankInfo] {
+        &self.info
+    }
+
+    fn nranks(&self) -> usize {
+        self.nranks
+    }
+
+    fn library(&self) -> Option<&LibraryInfo> {
+        Some(&self.library)
+    }
+
+    fn buffer_limit(&self) -> u64 {
+        // nccl-tests' rule: keep 1 GiB per 16 GiB (at most 4 GiB) and 1 GiB
+        // more for the library; two buffers (send, receive) share the rest.
+        // Memory other processes already hold is not available either.
+        const GIB: u64 = 1 << 30;
+        self.ranks
+            .iter()
+            .map(|r| {
+                let total = r.gpu.total_mem;
+                let reserve = (total.div_ceil(16 * GIB) * GIB).min(4 * GIB);
+                let by_total = total.saturating_sub(reserve + GIB) / 2;
+                let by_free = r.gpu.free_mem().unwrap_or(total).saturating_sub(GIB) / 2;
+                by_total.min(by_free)
+            })
+            .min()
+            .unwrap_or(0)
+    }
+
+    fn allocate(&mut self, bytes: u64) -> Result<()> {
+        for r in &mut self.ranks {
+            r.send = None;
+            r.recv = None;
+            r.send = Some(r.gpu.alloc(bytes)?);
+            r.recv = Some(r.gpu.alloc(bytes)?);
+        }
+        Ok(())
+    }
+
+    fn fill(&mut self, op: &Op) -> Result<()> {
+        let ws = op.dtype.size() as u64;
+        let c = op.counts;
+        for i in 0..self.ranks.len() {
+            let rank = self.first_rank + i;
+            let (send, recv) = self.buffers(i)?;
+            let r = &self.ranks[i];
+            let (in_ptr, poison_len) = if op.in_place {
+                let end = (op.input_offset(rank) + c.send).max(op.output_offset(rank) + c.recv);
+                (recv + op.input_offset(rank) * ws, end)
+            } else {
+                (send, c.recv)
+            };
+            r.gpu.memset(recv, POISON, poison_len * ws)?;
+            r.kernels.fill(&r.gpu, in_ptr, c.send, &op.pattern, rank)?;
+        }
+        self.sync()
+    }
+
+    fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing> {
+        for _ in 0..warmup {
+            self.launch(op)?;
+        }
+        self.sync()?;
+        self.timed_events(op, iters, graph)
+    }
+
+    fn run_once(&mut self, op: &Op) -> Result<()> {
+        self.launch(&Op { agg: 1, ..*op })?;
+        self.sync()
+    }
+
+    fn corrupt(&mut self, op: &Op, rank: usize, index: u64) -> Result<()> {
+        let Some(i) = rank.checked_sub(self.first_rank).filter(|&i| i < self.ranks.len()) else { return Ok(()) };
+        if index >= op.counts.recv {
+            return Ok(());
+        }
+        let ws = op.dtype.size();
+        let (_, recv) = self.buffers(i)?;
+        let at = recv + (op.output_offset(rank) + index) * ws as u64;
+        let mut bytes = vec![0u8; ws];
+        self.ranks[i].gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+        // SAFETY: `at..at+ws` is one element inside this rank's receive
+        // buffer; the GPU is idle (run_once synchronised).
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_sync(&mut bytes, at).map_err(cuda_err("reading an element"))?;
+            bytes.iter_mut().for_each(|b| *b = !*b);
+            cudarc::driver::result::memcpy_htod_sync(at, &bytes).map_err(cuda_err("writing an element"))?;
+        }
+        Ok(())
+    }
+
+    fn count_wrong(&mut self, op: &Op) -> Result<u64> {
+        let ws = op.dtype.size() as u64;
+        for i in 0..self.ranks.len() {
+            let rank = self.first_rank + i;
+            let (_, recv) = self.buffers(i)?;
+            let r = &self.ranks[i];
+            let counter = gpu::ptr(&r.wrong);
+            r.gpu.memset(counter, 0, 8)?;
+            if op.checks_rank(rank, self.nranks) {
+                let out = recv + op.output_offset(rank) * ws;
+                r.kernels.check(&r.gpu, out, op.counts.recv, op, rank, self.nranks, counter)?;
+            }
+        }
+        self.sync()?;
+        let mut total = 0;
+        for r in &self.ranks {
+            let mut w = [0u64; 1];
+            r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+            // SAFETY: the counter is one u64 on this GPU, written by the
+            // check kernel that the sync above waited for.
+            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut w, gpu::ptr(&r.wrong)) }
+                .map_err(cuda_err("reading the wrong-element count"))?;
+            total += w[0];
+        }
+        Ok(total)
+    }
+}
+
+impl Drop for Nccl {
+    fn drop(&mut self) {
+        if !self.aborted {
+            for r in &self.ranks {
+                // SAFETY: each live communicator is destroyed once, here.
+                let _ = unsafe { nccl::comm_destroy(r.comm) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_codes() {
+        assert_eq!(nccl_version_string(22803), "2.28.3");
+        assert_eq!(nccl_version_string(2708), "2.7.8");
+    }
 }

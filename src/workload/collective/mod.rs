@@ -28,8 +28,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] =
-        [Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter, Kind::Broadcast, Kind::Reduce, Kind::AllToAll, Kind::SendRecv];
+    pub const ALL: [Kind; 7] = [
+        Kind::AllReduce,
+        Kind::AllGather,
+        Kind::ReduceScatter,
+        Kind::Broadcast,
+        Kind::Reduce,
+        Kind::AllToAll,
+        Kind::SendRecv,
+    ];
 
     /// The nccl-tests binary this collective stands for.
     pub fn program(self) -> &'static str {

@@ -1,0 +1,129 @@
+//! The CUDA kernels of `kernels/*.cu`, compiled at run time with NVRTC once
+//! per GPU architecture and loaded into each GPU's context.
+
+use super::{Gpu, cuda_err};
+use crate::dtype::DataType;
+use crate::error::{Error, Result};
+use crate::pattern::Pattern;
+use crate::transport::Op;
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+/// Threads per block of every grid-stride kernel.
+const BLOCK: u32 = 256;
+
+/// PTX of one source for one compute capability, compiled on first use.
+fn ptx(name: &str, source: &str, cc: (i32, i32)) -> Result<Ptx> {
+    static CACHE: Mutex<Vec<((String, (i32, i32)), Ptx)>> = Mutex::new(Vec::new());
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, p)) = cache.iter().find(|(k, _)| k.0 == name && k.1 == cc) {
+        return Ok(p.clone());
+    }
+    let opts = CompileOptions {
+        options: vec![format!("--gpu-architecture=compute_{}{}", cc.0, cc.1), "--std=c++14".into()],
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    let p = cudarc::nvrtc::compile_ptx_with_opts(source, opts).map_err(|e| match e {
+        CompileError::CompileError { log, .. } => {
+            Error::Runtime(format!("NVRTC could not compile {name}: {}", log.to_string_lossy().trim()))
+        }
+        other => Error::Runtime(format!("NVRTC could not compile {name}: {other:?}")),
+    })?;
+    cache.push(((name.into(), cc), p.clone()));
+    Ok(p)
+}
+
+/// A launch shape covering `n` elements with a grid-stride loop.
+pub fn grid(gpu: &Gpu, n: u64) -> LaunchConfig {
+    let blocks = n.div_ceil(BLOCK as u64).clamp(1, gpu.sm_count as u64 * 16) as u32;
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// Loads the named kernels of one source file into a GPU's context.
+pub fn load(gpu: &Gpu, file: &str, source: &str, names: &[String]) -> Result<HashMap<String, CudaFunction>> {
+    let module =
+        gpu.ctx.load_module(ptx(file, source, gpu.compute_capability)?).map_err(cuda_err(format!("loading {file}")))?;
+    names
+        .iter()
+        .map(|n| Ok((n.clone(), module.load_function(n).map_err(cuda_err(format!("finding kernel {n}")))?)))
+        .collect()
+}
+
+/// The fill and check kernels of kernels/pattern.cu on one GPU.
+pub struct PatternKernels {
+    functions: HashMap<String, CudaFunction>,
+}
+
+impl PatternKernels {
+    pub fn load(gpu: &Gpu) -> Result<PatternKernels> {
+        let names: Vec<String> = DataType::ALL
+            .iter()
+            .flat_map(|t| [format!("qb_fill_{}", t.name()), format!("qb_check_{}", t.name())])
+            .collect();
+        Ok(PatternKernels {
+            functions: load(gpu, "kernels/pattern.cu", include_str!("../../kernels/pattern.cu"), &names)?,
+        })
+    }
+
+    fn function(&self, kind: &str, t: DataType) -> &CudaFunction {
+        &self.functions[&format!("qb_{kind}_{}", t.name())]
+    }
+
+    /// Writes `rank`'s input elements 0..n of `pattern` at `ptr`.
+    pub fn fill(&self, gpu: &Gpu, ptr: u64, n: u64, pattern: &Pattern, rank: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let (kind, a, b) = pattern.draw.encode();
+        let rank = rank as i32;
+        let f = self.function("fill", pattern.dtype);
+        let mut l = gpu.stream.launch_builder(f);
+        l.arg(&ptr).arg(&n).arg(&pattern.seed).arg(&kind).arg(&a).arg(&b).arg(&rank);
+        // SAFETY: the argument list matches qb_fill_* in kernels/pattern.cu,
+        // and `ptr` addresses at least n elements of the pattern's type.
+        unsafe { l.launch(grid(gpu, n)) }.map(|_| ()).map_err(cuda_err("launching the fill kernel"))
+    }
+
+    /// Adds to the u64 at `wrong` the number of `rank`'s output elements of
+    /// `op` (n elements at `ptr`) that differ from their expected values.
+    pub fn check(&self, gpu: &Gpu, ptr: u64, n: u64, op: &Op, rank: usize, nranks: usize, wrong: u64) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let p = &op.pattern;
+        let (kind, a, b) = p.draw.encode();
+        let (coll, redop) = (op.kind().kernel_code(), op.redop as i32);
+        let (nranks, rank, root) = (nranks as i32, rank as i32, op.root as i32);
+        let f = self.function("check", p.dtype);
+        let mut l = gpu.stream.launch_builder(f);
+        l.arg(&ptr).arg(&n).arg(&p.seed).arg(&kind).arg(&a).arg(&b);
+        l.arg(&coll).arg(&redop).arg(&nranks).arg(&rank).arg(&root).arg(&op.counts.param).arg(&p.tolerance).arg(&wrong);
+        // SAFETY: the argument list matches qb_check_* in kernels/pattern.cu;
+        // `ptr` addresses n elements and `wrong` one u64 on this GPU.
+        unsafe { l.launch(grid(gpu, n)) }.map(|_| ()).map_err(cuda_err("launching the check kernel"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::libs::Library;
+
+    /// Compiles every kernel source with NVRTC where NVRTC is present (no GPU
+    /// needed). CI sets QBENCH_REQUIRE_NVRTC=1 so that a missing NVRTC fails
+    /// the test instead of skipping it.
+    #[test]
+    fn kernels_compile_with_nvrtc() {
+        if !Library::Nvrtc.loadable() {
+            assert!(std::env::var_os("QBENCH_REQUIRE_NVRTC").is_none(), "NVRTC is required but not loadable");
+            eprintln!("NVRTC not loadable: kernel compilation not tested");
+            return;
+        }
+        for cc in [(7, 0), (9, 0)] {
+            ptx("kernels/pattern.cu", include_str!("../../kernels/pattern.cu"), cc).unwrap();
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! A thin layer over cudarc's driver API for the GPU transports: the GPUs of
+//! this process with their identity, device buffers addressed by raw
+//! pointers, CUDA errors as qbench errors, and waiting on events with a
+//! deadline.
+
+pub mod kernels;
+
+use crate::error::{Error, Result};
+use crate::libs::{self, Library};
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError, result};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A CUDA error as a qbench runtime error naming what was being done.
+pub fn cuda_err(what: impl std::fmt::Display) -> impl FnOnce(DriverError) -> Error {
+    move |e| {
+        let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        Error::Runtime(format!("CUDA error while {what}: {:?} ({text})", e.0))
+    }
+}
+
+/// Loads the driver and counts the GPUs; a machine without them is exit 3.
+pub fn device_count() -> Result<usize> {
+    libs::require(&[Library::Driver])?;
+    match result::init() {
+        Ok(()) => {}
+        Err(e) if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => return Ok(0),
+        Err(e) => return Err(cuda_err("initialising the CUDA driver")(e)),
+    }
+    let n = result::device::get_count().map_err(cuda_err("counting GPUs"))?;
+    Ok(n.max(0) as usize)
+}
+
+/// Checks that `wanted` GPUs exist, in nccl-tests' words when they do not.
+pub fn require_gpus(wanted: usize) -> Result<usize> {
+    let found = device_count()?;
+    if found == 0 {
+        return Err(Error::Missing(
+            "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES), or use --transport cpu".into(),
+        ));
+    }
+    if wanted > found {
+        return Err(Error::Usage(format!(
+            "Invalid number of GPUs: {wanted} requested but only {found} were found (-g is GPUs per process)"
+        )));
+    }
+    Ok(found)
+}
+
+/// One GPU of this process: its primary context, one stream, its identity.
+pub struct Gpu {
+    pub ordinal: usize,
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub name: String,
+    /// "dddd:bb:dd", as nccl-tests prints it.
+    pub bus_id: String,
+    pub total_mem: u64,
+    pub sm_count: u32,
+    pub compute_capability: (i32, i32),
+}
+
+impl Gpu {
+    pub fn open(ordinal: usize) -> Result<Gpu> {
+        let what = format!("opening GPU {ordinal}");
+        let ctx = CudaContext::new(ordinal).map_err(cuda_err(&what))?;
+        // SAFETY: qbench orders its own work explicitly with streams and
+        // events; cudarc's per-buffer events would add work to every launch.
+        unsafe { ctx.disable_event_tracking() };
+        let attr = |a| ctx.attribute(a).map_err(cuda_err(&what));
+        let bus_id = format!(
+            "{:04x}:{:02x}:{:02x}",
+            attr(Attr::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
+        );
+        let sm_count = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let compute_capability = ctx.compute_capability().map_err(cuda_err(&what))?;
+        let stream = ctx.new_stream().map_err(cuda_err(&what))?;
+        Ok(Gpu {
+            ordinal,
+            name: ctx.name().map_err(cuda_err(&what))?,
+            total_mem: ctx.total_mem().map_err(cuda_err(&what))? as u64,
+            ctx,
+            stream,
+            bus_id,
+            sm_count,
+            compute_capability,
+        })
+    }
+
+    /// Free device memory now, in bytes.
+    pub fn free_mem(&self) -> Result<u64> {
+        Ok(self.ctx.mem_get_info().map_err(cuda_err("reading free GPU memory"))?.0 as u64)
+    }
+
+    /// An uninitialised device buffer of `bytes` bytes.
+    pub fn alloc(&self, bytes: u64) -> Result<CudaSlice<u8>> {
+        // SAFETY: the buffer is written (filled or poisoned) before any read.
+        unsafe { self.stream.alloc::<u8>(bytes.max(1) as usize) }.map_err(|e| {
+            cuda_err(format!("allocating {bytes} bytes on GPU {} ({})", self.ordinal, crate::units::format_size(bytes)))(e)
+        })
+    }
+
+    /// An event that records time.
+    pub fn timing_event(&self) -> Result<CudaEvent> {
+        self.ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("creating an event"))
+    }
+
+    /// Sets every byte of `len` bytes at `ptr` to `value`, in stream order.
+    pub fn memset(&self, ptr: u64, value: u8, len: u64) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+        // SAFETY: `ptr..ptr+len` lies inside a live allocation of this GPU
+        // (callers pass offsets within their own buffers).
+        unsafe { result::memset_d8_async(ptr, value, len as usize, self.stream.cu_stream()) }
+            .map_err(cuda_err("setting device memory"))
+    }
+}
+
+/// The device address of a buffer.
+pub fn ptr(buf: &CudaSlice<u8>) -> u64 {
+    use cudarc::driver::DevicePtr;
+    let (p, _sync) = buf.device_ptr(buf.stream());
+    p
+}
+
+/// Waits until every event has completed, checking `poll` (asynchronous
+/// library errors) meanwhile, and gives up after `timeout`.
+pub fn wait_events(
+    events: &[&CudaEvent],
+    timeout: Option<Duration>,
+    mut poll: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let mut done = true;
+        for e in events {
+            done &= e.try_is_complete().map_err(cuda_err("waiting for the GPU"))?;
+        }
+        if done {
+            return Ok(());
+        }
+        poll()?;
+        if let Some(t) = timeout
+            && start.elapsed() > t
+        {
+            return Err(Error::Runtime(format!("timeout: the GPUs did not finish within {} s (-T)", t.as_secs())));
+        }
+        std::thread::sleep(Duration::from_micros(20));
+    }
+}
