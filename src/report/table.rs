@@ -80,17 +80,11 @@ pub fn header(run: &CollectiveRun) -> String {
 }
 
 fn cell(c: &Cell) -> String {
-    let wrong = match c.wrong {
-        Some(w) => format!("{:>6}", cfmt::g(w as f64)),
-        None => "   N/A".into(),
-    };
-    format!(
-        "  {}  {}  {}  {}",
-        cfmt::bounded(c.time_us, 7),
-        cfmt::bounded(c.algbw_gbps, 6),
-        cfmt::bounded(c.busbw_gbps, 6),
-        wrong
-    )
+    let (t, a, b) = (cfmt::bounded(c.time_us, 7), cfmt::bounded(c.algbw_gbps, 6), cfmt::bounded(c.busbw_gbps, 6));
+    match c.wrong {
+        Some(w) => format!("  {t}  {a}  {b}  {:>6}", cfmt::g(w as f64)),
+        None => format!("  {t}  {a}  {b}    N/A"),
+    }
 }
 
 /// One row.
@@ -121,4 +115,120 @@ pub fn footer(run: &CollectiveRun) -> String {
     let _ = writeln!(s, "# {:<20} : {} {}", "Avg bus bandwidth", cfmt::g(run.avg_busbw_gbps), verdict);
     let _ = writeln!(s, "#\n# Collective test concluded: {}\n#\n", run.program);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Average, TransportKind};
+    use crate::dtype::{DataType, RedOp};
+    use crate::harness::record::{Config, IterStats};
+    use crate::transport::{LibraryInfo, RankInfo};
+    use crate::workload::collective::Kind;
+
+    fn cell(time_us: f64, algbw_gbps: f64, busbw_gbps: f64, wrong: Option<u64>) -> Cell {
+        let iterations = IterStats { samples: 20, min_us: time_us, p50_us: time_us, p99_us: time_us, max_us: time_us };
+        Cell { time_us, algbw_gbps, busbw_gbps, wrong, iterations }
+    }
+
+    fn row(size: u64, count: u64, dtype: DataType, redop: Option<RedOp>, root: i64, a: Cell, b: Cell) -> SizeRecord {
+        SizeRecord { cycle: 0, size, count, dtype, redop, root, out_of_place: a, in_place: b }
+    }
+
+    /// The golden file is rendered by an independent implementation of
+    /// nccl-tests 2.19's printf calls (Python's % operator is C printf).
+    #[test]
+    fn layout_matches_nccl_tests_golden() {
+        let device = |rank: usize, bus: &str| RankInfo {
+            rank,
+            group: 0,
+            pid: 4242,
+            host: "gpuhost".into(),
+            device: rank,
+            bus_id: bus.into(),
+            name: "NVIDIA H200".into(),
+        };
+        let run = CollectiveRun {
+            schema: crate::harness::record::SCHEMA,
+            qbench_version: "0.1.0",
+            collective: Kind::AllReduce,
+            program: "all_reduce_perf",
+            transport: TransportKind::Nccl,
+            args: vec![],
+            host: "gpuhost".into(),
+            start_time: String::new(),
+            end_time: None,
+            config: Config {
+                nranks: 2,
+                nthreads: 1,
+                ngpus: 2,
+                minbytes: 16 << 20,
+                maxbytes: 1 << 30,
+                step: Step::Factor(2),
+                warmup_iters: 1,
+                iters: 20,
+                agg_iters: 1,
+                run_cycles: 1,
+                check: 1,
+                cudagraph: 0,
+                average: Average::Mean,
+                timeout_s: 0,
+                datatypes: vec![DataType::Float],
+                ops: vec![RedOp::Sum],
+                root: 0,
+                seed: 1,
+            },
+            library: Some(LibraryInfo {
+                name: "NCCL".into(),
+                version_code: 22803,
+                version: "2.28.3".into(),
+                path: None,
+            }),
+            devices: vec![device(0, "0000:00:06"), device(1, "0000:00:07")],
+            max_bytes_reduced_to: Some(512 << 20),
+            results: vec![
+                row(
+                    16 << 20,
+                    4 << 20,
+                    DataType::Float,
+                    Some(RedOp::Sum),
+                    -1,
+                    cell(84.79, 197.87, 197.87, Some(0)),
+                    cell(80.84, 207.55, 207.55, Some(0)),
+                ),
+                row(
+                    512 << 20,
+                    128 << 20,
+                    DataType::Float,
+                    Some(RedOp::Sum),
+                    -1,
+                    cell(1765.3, 304.12, 304.12, Some(0)),
+                    cell(12345.67, 4247.3, 12345.0, Some(1 << 20)),
+                ),
+                row(
+                    1024,
+                    512,
+                    DataType::Bfloat16,
+                    None,
+                    1,
+                    cell(20.81, 0.049, 0.049, None),
+                    cell(21.16, 0.048, 0.048, None),
+                ),
+            ],
+            out_of_bounds: 1,
+            wrong_elements: 1 << 20,
+            avg_busbw_gbps: 275.71543,
+            min_bandwidth: None,
+        };
+        let mut text = header(&run);
+        for r in &run.results {
+            text.push_str(&super::row(r));
+        }
+        text.push_str(&footer(&run));
+        let golden = include_str!("../../tests/golden/all_reduce_table.txt");
+        for (i, (got, want)) in text.lines().zip(golden.lines()).enumerate() {
+            assert_eq!(got, want, "line {}", i + 1);
+        }
+        assert_eq!(text, golden);
+    }
 }

@@ -1,0 +1,197 @@
+//! End-to-end runs of the collective subcommands on the cpu transport: the
+//! whole pipeline (sweep, data, checks, table, JSON, CSV, exit codes) as a
+//! user sees it, with no GPU.
+
+use std::process::{Command, Output};
+
+fn qbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qbench")).args(args).env_remove("QBENCH_CORRUPT").output().expect("run qbench")
+}
+
+fn qbench_env(args: &[&str], key: &str, value: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qbench")).args(args).env(key, value).output().expect("run qbench")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The data rows of a table, split into columns.
+fn rows(o: &Output) -> Vec<Vec<String>> {
+    stdout(o)
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn allreduce_table_on_four_host_ranks() {
+    let o = qbench(&["allreduce", "--transport", "cpu", "-g", "4", "-b", "1M", "-e", "64M", "-f", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows(&o);
+    let sizes: Vec<u64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+    assert_eq!(sizes, (0..7).map(|i| (1u64 << 20) << i).collect::<Vec<_>>());
+    for r in &rows {
+        assert_eq!(r.len(), 13, "{r:?}");
+        assert_eq!((r[8].as_str(), r[12].as_str()), ("0", "0"), "{r:?}");
+        // busbw = algbw * 2(n-1)/n = 1.5 algbw for n = 4 (two printed decimals).
+        let (alg, bus): (f64, f64) = (r[6].parse().unwrap(), r[7].parse().unwrap());
+        assert!((bus - 1.5 * alg).abs() <= 0.02, "{r:?}");
+    }
+    let text = stdout(&o);
+    assert!(text.contains("# Out of bounds values : 0 OK"));
+    assert_eq!(text.matches("#  Rank ").count(), 4);
+}
+
+#[test]
+fn every_collective_type_and_op_checks_clean() {
+    for coll in ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"] {
+        for g in ["3", "4"] {
+            let o = qbench(&[
+                coll,
+                "--transport",
+                "cpu",
+                "-g",
+                g,
+                "-b",
+                "8",
+                "-e",
+                "64K",
+                "-f",
+                "8",
+                "-d",
+                "all",
+                "-o",
+                "all",
+                "-r",
+                "-1",
+                "-n",
+                "2",
+            ]);
+            assert!(o.status.success(), "{coll} -g {g}: {}", String::from_utf8_lossy(&o.stderr));
+            let rows = rows(&o);
+            assert!(!rows.is_empty());
+            for r in &rows {
+                assert!(r[8] == "0" && (r[12] == "0" || r[12] == "N/A"), "{coll} -g {g}: {r:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_corrupted_element_is_counted_and_fails_the_run() {
+    for coll in ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"] {
+        let o = qbench_env(
+            &[coll, "--transport", "cpu", "-g", "2", "-b", "64K", "-e", "64K", "-r", "1"],
+            "QBENCH_CORRUPT",
+            "1:3",
+        );
+        assert_eq!(o.status.code(), Some(1), "{coll}");
+        let r = &rows(&o)[0];
+        assert_eq!(r[8], "1", "{coll}: {r:?}");
+        assert!(stdout(&o).contains("FAILED"));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("wrong elements"));
+    }
+}
+
+#[test]
+fn json_and_csv_carry_the_same_records() {
+    let dir = std::env::temp_dir().join(format!("qbench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, csv) = (dir.join("r.json"), dir.join("r.csv"));
+    let o = qbench(&[
+        "reducescatter",
+        "--transport",
+        "cpu",
+        "-g",
+        "2",
+        "-b",
+        "1K",
+        "-e",
+        "64K",
+        "-f",
+        "4",
+        "-d",
+        "half",
+        "-o",
+        "max",
+        "-J",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "qbench.collective.v1");
+    assert_eq!(v["collective"], "reduce_scatter");
+    assert_eq!(v["config"]["nranks"], 2);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        assert_eq!(r["type"], "half");
+        assert_eq!(r["redop"], "max");
+        for side in ["out_of_place", "in_place"] {
+            assert_eq!(r[side]["wrong"], 0);
+            let it = &r[side]["iterations"];
+            assert!(it["p50_us"].as_f64().unwrap() <= it["p99_us"].as_f64().unwrap());
+            assert!(it["p99_us"].as_f64().unwrap() <= it["max_us"].as_f64().unwrap());
+            assert_eq!(it["samples"], 20);
+        }
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("collective,transport,nranks,cycle,size,count,type,redop,root,placement,time_us"));
+    assert_eq!(lines.len(), 1 + 2 * results.len());
+    // --json prints the same document on stdout, and no table.
+    let o = qbench(&["allgather", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "1K", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["results"][0]["redop"], serde_json::Value::Null);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let cases: &[&[&str]] = &[
+        &["allreduce", "--transport", "cpu", "-b", "2M", "-e", "1M"],
+        &["allreduce", "--transport", "cpu", "-b", "12Q"],
+        &["allreduce", "--transport", "cpu", "-d", "float128"],
+        &["allreduce", "--transport", "cpu", "-o", "xor"],
+        &["allreduce", "--transport", "cpu", "-g", "0"],
+        &["broadcast", "--transport", "cpu", "-g", "2", "-r", "7"],
+        &["allreduce", "--transport", "cpu", "-G", "1"],
+        &["allreduce", "--transport", "cpu", "-f", "0"],
+        &["allreduce", "--transport", "cpu", "-b", "1", "-e", "8", "-i", "0"],
+        &["allreduce", "--no-such-option"],
+    ];
+    for args in cases {
+        let o = qbench(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("qbench: "), "{args:?}: {err}");
+    }
+    let o = qbench_env(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K"], "QBENCH_CORRUPT", "x");
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn min_bandwidth_env_fails_a_slow_run() {
+    let o =
+        qbench_env(&["allreduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "1K"], "NCCL_TESTS_MIN_BW", "1e9");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("# Avg bus bandwidth    : ") && stdout(&o).contains("FAILED"));
+}
+
+#[test]
+fn without_a_gpu_the_nccl_transport_says_what_is_missing() {
+    if qbench::libs::Library::Driver.loadable() {
+        eprintln!("a CUDA driver is present: the no-GPU path is not testable here");
+        return;
+    }
+    let o = qbench(&["allreduce", "-g", "2"]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("libcuda") && err.contains("--transport cpu"), "{err}");
+}
