@@ -13,3 +13,4 @@ pub mod report;
 pub mod transport;
 pub mod units;
 pub mod workload;
+pub mod world;

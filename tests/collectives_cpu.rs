@@ -195,3 +195,21 @@ fn without_a_gpu_the_nccl_transport_says_what_is_missing() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("libcuda") && err.contains("--transport cpu"), "{err}");
 }
+
+/// A build without MPI support started by a launcher refuses instead of
+/// running as one of N unrelated jobs (the nccl-tests pitfall).
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn launcher_without_mpi_support_is_refused() {
+    for (var, value) in
+        [("OMPI_COMM_WORLD_SIZE", "4"), ("PMI_SIZE", "2"), ("SLURM_STEP_NUM_TASKS", "8"), ("PMIX_RANK", "3")]
+    {
+        let o = qbench_env(&["allreduce", "--transport", "cpu"], var, value);
+        assert_eq!(o.status.code(), Some(2), "{var}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("without MPI support") && err.contains("--features mpi"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1);
+    }
+    let o = qbench_env(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K"], "OMPI_COMM_WORLD_SIZE", "1");
+    assert!(o.status.success());
+}

@@ -8,28 +8,57 @@ mod stats;
 use crate::cli::{Average, CollArgs, TransportKind};
 use crate::dtype::RedOp;
 use crate::error::{Error, Result};
+use crate::libs::{self, Library};
 use crate::pattern::Pattern;
 use crate::report;
+use crate::transport::RankInfo;
 use crate::transport::{Op, Transport};
 use crate::units::sweep;
 use crate::workload::collective::{Collective, Kind, OpUse};
+use crate::world::{self, World};
 use record::{Cell, CollectiveRun, Config, MinBandwidth, SizeRecord};
 use std::io::Write;
 
-/// Runs one collective subcommand from parsing to exit status.
+/// Runs one collective subcommand from parsing to exit status, in this
+/// process alone or as one process of an MPI job.
 pub fn run_collective(kind: Kind, args: &CollArgs) -> Result<()> {
     let plan = Plan::new(kind, args)?;
-    let mut transport = open_transport(args)?;
-    let mut bench = Bench::new(plan, args, transport.as_mut())?;
-    bench.run()?;
-    bench.finish()
+    if args.transport == TransportKind::Nccl {
+        // This may re-execute the process, so it comes before MPI starts.
+        libs::require(&[Library::Driver, Library::Nccl, Library::Nvrtc])?;
+    }
+    let world = world::detect()?;
+    let result = (|| {
+        let mut transport = open_transport(args, world.as_ref())?;
+        let mut bench = Bench::new(plan, args, transport.as_mut(), world.as_ref())?;
+        bench.run()?;
+        bench.finish()
+    })();
+    match result {
+        // Every rank reaches the same verdict on the data; rank 0 says it.
+        Err(Error::CheckFailed(_)) if world.rank() != 0 => Err(Error::CheckFailed(String::new())),
+        Err(e) if world.size() > 1 && !matches!(e, Error::CheckFailed(_)) => world::fail_job(world.as_ref(), &e),
+        r => r,
+    }
 }
 
-fn open_transport(args: &CollArgs) -> Result<Box<dyn Transport>> {
+fn open_transport<'w>(args: &CollArgs, world: &'w dyn World) -> Result<Box<dyn Transport + 'w>> {
     let n = args.ngpus as usize;
     Ok(match args.transport {
-        TransportKind::Cpu => Box::new(crate::transport::cpu::Cpu::new(n)?),
-        TransportKind::Nccl => Box::new(crate::transport::nccl::Nccl::new(n, args.timeout)?),
+        TransportKind::Cpu if world.size() == 1 => Box::new(crate::transport::cpu::Cpu::new(n)?),
+        TransportKind::Cpu => {
+            if n != 1 {
+                return Err(Error::Usage(
+                    "with --transport cpu under MPI each process is one rank: use -g 1 and more processes".into(),
+                ));
+            }
+            #[cfg(feature = "mpi")]
+            if let Some(mpi) = world.mpi() {
+                return Ok(Box::new(crate::transport::cpu_mpi::CpuMpi::new(mpi)));
+            }
+            return Err(Error::Runtime("internal: a multi-process world without MPI".into()));
+        }
+        TransportKind::Nccl => Box::new(crate::transport::nccl::Nccl::new(n, args.timeout, world)?),
     })
 }
 
@@ -105,6 +134,7 @@ fn min_bandwidth() -> Result<Option<f64>> {
 struct Bench<'a> {
     plan: Plan,
     transport: &'a mut dyn Transport,
+    world: &'a dyn World,
     run: CollectiveRun,
     sizes: Vec<u64>,
     json_path: Option<std::path::PathBuf>,
@@ -115,7 +145,7 @@ struct Bench<'a> {
 }
 
 impl<'a> Bench<'a> {
-    fn new(plan: Plan, args: &CollArgs, transport: &'a mut dyn Transport) -> Result<Bench<'a>> {
+    fn new(plan: Plan, args: &CollArgs, transport: &'a mut dyn Transport, world: &'a dyn World) -> Result<Bench<'a>> {
         let n = transport.nranks();
         if let Some((rank, _)) = plan.corrupt
             && rank >= n
@@ -127,7 +157,7 @@ impl<'a> Bench<'a> {
         }
         let mut min = plan.config.minbytes;
         let mut max = plan.config.maxbytes;
-        let limit = transport.buffer_limit();
+        let limit = world.min_u64(transport.buffer_limit());
         let reduced = (max > limit).then(|| {
             max = limit;
             min = min.min(max);
@@ -147,7 +177,7 @@ impl<'a> Bench<'a> {
             end_time: None,
             config: Config { nranks: n, ..plan.config.clone() },
             library: transport.library().cloned(),
-            devices: transport.ranks().to_vec(),
+            devices: all_ranks(world, transport.ranks())?,
             max_bytes_reduced_to: reduced,
             results: Vec::new(),
             out_of_bounds: 0,
@@ -158,6 +188,7 @@ impl<'a> Bench<'a> {
         Ok(Bench {
             plan,
             transport,
+            world,
             run,
             sizes,
             json_path: args.output_file.clone(),
@@ -169,7 +200,7 @@ impl<'a> Bench<'a> {
     }
 
     fn print(&self, text: &str) {
-        if !self.json_stdout {
+        if !self.json_stdout && self.world.rank() == 0 {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
@@ -237,7 +268,8 @@ impl<'a> Bench<'a> {
         let n = self.transport.nranks();
         self.transport.fill(op)?;
         let timing = self.transport.time(op, cfg.warmup_iters, cfg.iters, cfg.cudagraph)?;
-        let seconds = reduce_time(&timing.per_thread, cfg.average);
+        let seconds = reduce_time(&world::gather_f64(self.world, &timing.per_thread), cfg.average);
+        let iterations = self.world.max_f64(&timing.iterations);
         let bytes = op.counts.bytes(op.dtype) as f64;
         let algbw = if seconds > 0.0 { bytes / 1e9 / seconds } else { 0.0 };
         let busbw = algbw * self.plan.spec.bus_factor(n as u64);
@@ -254,7 +286,7 @@ impl<'a> Bench<'a> {
             algbw_gbps: algbw,
             busbw_gbps: busbw,
             wrong,
-            iterations: stats::iter_stats(&timing.iterations),
+            iterations: stats::iter_stats(&iterations),
         })
     }
 
@@ -268,7 +300,7 @@ impl<'a> Bench<'a> {
             if let Some((rank, index)) = self.plan.corrupt {
                 self.transport.corrupt(op, rank, index)?;
             }
-            wrong = self.transport.count_wrong(op)?;
+            wrong = self.world.sum_u64(self.transport.count_wrong(op)?);
             if wrong > 0 {
                 break;
             }
@@ -282,14 +314,16 @@ impl<'a> Bench<'a> {
         self.run.min_bandwidth = self.plan.min_bw.map(|m| MinBandwidth { required_gbps: m, ok: avg >= 0.9 * m });
         self.run.end_time = Some(now());
         self.print(&report::table::footer(&self.run));
-        if let Some(path) = &self.json_path {
-            report::json::write(&self.run, path)?;
-        }
-        if let Some(path) = &self.csv_path {
-            report::csv::write(&self.run, path)?;
-        }
-        if self.json_stdout {
-            println!("{}", report::json::to_string(&self.run)?);
+        if self.world.rank() == 0 {
+            if let Some(path) = &self.json_path {
+                report::json::write(&self.run, path)?;
+            }
+            if let Some(path) = &self.csv_path {
+                report::csv::write(&self.run, path)?;
+            }
+            if self.json_stdout {
+                println!("{}", report::json::to_string(&self.run)?);
+            }
         }
         if self.run.wrong_elements > 0 {
             return Err(Error::CheckFailed(format!(
@@ -307,6 +341,19 @@ impl<'a> Bench<'a> {
         }
         Ok(())
     }
+}
+
+/// Every process's ranks, in rank order, for the `# Using devices` block.
+fn all_ranks(world: &dyn World, mine: &[RankInfo]) -> Result<Vec<RankInfo>> {
+    let bytes = serde_json::to_vec(mine).map_err(|e| Error::Runtime(format!("cannot encode the device list: {e}")))?;
+    let mut all = Vec::new();
+    for b in world.all_gather(&bytes) {
+        let ranks: Vec<RankInfo> =
+            serde_json::from_slice(&b).map_err(|e| Error::Runtime(format!("cannot decode a device list: {e}")))?;
+        all.extend(ranks);
+    }
+    all.sort_by_key(|r| r.rank);
+    Ok(all)
 }
 
 /// Combines per-thread times as `-a` says.

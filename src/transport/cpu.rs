@@ -37,22 +37,22 @@ fn write(lock: &RwLock<Vec<u64>>) -> RwLockWriteGuard<'_, Vec<u64>> {
 }
 
 /// `len` elements of type T starting at element `offset` of a word buffer.
-fn view<T: Element>(words: &[u64], offset: u64, len: u64) -> &[T] {
+pub(super) fn view<T: Element>(words: &[u64], offset: u64, len: u64) -> &[T] {
     &bytemuck::cast_slice::<u64, T>(words)[offset as usize..(offset + len) as usize]
 }
 
-fn view_mut<T: Element>(words: &mut [u64], offset: u64, len: u64) -> &mut [T] {
+pub(super) fn view_mut<T: Element>(words: &mut [u64], offset: u64, len: u64) -> &mut [T] {
     &mut bytemuck::cast_slice_mut::<u64, T>(words)[offset as usize..(offset + len) as usize]
 }
 
 /// The part of `len` elements rank `r` of `n` reduces for all_reduce/reduce.
-fn share(len: u64, n: usize, r: usize) -> (u64, u64) {
+pub(super) fn share(len: u64, n: usize, r: usize) -> (u64, u64) {
     let n = n as u64;
     let r = r as u64;
     (len * r / n, len * (r + 1) / n)
 }
 
-fn combine<T: Element>(acc: &mut [T], x: &[T], op: RedOp) {
+pub(super) fn combine<T: Element>(acc: &mut [T], x: &[T], op: RedOp) {
     for (a, &b) in acc.iter_mut().zip(x) {
         *a = a.reduce(b, op);
     }
@@ -178,43 +178,6 @@ impl Cpu {
                 .collect()
         })
     }
-
-    fn fill_rank<T: Element>(&self, op: &Op, r: usize, keys: &[u64]) {
-        let b = &self.bufs[r];
-        let c = op.counts;
-        let mut recv = write(&b.recv);
-        let poison_len =
-            if op.in_place { (op.input_offset(r) + c.send).max(op.output_offset(r) + c.recv) } else { c.recv } as usize
-                * T::TYPE.size();
-        bytemuck::cast_slice_mut::<u64, u8>(&mut recv)[..poison_len].fill(POISON);
-        let mut send = write(&b.send);
-        let (words, offset) = if op.in_place { (&mut *recv, op.input_offset(r)) } else { (&mut *send, 0) };
-        for (i, v) in view_mut::<T>(words, offset, c.send).iter_mut().enumerate() {
-            *v = op.pattern.element(keys, r, i as u64);
-        }
-    }
-
-    fn wrong_on_rank<T: Element>(&self, op: &Op, r: usize, keys: &[u64]) -> u64 {
-        let n = self.bufs.len();
-        if !op.checks_rank(r, n) {
-            return 0;
-        }
-        let recv = read(&self.bufs[r].recv);
-        let out = view::<T>(&recv, op.output_offset(r), op.counts.recv);
-        let p = &op.pattern;
-        let mut wrong = 0;
-        for (j, &actual) in out.iter().enumerate() {
-            let expected: T = match op.spec.source(&op.counts, r, op.root, n, j as u64) {
-                Source::Reduced { index } => p.reduced(keys, op.redop, index),
-                Source::Copied { rank, index } => p.element(keys, rank, index),
-                Source::Unchecked => continue,
-            };
-            if !p.matches(actual, expected) {
-                wrong += 1;
-            }
-        }
-        wrong
-    }
 }
 
 impl Transport for Cpu {
@@ -253,7 +216,10 @@ impl Transport for Cpu {
 
     fn fill(&mut self, op: &Op) -> Result<()> {
         let keys = op.pattern.keys();
-        with_element!(op.dtype, T => self.on_ranks(|r| self.fill_rank::<T>(op, r, &keys)));
+        self.on_ranks(|r| {
+            let b = &self.bufs[r];
+            with_element!(op.dtype, T => fill_rank::<T>(op, r, &keys, &mut write(&b.send), &mut write(&b.recv)))
+        });
         Ok(())
     }
 
@@ -272,26 +238,67 @@ impl Transport for Cpu {
     }
 
     fn corrupt(&mut self, op: &Op, rank: usize, index: u64) -> Result<()> {
-        let Some(b) = self.bufs.get(rank) else { return Ok(()) };
-        if index >= op.counts.recv {
-            return Ok(());
+        if let Some(b) = self.bufs.get(rank) {
+            flip_element(op, rank, index, &mut write(&b.recv));
         }
-        let size = op.dtype.size();
-        let at = (op.output_offset(rank) + index) as usize * size;
-        let mut recv = write(&b.recv);
-        bytemuck::cast_slice_mut::<u64, u8>(&mut recv)[at..at + size].iter_mut().for_each(|x| *x = !*x);
         Ok(())
     }
 
     fn count_wrong(&mut self, op: &Op) -> Result<u64> {
         let keys = op.pattern.keys();
-        let wrong: Vec<u64> = with_element!(op.dtype, T => self.on_ranks(|r| self.wrong_on_rank::<T>(op, r, &keys)));
+        let n = self.bufs.len();
+        let wrong = self
+            .on_ranks(|r| with_element!(op.dtype, T => wrong_on_rank::<T>(op, r, n, &keys, &read(&self.bufs[r].recv))));
         Ok(wrong.iter().sum())
     }
 }
 
+/// Writes `rank`'s input (in `send`, or in `recv` when in place) and
+/// poisons the rest of its output region.
+pub(super) fn fill_rank<T: Element>(op: &Op, r: usize, keys: &[u64], send: &mut [u64], recv: &mut [u64]) {
+    let c = op.counts;
+    let poison_len = if op.in_place { (op.input_offset(r) + c.send).max(op.output_offset(r) + c.recv) } else { c.recv }
+        as usize
+        * T::TYPE.size();
+    bytemuck::cast_slice_mut::<u64, u8>(recv)[..poison_len].fill(POISON);
+    let (words, offset) = if op.in_place { (recv, op.input_offset(r)) } else { (send, 0) };
+    for (i, v) in view_mut::<T>(words, offset, c.send).iter_mut().enumerate() {
+        *v = op.pattern.element(keys, r, i as u64);
+    }
+}
+
+/// Output elements of rank `r` (in `recv`) that differ from their expected values.
+pub(super) fn wrong_on_rank<T: Element>(op: &Op, r: usize, n: usize, keys: &[u64], recv: &[u64]) -> u64 {
+    if !op.checks_rank(r, n) {
+        return 0;
+    }
+    let out = view::<T>(recv, op.output_offset(r), op.counts.recv);
+    let p = &op.pattern;
+    let mut wrong = 0;
+    for (j, &actual) in out.iter().enumerate() {
+        let expected: T = match op.spec.source(&op.counts, r, op.root, n, j as u64) {
+            Source::Reduced { index } => p.reduced(keys, op.redop, index),
+            Source::Copied { rank, index } => p.element(keys, rank, index),
+            Source::Unchecked => continue,
+        };
+        if !p.matches(actual, expected) {
+            wrong += 1;
+        }
+    }
+    wrong
+}
+
+/// Flips every bit of output element `index` of rank `r` (the test hook).
+pub(super) fn flip_element(op: &Op, r: usize, index: u64, recv: &mut [u64]) {
+    if index < op.counts.recv {
+        let size = op.dtype.size();
+        let at = (op.output_offset(r) + index) as usize * size;
+        bytemuck::cast_slice_mut::<u64, u8>(recv)[at..at + size].iter_mut().for_each(|x| *x = !*x);
+    }
+}
+
 /// MemAvailable from /proc/meminfo, in bytes.
-fn mem_available() -> Option<u64> {
+pub(super) fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -299,7 +306,7 @@ fn mem_available() -> Option<u64> {
 }
 
 /// The CPU model from /proc/cpuinfo, for the device column.
-fn cpu_model() -> String {
+pub(super) fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {

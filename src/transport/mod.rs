@@ -4,6 +4,8 @@
 //! above it is the same for every transport.
 
 pub mod cpu;
+#[cfg(feature = "mpi")]
+pub mod cpu_mpi;
 pub mod nccl;
 
 use crate::dtype::{DataType, RedOp};
@@ -13,7 +15,7 @@ use crate::workload::collective::{Collective, Counts, Kind, Source};
 use serde::Serialize;
 
 /// One rank as the `# Using devices` block lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RankInfo {
     pub rank: usize,
     pub group: usize,

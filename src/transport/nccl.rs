@@ -9,6 +9,7 @@ use crate::gpu::kernels::PatternKernels;
 use crate::gpu::{self, Gpu, cuda_err};
 use crate::libs::{self, Library};
 use crate::workload::collective::Kind;
+use crate::world::World;
 use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys;
@@ -81,11 +82,21 @@ pub struct Nccl {
 }
 
 impl Nccl {
-    /// Opens `local` GPUs as ranks 0..local of one communicator.
-    pub fn new(local: usize, timeout_s: u64) -> Result<Nccl> {
+    /// Opens `local` GPUs of this process as its ranks of one communicator
+    /// over every process of `world` (the GPUs after those of the processes
+    /// before this one on the node, as nccl-tests picks them).
+    pub fn new(local: usize, timeout_s: u64, world: &dyn World) -> Result<Nccl> {
         libs::require(&[Library::Driver, Library::Nccl, Library::Nvrtc])?;
-        gpu::require_gpus(local)?;
-        let gpus = (0..local).map(Gpu::open).collect::<Result<Vec<_>>>()?;
+        let first_device = world.local_rank() * local;
+        let found = gpu::require_gpus(local)?;
+        if first_device + local > found {
+            return Err(Error::Usage(format!(
+                "this process (local rank {}) needs GPUs {first_device}..{} but the node has {found}: start fewer processes per node or lower -g",
+                world.local_rank(),
+                first_device + local - 1
+            )));
+        }
+        let gpus = (first_device..first_device + local).map(Gpu::open).collect::<Result<Vec<_>>>()?;
         let code = nccl::get_nccl_version().map_err(nccl_err("reading the NCCL version"))? as i64;
         let library = LibraryInfo {
             name: "NCCL".into(),
@@ -93,8 +104,15 @@ impl Nccl {
             version: nccl_version_string(code),
             path: libs::loaded_path(Library::Nccl).map(|p| p.display().to_string()),
         };
-        let id = nccl::get_uniqueid().map_err(nccl_err("creating the communicator id"))?;
-        let (first_rank, nranks) = (0, local);
+        let mut id = if world.rank() == 0 {
+            nccl::get_uniqueid().map_err(nccl_err("creating the communicator id"))?
+        } else {
+            sys::ncclUniqueId { internal: [0; 128] }
+        };
+        let mut id_bytes: Vec<u8> = id.internal.iter().map(|&c| c as u8).collect();
+        world.broadcast(0, &mut id_bytes);
+        id.internal.iter_mut().zip(&id_bytes).for_each(|(c, &b)| *c = b as std::ffi::c_char);
+        let (first_rank, nranks) = (world.rank() * local, world.size() * local);
         let mut comms = vec![std::ptr::null_mut(); local];
         nccl::group_start().map_err(nccl_err("creating communicators"))?;
         for (i, g) in gpus.iter().enumerate() {

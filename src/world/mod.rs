@@ -1,0 +1,111 @@
+//! The processes of a job: this process alone, or every process of an
+//! `mpirun`/`srun` launch (cargo feature `mpi`). Everything ranks exchange
+//! outside the data path (communicator ids, device lists, times, wrong
+//! counts) goes through a [`World`].
+
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
+use crate::error::{Error, Result};
+
+pub trait World {
+    /// This process's index in the job.
+    fn rank(&self) -> usize;
+    /// Processes in the job.
+    fn size(&self) -> usize;
+    /// This process's index among the job's processes on its node.
+    fn local_rank(&self) -> usize;
+    fn barrier(&self);
+    /// Overwrites `buf` on every process with `root`'s.
+    fn broadcast(&self, root: usize, buf: &mut [u8]);
+    /// Every process's bytes, in process order.
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>>;
+    fn sum_u64(&self, v: u64) -> u64;
+    fn min_u64(&self, v: u64) -> u64;
+    /// The element-wise maximum over processes.
+    fn max_f64(&self, v: &[f64]) -> Vec<f64>;
+    /// Ends every process of the job with `code`.
+    fn abort(&self, code: i32) -> !;
+    /// The MPI communicator, for transports that move data through MPI.
+    #[cfg(feature = "mpi")]
+    fn mpi(&self) -> Option<&mpi::Mpi> {
+        None
+    }
+}
+
+/// Every process's f64 values, concatenated in process order.
+pub fn gather_f64(world: &dyn World, mine: &[f64]) -> Vec<f64> {
+    let bytes: Vec<u8> = mine.iter().flat_map(|v| v.to_le_bytes()).collect();
+    world
+        .all_gather(&bytes)
+        .iter()
+        .flat_map(|b| b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect::<Vec<_>>())
+        .collect()
+}
+
+/// This process alone.
+pub struct Solo;
+
+impl World for Solo {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn local_rank(&self) -> usize {
+        0
+    }
+    fn barrier(&self) {}
+    fn broadcast(&self, _: usize, _: &mut [u8]) {}
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        vec![mine.to_vec()]
+    }
+    fn sum_u64(&self, v: u64) -> u64 {
+        v
+    }
+    fn min_u64(&self, v: u64) -> u64 {
+        v
+    }
+    fn max_f64(&self, v: &[f64]) -> Vec<f64> {
+        v.to_vec()
+    }
+    fn abort(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
+}
+
+/// The launcher variable that shows this process is one of several, and how
+/// many: Open MPI, MPICH/Intel MPI (PMI), PMIx and Slurm's srun.
+pub fn launched_as_many() -> Option<(&'static str, usize)> {
+    let size = |var: &str| std::env::var(var).ok().and_then(|v| v.trim().parse::<usize>().ok());
+    for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"] {
+        if let Some(n) = size(var).filter(|&n| n > 1) {
+            return Some((var, n));
+        }
+    }
+    // PMIx gives each process its rank; any rank above 0 means several.
+    size("PMIX_RANK").filter(|&r| r > 0).map(|r| ("PMIX_RANK", r + 1))
+}
+
+/// The world this process is part of. Under a launcher without MPI
+/// support, refuses rather than run as one of N unrelated jobs.
+pub fn detect() -> Result<Box<dyn World>> {
+    let Some((var, n)) = launched_as_many() else { return Ok(Box::new(Solo)) };
+    #[cfg(feature = "mpi")]
+    {
+        let _ = (var, n);
+        Ok(Box::new(mpi::Mpi::init()?))
+    }
+    #[cfg(not(feature = "mpi"))]
+    Err(Error::Usage(format!(
+        "this qbench was started as one of several processes ({var} says {n}) but was built without MPI support, so each would run alone; rebuild with `cargo build --release --features mpi`, or start one process"
+    )))
+}
+
+/// Reports a failure of this rank and ends the whole job: a rank that stops
+/// alone would leave the others waiting for it.
+pub fn fail_job(world: &dyn World, e: &Error) -> ! {
+    eprintln!("qbench: rank {} on {}: {e}", world.rank(), crate::transport::short_hostname());
+    world.abort(e.exit_code())
+}

@@ -1,0 +1,99 @@
+//! Multi-process runs under mpirun (cargo feature `mpi`, Open MPI): the
+//! cpu transport across processes, one table, busbw factors for the
+//! process count, wrong data and a failing rank ending the job.
+#![cfg(feature = "mpi")]
+
+use std::process::{Command, Output};
+
+fn mpirun(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()]);
+    for (k, v) in env {
+        cmd.args(["-x", &format!("{k}={v}")]);
+    }
+    cmd.arg(env!("CARGO_BIN_EXE_qbench")).args(args);
+    cmd.env_remove("QBENCH_CORRUPT").output().expect("run mpirun (install openmpi-bin)")
+}
+
+fn rows(o: &Output) -> Vec<Vec<String>> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn cpu_transport_across_processes_gives_one_checked_table() {
+    for (np, factor) in [(2usize, 1.0), (4, 1.5)] {
+        let o = mpirun(np, &["allreduce", "--transport", "cpu", "-b", "64K", "-e", "4M", "-f", "4"], &[]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "np {np}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(out.matches("# Collective test starting").count(), 1, "one table, printed by rank 0");
+        assert_eq!(out.matches("#  Rank ").count(), np, "every rank listed");
+        let rows = rows(&o);
+        assert_eq!(rows.len(), 4);
+        for r in rows {
+            assert_eq!((r[8].as_str(), r[12].as_str()), ("0", "0"), "{r:?}");
+            let (alg, bus): (f64, f64) = (r[6].parse().unwrap(), r[7].parse().unwrap());
+            assert!((bus - factor * alg).abs() <= 0.02, "np {np}: {r:?}");
+        }
+    }
+}
+
+#[test]
+fn every_collective_across_processes() {
+    for coll in ["allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"] {
+        let o = mpirun(
+            3,
+            &[
+                coll,
+                "--transport",
+                "cpu",
+                "-b",
+                "8",
+                "-e",
+                "64K",
+                "-f",
+                "8",
+                "-d",
+                "all",
+                "-o",
+                "all",
+                "-r",
+                "-1",
+                "-n",
+                "2",
+            ],
+            &[],
+        );
+        assert!(o.status.success(), "{coll}: {}", String::from_utf8_lossy(&o.stderr));
+        for r in rows(&o) {
+            assert!(r[8] == "0" && (r[12] == "0" || r[12] == "N/A"), "{coll}: {r:?}");
+        }
+    }
+}
+
+#[test]
+fn wrong_data_on_one_rank_fails_the_job() {
+    let o = mpirun(2, &["sendrecv", "--transport", "cpu", "-b", "1M", "-e", "1M"], &[("QBENCH_CORRUPT", "1:7")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(rows(&o)[0][8], "1");
+}
+
+#[test]
+fn a_failing_rank_ends_the_job_with_its_name() {
+    // The second process is misconfigured (-g 2 with the cpu transport
+    // under MPI); it must take the first down with it, not leave it waiting.
+    let qb = env!("CARGO_BIN_EXE_qbench");
+    let start = std::time::Instant::now();
+    let o = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "1", qb, "allreduce", "--transport", "cpu", ":"])
+        .args(["-np", "1", qb, "allreduce", "--transport", "cpu", "-g", "2"])
+        .output()
+        .expect("run mpirun");
+    assert!(start.elapsed().as_secs() < 60);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("qbench: rank 1 on "), "{err}");
+}
