@@ -108,9 +108,12 @@ pub struct CollArgs {
     /// Multiplicative step factor between sizes (wins over -i when above 1)
     #[arg(short = 'f', long = "stepfactor", default_value_t = 1)]
     pub stepfactor: u64,
-    /// GPUs per process (ranks for --transport cpu)
+    /// GPUs per thread (host ranks per thread for --transport cpu)
     #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub ngpus: u32,
+    /// Threads per process, each driving its -g GPUs
+    #[arg(short = 't', long = "nthreads", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub nthreads: u32,
     /// Timed iterations per size
     #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub iters: u32,

@@ -42,7 +42,7 @@ pub fn require_gpus(wanted: usize) -> Result<usize> {
     }
     if wanted > found {
         return Err(Error::Usage(format!(
-            "Invalid number of GPUs: {wanted} requested but only {found} were found (-g is GPUs per process)"
+            "Invalid number of GPUs: {wanted} requested but only {found} were found (a process drives -t × -g GPUs)"
         )));
     }
     Ok(found)

@@ -43,13 +43,14 @@ pub fn run_collective(kind: Kind, args: &CollArgs) -> Result<()> {
 }
 
 fn open_transport<'w>(args: &CollArgs, world: &'w dyn World) -> Result<Box<dyn Transport + 'w>> {
-    let n = args.ngpus as usize;
+    let (t, g) = (args.nthreads as usize, args.ngpus as usize);
+    let n = t * g;
     Ok(match args.transport {
         TransportKind::Cpu if world.size() == 1 => Box::new(crate::transport::cpu::Cpu::new(n)?),
         TransportKind::Cpu => {
             if n != 1 {
                 return Err(Error::Usage(
-                    "with --transport cpu under MPI each process is one rank: use -g 1 and more processes".into(),
+                    "with --transport cpu under MPI each process is one rank: use -t 1 -g 1 and more processes".into(),
                 ));
             }
             #[cfg(feature = "mpi")]
@@ -58,7 +59,7 @@ fn open_transport<'w>(args: &CollArgs, world: &'w dyn World) -> Result<Box<dyn T
             }
             return Err(Error::Runtime("internal: a multi-process world without MPI".into()));
         }
-        TransportKind::Nccl => Box::new(crate::transport::nccl::Nccl::new(n, args.timeout, world)?),
+        TransportKind::Nccl => Box::new(crate::transport::nccl::Nccl::new(t, g, args.timeout, world)?),
     })
 }
 
@@ -92,8 +93,8 @@ impl Plan {
             OpUse::Ignores => vec![None],
         };
         let config = Config {
-            nranks: args.ngpus as usize,
-            nthreads: 1,
+            nranks: (args.nthreads * args.ngpus) as usize,
+            nthreads: args.nthreads as usize,
             ngpus: args.ngpus as usize,
             minbytes: args.minbytes,
             maxbytes: args.maxbytes,

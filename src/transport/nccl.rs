@@ -14,6 +14,7 @@ use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys;
 use std::ffi::c_void;
+use std::sync::Barrier;
 use std::time::Duration;
 
 const POISON: u8 = 0xff;
@@ -62,9 +63,19 @@ fn nccl_err(what: impl std::fmt::Display) -> impl FnOnce(nccl::NcclError) -> Err
     }
 }
 
+/// A communicator handle that may move between threads.
+#[derive(Clone, Copy)]
+struct Comm(sys::ncclComm_t);
+
+// SAFETY: NCCL communicators may be used from any thread; qbench uses each
+// one from a single thread at a time (the thread driving its rank, or the
+// main thread while no rank thread runs).
+unsafe impl Send for Comm {}
+unsafe impl Sync for Comm {}
+
 struct Rank {
     gpu: Gpu,
-    comm: sys::ncclComm_t,
+    comm: Comm,
     kernels: PatternKernels,
     send: Option<CudaSlice<u8>>,
     recv: Option<CudaSlice<u8>>,
@@ -73,6 +84,8 @@ struct Rank {
 
 pub struct Nccl {
     ranks: Vec<Rank>,
+    /// Ranks per launching thread (nccl-tests -g); ranks.len() / this = -t.
+    per_thread: usize,
     info: Vec<RankInfo>,
     first_rank: usize,
     nranks: usize,
@@ -82,10 +95,12 @@ pub struct Nccl {
 }
 
 impl Nccl {
-    /// Opens `local` GPUs of this process as its ranks of one communicator
-    /// over every process of `world` (the GPUs after those of the processes
-    /// before this one on the node, as nccl-tests picks them).
-    pub fn new(local: usize, timeout_s: u64, world: &dyn World) -> Result<Nccl> {
+    /// Opens `threads` × `per_thread` GPUs of this process as its ranks of
+    /// one communicator over every process of `world` (the GPUs after those
+    /// of the processes before this one on the node, as nccl-tests picks
+    /// them); each of `threads` threads launches on its `per_thread` GPUs.
+    pub fn new(threads: usize, per_thread: usize, timeout_s: u64, world: &dyn World) -> Result<Nccl> {
+        let local = threads * per_thread;
         libs::require(&[Library::Driver, Library::Nccl, Library::Nvrtc])?;
         let first_device = world.local_rank() * local;
         let found = gpu::require_gpus(local)?;
@@ -139,10 +154,11 @@ impl Nccl {
             });
             let kernels = PatternKernels::load(&gpu)?;
             let wrong = gpu.alloc(8)?;
-            ranks.push(Rank { gpu, comm, kernels, send: None, recv: None, wrong });
+            ranks.push(Rank { gpu, comm: Comm(comm), kernels, send: None, recv: None, wrong });
         }
         Ok(Nccl {
             ranks,
+            per_thread,
             info,
             first_rank,
             nranks,
@@ -160,15 +176,17 @@ impl Nccl {
         }
     }
 
-    /// Enqueues `op.agg` operations of `op` on every GPU, as one group.
-    fn launch(&self, op: &Op) -> Result<()> {
+    /// Enqueues `op.agg` operations of `op` on the GPUs of local ranks
+    /// `local`, as one group.
+    fn launch(&self, op: &Op, local: std::ops::Range<usize>) -> Result<()> {
         let ws = op.dtype.size() as u64;
         let c = op.counts;
         let t = nccl_type(op.dtype);
         let n = self.nranks as i32;
         nccl::group_start().map_err(nccl_err("starting a group"))?;
         for _ in 0..op.agg {
-            for (i, r) in self.ranks.iter().enumerate() {
+            for i in local.clone() {
+                let r = &self.ranks[i];
                 let rank = self.first_rank + i;
                 let (send, recv) = self.buffers(i)?;
                 let recv_ptr = recv + op.output_offset(rank) * ws;
@@ -183,30 +201,32 @@ impl Nccl {
                 // to this rank's GPU.
                 unsafe {
                     match op.kind() {
-                        Kind::AllReduce => nccl::all_reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), r.comm, s),
-                        Kind::AllGather => nccl::all_gather(sp, rp, c.param as usize, t, r.comm, s),
-                        Kind::ReduceScatter => {
-                            nccl::reduce_scatter(sp, rp, c.param as usize, t, nccl_op(op.redop), r.comm, s)
+                        Kind::AllReduce => {
+                            nccl::all_reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), r.comm.0, s)
                         }
-                        Kind::Broadcast => nccl::broadcast(sp, rp, c.param as usize, t, op.root as i32, r.comm, s),
+                        Kind::AllGather => nccl::all_gather(sp, rp, c.param as usize, t, r.comm.0, s),
+                        Kind::ReduceScatter => {
+                            nccl::reduce_scatter(sp, rp, c.param as usize, t, nccl_op(op.redop), r.comm.0, s)
+                        }
+                        Kind::Broadcast => nccl::broadcast(sp, rp, c.param as usize, t, op.root as i32, r.comm.0, s),
                         Kind::Reduce => {
-                            nccl::reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), op.root as i32, r.comm, s)
+                            nccl::reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), op.root as i32, r.comm.0, s)
                         }
                         Kind::AllToAll => {
                             let chunk = c.param * ws;
                             for peer in 0..n {
                                 let off = peer as u64 * chunk;
-                                nccl::send((send_ptr + off) as *const c_void, c.param as usize, t, peer, r.comm, s)
+                                nccl::send((send_ptr + off) as *const c_void, c.param as usize, t, peer, r.comm.0, s)
                                     .map_err(nccl_err(what()))?;
-                                nccl::recv((recv_ptr + off) as *mut c_void, c.param as usize, t, peer, r.comm, s)
+                                nccl::recv((recv_ptr + off) as *mut c_void, c.param as usize, t, peer, r.comm.0, s)
                                     .map_err(nccl_err(what()))?;
                             }
                             Ok(nccl::NcclStatus::Success)
                         }
                         Kind::SendRecv => {
                             let (to, from) = ((rank as i32 + 1) % n, (rank as i32 + n - 1) % n);
-                            nccl::send(sp, c.param as usize, t, to, r.comm, s).map_err(nccl_err(what()))?;
-                            nccl::recv(rp, c.param as usize, t, from, r.comm, s)
+                            nccl::send(sp, c.param as usize, t, to, r.comm.0, s).map_err(nccl_err(what()))?;
+                            nccl::recv(rp, c.param as usize, t, from, r.comm.0, s)
                         }
                     }
                 }
@@ -222,7 +242,7 @@ impl Nccl {
         for r in &self.ranks {
             let mut state = sys::ncclResult_t::ncclSuccess;
             // SAFETY: the communicator is live (not destroyed, not aborted).
-            unsafe { sys::ncclCommGetAsyncError(r.comm, &mut state) }
+            unsafe { sys::ncclCommGetAsyncError(r.comm.0, &mut state) }
                 .result()
                 .and_then(|_| state.result())
                 .map_err(nccl_err(format!("running on GPU {}", r.gpu.ordinal)))?;
@@ -249,67 +269,92 @@ impl Nccl {
         if !self.aborted {
             for r in &self.ranks {
                 // SAFETY: each communicator is aborted once and never used after.
-                let _ = unsafe { nccl::comm_abort(r.comm) };
+                let _ = unsafe { nccl::comm_abort(r.comm.0) };
             }
             self.aborted = true;
         }
     }
 
-    /// Times `iters` iterations per sample, `samples` samples: plain launches
-    /// (`graph` = false: one sample per iteration) or graph replays.
+    /// The local rank ranges of the launching threads.
+    fn thread_ranges(&self) -> Vec<std::ops::Range<usize>> {
+        (0..self.ranks.len()).step_by(self.per_thread).map(|a| a..a + self.per_thread).collect()
+    }
+
+    /// Runs `f` for every launching thread's ranks: inline for one thread,
+    /// else on scoped threads started together.
+    fn on_threads(&self, f: impl Fn(std::ops::Range<usize>, &Barrier) -> Result<()> + Sync) -> Result<()> {
+        let ranges = self.thread_ranges();
+        let barrier = Barrier::new(ranges.len());
+        if ranges.len() == 1 {
+            return f(ranges[0].clone(), &barrier);
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = ranges.into_iter().map(|r| s.spawn(|| f(r, &barrier))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+        })
+    }
+
+    /// Times `samples` samples on every GPU: plain iterations of `op.agg`
+    /// operations (`graph` = 0), or launches of a graph of `iters` captured
+    /// iterations. Each thread records events on its own GPUs' streams.
     fn timed_events(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Timing> {
-        let ngpu = self.ranks.len();
         let (samples, per_sample_ops) = if graph > 0 { (graph, iters * op.agg) } else { (iters, op.agg) };
         let events: Vec<Vec<CudaEvent>> = self
             .ranks
             .iter()
             .map(|r| (0..=samples).map(|_| r.gpu.timing_event()).collect::<Result<Vec<_>>>())
             .collect::<Result<_>>()?;
-        let graphs = if graph > 0 { Some(self.capture(op, iters)?) } else { None };
-        for (r, ev) in self.ranks.iter().zip(&events) {
-            ev[0].record(&r.gpu.stream).map_err(cuda_err("recording an event"))?;
-        }
-        for k in 0..samples as usize {
-            match &graphs {
-                Some(gs) => {
-                    for g in gs {
-                        g.launch().map_err(cuda_err("launching a CUDA graph"))?;
-                    }
+        self.on_threads(|local, barrier| {
+            // Graphs stay on the thread that captured them.
+            let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
+            barrier.wait();
+            for i in local.clone() {
+                events[i][0].record(&self.ranks[i].gpu.stream).map_err(cuda_err("recording an event"))?;
+            }
+            for k in 0..samples as usize {
+                match &graphs {
+                    Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
+                    None => self.launch(op, local.clone())?,
                 }
-                None => self.launch(op)?,
+                for i in local.clone() {
+                    events[i][k + 1].record(&self.ranks[i].gpu.stream).map_err(cuda_err("recording an event"))?;
+                }
             }
-            for (r, ev) in self.ranks.iter().zip(&events) {
-                ev[k + 1].record(&r.gpu.stream).map_err(cuda_err("recording an event"))?;
-            }
-        }
+            Ok(())
+        })?;
         let last: Vec<&CudaEvent> = events.iter().map(|e| &e[samples as usize]).collect();
         self.wait(&last)?;
-        let mut per_gpu = vec![vec![0.0; samples as usize]; ngpu];
-        for (g, ev) in events.iter().enumerate() {
-            for k in 0..samples as usize {
-                let ms = ev[k].elapsed_ms(&ev[k + 1]).map_err(cuda_err("reading event times"))?;
-                per_gpu[g][k] = ms as f64 * 1e-3 / per_sample_ops as f64;
-            }
+        let mut per_gpu = Vec::with_capacity(events.len());
+        for ev in &events {
+            let times = (0..samples as usize)
+                .map(|k| {
+                    Ok(ev[k].elapsed_ms(&ev[k + 1]).map_err(cuda_err("reading event times"))? as f64 * 1e-3
+                        / per_sample_ops as f64)
+                })
+                .collect::<Result<Vec<f64>>>()?;
+            per_gpu.push(times);
         }
-        // One thread drives every GPU here: it contributes its slowest GPU.
-        let iterations: Vec<f64> =
-            (0..samples as usize).map(|k| per_gpu.iter().map(|t| t[k]).fold(0.0, f64::max)).collect();
-        let span = per_gpu.iter().map(|t| t.iter().sum::<f64>() / t.len().max(1) as f64).fold(0.0, f64::max);
-        Ok(Timing { per_thread: vec![span], iterations })
+        // A thread's time is its slowest GPU's, as a thread's wall clock would be.
+        let span = |t: &Vec<f64>| t.iter().sum::<f64>() / t.len().max(1) as f64;
+        let per_thread =
+            self.thread_ranges().into_iter().map(|r| per_gpu[r].iter().map(span).fold(0.0, f64::max)).collect();
+        let iterations = (0..samples as usize).map(|k| per_gpu.iter().map(|t| t[k]).fold(0.0, f64::max)).collect();
+        Ok(Timing { per_thread, iterations })
     }
 
-    /// Captures `iters` iterations on every GPU's stream into one graph each.
-    fn capture(&mut self, op: &Op, iters: u32) -> Result<Vec<cudarc::driver::CudaGraph>> {
+    /// Captures `iters` iterations on the streams of local ranks `local`
+    /// into one graph per GPU.
+    fn capture(&self, op: &Op, iters: u32, local: std::ops::Range<usize>) -> Result<Vec<cudarc::driver::CudaGraph>> {
         use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-        for r in &self.ranks {
+        for r in &self.ranks[local.clone()] {
             r.gpu
                 .stream
                 .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(cuda_err("starting a graph capture"))?;
         }
-        let launched = (0..iters).try_for_each(|_| self.launch(op));
+        let launched = (0..iters).try_for_each(|_| self.launch(op, local.clone()));
         let mut graphs = Vec::new();
-        for r in &self.ranks {
+        for r in &self.ranks[local.clone()] {
             let g = r
                 .gpu
                 .stream
@@ -318,7 +363,7 @@ impl Nccl {
             graphs.extend(g);
         }
         launched?;
-        if graphs.len() != self.ranks.len() {
+        if graphs.len() != local.len() {
             return Err(Error::Runtime("CUDA graph capture produced no graph".into()));
         }
         Ok(graphs)
@@ -401,15 +446,14 @@ impl Transport for Nccl {
     }
 
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing> {
-        for _ in 0..warmup {
-            self.launch(op)?;
-        }
+        self.on_threads(|local, _| (0..warmup).try_for_each(|_| self.launch(op, local.clone())))?;
         self.sync()?;
         self.timed_events(op, iters, graph)
     }
 
     fn run_once(&mut self, op: &Op) -> Result<()> {
-        self.launch(&Op { agg: 1, ..*op })?;
+        let once = Op { agg: 1, ..*op };
+        self.on_threads(|local, _| self.launch(&once, local))?;
         self.sync()
     }
 
@@ -466,7 +510,7 @@ impl Drop for Nccl {
         if !self.aborted {
             for r in &self.ranks {
                 // SAFETY: each live communicator is destroyed once, here.
-                let _ = unsafe { nccl::comm_destroy(r.comm) };
+                let _ = unsafe { nccl::comm_destroy(r.comm.0) };
             }
         }
     }

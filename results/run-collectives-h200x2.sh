@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The collective runs behind results/h200x2-*.json, on the 2xH200 machine.
+# Usage: bash results/run-collectives-h200x2.sh BIN_DIR OUT_DIR
+#   BIN_DIR holds qbench (no MPI) and qbench-mpi (built with --features mpi).
+set -u
+BIN=$1 OUT=$2
+mkdir -p "$OUT"
+Q="$BIN/qbench" QM="$BIN/qbench-mpi"
+export NCCL_NVLS_ENABLE=0
+MPI="mpirun --allow-run-as-root -np 2 -x NCCL_NVLS_ENABLE=0"
+step() { echo; echo "=== $*"; }
+
+step "machine"
+nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total --format=csv | tee "$OUT/machine.txt"
+nvidia-smi topo -m | tee -a "$OUT/machine.txt"
+uname -r >> "$OUT/machine.txt"
+
+step "all_reduce 16M..1G, then PyTorch on the same sizes"
+$Q allreduce -b 16M -e 1G -f 2 -g 2 -J "$OUT/h200x2-allreduce-16M-1G.json"; echo "rc=$?"
+python3 results/torch_allreduce.py --gpus 2 -b 16M -e 1G -f 2 --out "$OUT/h200x2-torch-allreduce-16M-1G.json" \
+    --qbench "$OUT/h200x2-allreduce-16M-1G.json" 2>&1 | grep -v Warning; echo "rc=$?"
+
+step "sendrecv 16M..1G"
+$Q sendrecv -b 16M -e 1G -f 2 -g 2 -J "$OUT/h200x2-sendrecv-16M-1G.json"; echo "rc=$?"
+
+step "every collective, -d all -o all, small sizes"
+for c in allreduce allgather reducescatter broadcast reduce alltoall sendrecv; do
+    $Q $c -b 1K -e 4M -f 8 -g 2 -d all -o all -r -1 -J "$OUT/h200x2-$c-all-types-ops.json" > "$OUT/$c-all.txt"
+    echo "$c rc=$? rows=$(grep -vc '^#' "$OUT/$c-all.txt") $(grep 'Out of bounds' "$OUT/$c-all.txt")"
+done
+
+step "mpirun -np 2 -g 1 against -g 2 in one process"
+$MPI $QM allreduce -g 1 -b 16M -e 1G -f 2 -J "$OUT/h200x2-mpi-np2-allreduce-16M-1G.json"; echo "rc=$?"
+
+step "threads: -t 2 -g 1, and CUDA graphs -G 5"
+$Q allreduce -t 2 -g 1 -b 16M -e 256M -f 4; echo "rc=$?"
+$Q allreduce -g 2 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$?"
+
+step "a corrupted element on the GPU"
+QBENCH_CORRUPT=1:12345 $Q allreduce -g 2 -b 16M -e 16M; echo "rc=$? (want 1)"
+
+step "bad requests"
+$Q allreduce -g 3 -b 1M -e 1M; echo "rc=$? (want 2)"
+CUDA_VISIBLE_DEVICES= $Q allreduce -g 1 -b 1M -e 1M; echo "rc=$? (want 3)"
+$Q allreduce -g 2 -b 200G -e 200G -n 2 | grep -E "Reducing|^ +[0-9]"; echo "rc=$?"
+
+step "-T: mismatched collectives hang; the timeout aborts the communicator"
+timeout 120 mpirun --allow-run-as-root -x NCCL_NVLS_ENABLE=0 -np 1 $QM allreduce -T 5 -b 1M -e 1M : \
+    -np 1 $QM allgather -T 5 -b 1M -e 1M 2>&1 | grep -E "qbench|MPI_ABORT|errorcode" | head -5; echo "rc=${PIPESTATUS[0]} (want 4)"
+
+step "NCCL found where cudarc does not look (libnccl.so.2 only), then pip's"
+D=/lib/x86_64-linux-gnu H=/root/nccl-hidden
+mkdir -p $H && mv $D/libnccl.so $H/ && ldconfig
+$Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['library'], d['results'][0]['out_of_place']['wrong'])"
+mv $D/libnccl.so.2* $H/ && ldconfig
+$Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['library'], d['results'][0]['out_of_place']['wrong'])"
+mv $H/* $D/ && ldconfig
