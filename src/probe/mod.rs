@@ -1,6 +1,10 @@
 //! `qbench probe`: facts about this host turned into checks with a verdict
 //! and a remedy each.
 
+pub mod collect;
+pub mod nccl_env;
+pub mod topo;
+
 use crate::cli::ProbeArgs;
 use crate::error::Result;
 
