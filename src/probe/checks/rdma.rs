@@ -71,6 +71,9 @@ fn port(d: &RdmaDevice, p: &Port, any_active: bool) -> Check {
         _ if roce => format!("bring the netdev up (`ip link set {} up`) and check the cable and switch port", netdevs(d)),
         _ => "check the port with `ibstat` and the switch side of the link".to_string(),
     };
+    if p.state.value().is_none() {
+        return Check::warn(name, found, fix);
+    }
     let found = format!("{found}: NCCL does not use a port that is not ACTIVE");
     if any_active {
         Check::warn(name, found, fix)
@@ -87,8 +90,7 @@ fn netdevs(d: &RdmaDevice) -> String {
     }
 }
 
-/// NCCL picks, by default, a RoCE v2 GID holding an IPv4 address
-/// (NCCL_IB_ROCE_VERSION_NUM=2, NCCL_IB_ADDR_FAMILY=AF_INET).
+/// Whether a RoCE port has a GID that NCCL's default choice can use.
 fn roce_gid(d: &RdmaDevice, p: &Port) -> Check {
     let name = format!("rdma.gid {}/{}", d.name, p.port);
     match p.gids.iter().find(|g| g.is_roce_v2_ipv4()) {
