@@ -95,7 +95,9 @@ impl<T: fmt::Display> fmt::Display for Known<T> {
 /// are absolute paths on the probed machine (`/sys/class/infiniband`).
 pub struct Sysfs {
     root: PathBuf,
-    unreadable: RefCell<Vec<Unreadable>>,
+    /// What could not be read, each with the real path it was read at, so
+    /// that one bad file reached by two names is reported once.
+    unreadable: RefCell<Vec<(String, Unreadable)>>,
 }
 
 impl Sysfs {
@@ -229,16 +231,27 @@ impl Sysfs {
 
     /// Records that `path` could not be read.
     pub fn fail<T>(&self, path: &str, reason: &str) -> Known<T> {
-        self.unreadable.borrow_mut().push(Unreadable {
-            path: path.to_string(),
-            reason: reason.to_string(),
-        });
+        let real = self.resolve(path).unwrap_or_else(|| path.to_string());
+        let mut list = self.unreadable.borrow_mut();
+        if !list.iter().any(|(r, u)| *r == real && u.reason == reason) {
+            list.push((
+                real,
+                Unreadable {
+                    path: path.to_string(),
+                    reason: reason.to_string(),
+                },
+            ));
+        }
         Known::unknown(format!("{path}: {reason}"))
     }
 
     /// Everything recorded as unreadable so far.
     pub fn unreadable(&self) -> Vec<Unreadable> {
-        self.unreadable.borrow().clone()
+        self.unreadable
+            .borrow()
+            .iter()
+            .map(|(_, u)| u.clone())
+            .collect()
     }
 
     pub fn root(&self) -> &Path {
