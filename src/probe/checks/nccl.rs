@@ -191,7 +191,8 @@ fn ib_hca(f: &Facts, v: &NcclVar) -> Check {
         .filter(|(d, p)| p.usable_by_nccl() && list.selects(&d.name, p.port as i32))
         .map(|(d, p)| port_name(d, p))
         .collect();
-    let mut problems = Vec::new();
+    // Each problem with its own remedy.
+    let mut problems: Vec<(String, String)> = Vec::new();
     let dead: Vec<String> = list
         .entries
         .iter()
@@ -199,10 +200,10 @@ fn ib_hca(f: &Facts, v: &NcclVar) -> Check {
         .map(entry_text)
         .collect();
     if !dead.is_empty() {
-        problems.push(format!(
-            "{} {} no device or port here",
-            and_list(&dead),
-            if dead.len() == 1 { "matches" } else { "match" }
+        let verb = if dead.len() == 1 { "matches" } else { "match" };
+        problems.push((
+            format!("{} {verb} no device or port here", and_list(&dead)),
+            format!("drop {}", and_list(&dead)),
         ));
     }
     if !list.exclude {
@@ -216,10 +217,13 @@ fn ib_hca(f: &Facts, v: &NcclVar) -> Check {
             .map(entry_text)
             .collect();
         if !idle.is_empty() {
-            problems.push(format!(
-                "{} only {} ports that are not ACTIVE",
-                and_list(&idle),
-                if idle.len() == 1 { "names" } else { "name" }
+            let verb = if idle.len() == 1 { "names" } else { "name" };
+            problems.push((
+                format!("{} only {verb} ports that are not ACTIVE", and_list(&idle)),
+                format!(
+                    "bring those ports up (see rdma.port) or drop {}",
+                    and_list(&idle)
+                ),
             ));
         }
     }
@@ -233,10 +237,15 @@ fn ib_hca(f: &Facts, v: &NcclVar) -> Check {
                 .filter(|n| *n != e.prefix && n.starts_with(&e.prefix))
                 .collect();
             if f.rdma.devices.iter().any(|d| d.name == e.prefix) && !others.is_empty() {
-                problems.push(format!(
-                    "{} also matches {} (NCCL matches prefixes; `=` makes names exact)",
-                    e.prefix,
-                    and_list(&others)
+                let rest = v.value.strip_prefix('^').unwrap_or(&v.value);
+                let exact = format!("{}={rest}", if list.exclude { "^" } else { "" });
+                problems.push((
+                    format!(
+                        "{} also matches {} (NCCL matches prefixes)",
+                        e.prefix,
+                        and_list(&others)
+                    ),
+                    format!("write NCCL_IB_HCA={exact} to match names exactly"),
                 ));
             }
         }
@@ -251,11 +260,12 @@ fn ib_hca(f: &Facts, v: &NcclVar) -> Check {
             )
         })
         .collect();
+    let found: Vec<&str> = problems.iter().map(|(p, _)| p.as_str()).collect();
     if selected.is_empty() {
-        let why = if problems.is_empty() {
+        let why = if found.is_empty() {
             String::new()
         } else {
-            format!(": {}", problems.join("; "))
+            format!(": {}", found.join("; "))
         };
         return Check::fail(
             name(v),
@@ -272,17 +282,15 @@ fn ib_hca(f: &Facts, v: &NcclVar) -> Check {
             },
         );
     }
-    let found = format!("{} selects {}", setting(v), and_list(&selected));
+    let selects = format!("{} selects {}", setting(v), and_list(&selected));
     if problems.is_empty() {
-        return Check::pass(name(v), found);
+        return Check::pass(name(v), selects);
     }
+    let fixes: Vec<&str> = problems.iter().map(|(_, fix)| fix.as_str()).collect();
     Check::warn(
         name(v),
-        format!("{found}; {}", problems.join("; ")),
-        match hca_suggestion(f) {
-            Some(s) => format!("list only what is meant, e.g. {s}"),
-            None => "list only the devices and ports that are meant".to_string(),
-        },
+        format!("{selects}; {}", found.join("; ")),
+        fixes.join("; "),
     )
 }
 
