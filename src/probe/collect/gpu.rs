@@ -126,7 +126,6 @@ pub fn collect(host: &Host) -> GpuFacts {
             let g = find_or_add(&mut gpus, sys, &n.bus_id, &why);
             g.name = n.name.clone().or_else(|| g.name.clone());
             g.uuid = n.uuid.clone().or_else(|| g.uuid.clone());
-            g.numa_node = n.numa_node.clone().or_else(|| g.numa_node.clone());
             g.memory_bytes = g.memory_bytes.clone().or_else(|| n.memory_bytes.clone());
             g.compute_capability = g
                 .compute_capability

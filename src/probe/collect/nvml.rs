@@ -18,13 +18,13 @@ const MAX_LINKS: u32 = 18;
 const FI_NVLINK_SPEED_COMMON: u32 = 90;
 /// nvmlIntNvLinkDeviceType_t values.
 const REMOTE_GPU: u32 = 0;
+const REMOTE_NPU: u32 = 1;
 const REMOTE_SWITCH: u32 = 2;
 
 pub struct NvmlGpu {
     pub bus_id: String,
     pub name: Known<String>,
     pub uuid: Known<String>,
-    pub numa_node: Known<i32>,
     pub memory_bytes: Known<u64>,
     pub compute_capability: Known<String>,
     pub nvlink: Known<NvLinks>,
@@ -50,7 +50,19 @@ pub fn query() -> Known<NvmlView> {
     let devices: Vec<(u32, Device)> = (0..count)
         .filter_map(|i| nvml.device_by_index(i).ok().map(|d| (i, d)))
         .collect();
-    let gpus = devices.iter().map(|(_, d)| gpu(&nvml, d)).collect();
+    let bus_ids: Vec<String> = devices
+        .iter()
+        .map(|(_, d)| {
+            d.pci_info()
+                .map(|p| normalize_bus_id(&p.bus_id))
+                .unwrap_or_default()
+        })
+        .collect();
+    let gpus = devices
+        .iter()
+        .zip(&bus_ids)
+        .map(|((_, d), bus)| gpu(&nvml, d, bus, &bus_ids))
+        .collect();
     let mut topology = BTreeMap::new();
     for (i, (_, a)) in devices.iter().enumerate() {
         for (j, (index, _)) in devices.iter().enumerate().skip(i + 1) {
@@ -77,24 +89,26 @@ pub fn query() -> Known<NvmlView> {
     })
 }
 
-fn gpu(nvml: &Nvml, d: &Device) -> NvmlGpu {
+/// NVML's nvmlDeviceGetNumaNodeId is left out on purpose: it numbers GPU
+/// memory exposed as a NUMA node (Grace), not the CPU a GPU hangs from,
+/// which sysfs gives.
+fn gpu(nvml: &Nvml, d: &Device, bus_id: &str, gpus: &[String]) -> NvmlGpu {
     NvmlGpu {
-        bus_id: d
-            .pci_info()
-            .map(|p| normalize_bus_id(&p.bus_id))
-            .unwrap_or_default(),
+        bus_id: bus_id.to_string(),
         name: d.name().into(),
         uuid: d.uuid().into(),
-        numa_node: Known::from(d.numa_node_id()).map(|n| n as i32),
         memory_bytes: Known::from(d.memory_info()).map(|m| m.total),
         compute_capability: Known::from(d.cuda_compute_capability())
             .map(|c| format!("{}.{}", c.major, c.minor)),
-        nvlink: nvlinks(nvml, d),
+        nvlink: nvlinks(nvml, d, gpus),
     }
 }
 
-/// Every link that reports a state; where each active one leads.
-fn nvlinks(nvml: &Nvml, d: &Device) -> Known<NvLinks> {
+/// Every link that reports a state; where each active one leads. A link
+/// whose far end NVML will not name, and which does not reach one of
+/// `gpus`, is counted as a switch link: on x86 an NVLink ends at a GPU or
+/// an NVSwitch, and VMs often hide the NVSwitches.
+fn nvlinks(nvml: &Nvml, d: &Device, gpus: &[String]) -> Known<NvLinks> {
     let mut links = NvLinks {
         links: 0,
         active: 0,
@@ -112,14 +126,18 @@ fn nvlinks(nvml: &Nvml, d: &Device) -> Known<NvLinks> {
                     continue;
                 }
                 links.active += 1;
-                match remote_type(nvml, d, l) {
-                    Some(REMOTE_SWITCH) => links.to_switch += 1,
-                    kind => match link.remote_pci_info() {
-                        Ok(p) if kind == Some(REMOTE_GPU) || kind.is_none() => {
-                            *links.to_gpu.entry(normalize_bus_id(&p.bus_id)).or_default() += 1
-                        }
-                        _ => {}
-                    },
+                let remote = link
+                    .remote_pci_info()
+                    .map(|p| normalize_bus_id(&p.bus_id))
+                    .ok();
+                match (remote_type(nvml, d, l), remote) {
+                    (Some(REMOTE_SWITCH), _) => links.to_switch += 1,
+                    (Some(REMOTE_GPU), Some(bus)) => *links.to_gpu.entry(bus).or_default() += 1,
+                    (Some(REMOTE_GPU), None) | (Some(REMOTE_NPU), _) => {}
+                    (_, Some(bus)) if gpus.contains(&bus) => {
+                        *links.to_gpu.entry(bus).or_default() += 1
+                    }
+                    _ => links.to_switch += 1,
                 }
             }
             Err(e) => {
