@@ -181,6 +181,9 @@ fn device(sys: &Sysfs, name: String) -> RdmaDevice {
 }
 
 fn port(sys: &Sysfs, dir: &str, number: u32) -> Port {
+    let link_layer = sys.read(&format!("{dir}/link_layer"));
+    // Only RoCE GIDs have a netdev; the kernel answers EINVAL for the others.
+    let roce = link_layer.value().is_some_and(|l| l == "Ethernet");
     let gids_dir = format!("{dir}/gids");
     let mut gids: Vec<Gid> = sys
         .list(&gids_dir)
@@ -192,7 +195,7 @@ fn port(sys: &Sysfs, dir: &str, number: u32) -> Port {
                 index,
                 gid,
                 kind: sys.read(&format!("{dir}/gid_attrs/types/{index}")),
-                netdev: sys.read_opt(&format!("{dir}/gid_attrs/ndevs/{index}")),
+                netdev: roce.then(|| sys.read(&format!("{dir}/gid_attrs/ndevs/{index}"))),
             })
         })
         .collect();
@@ -202,7 +205,7 @@ fn port(sys: &Sysfs, dir: &str, number: u32) -> Port {
         state: sys.parse(&format!("{dir}/state"), Coded::parse),
         phys_state: sys.parse(&format!("{dir}/phys_state"), Coded::parse),
         rate: sys.read(&format!("{dir}/rate")),
-        link_layer: sys.read(&format!("{dir}/link_layer")),
+        link_layer,
         lid: sys.read(&format!("{dir}/lid")),
         gids,
     }
