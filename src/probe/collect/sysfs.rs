@@ -245,13 +245,16 @@ impl Sysfs {
         Known::unknown(format!("{path}: {reason}"))
     }
 
-    /// Everything recorded as unreadable so far.
+    /// Everything recorded as unreadable so far, by path.
     pub fn unreadable(&self) -> Vec<Unreadable> {
-        self.unreadable
+        let mut list: Vec<Unreadable> = self
+            .unreadable
             .borrow()
             .iter()
             .map(|(_, u)| u.clone())
-            .collect()
+            .collect();
+        list.sort_by(|a, b| a.path.cmp(&b.path));
+        list
     }
 
     pub fn root(&self) -> &Path {
@@ -356,17 +359,21 @@ mod tests {
                 .is_none()
         );
         assert!(sys.read("/sys/class/infiniband/mlx5_0").value().is_none());
-        let reasons: Vec<String> = sys.unreadable().into_iter().map(|u| u.reason).collect();
-        assert_eq!(
-            reasons,
-            [
-                "empty",
-                "not text",
-                "missing",
-                "unexpected content \"zz\"",
-                "not a regular file"
-            ]
-        );
+        let found: Vec<(String, String)> = sys
+            .unreadable()
+            .into_iter()
+            .map(|u| (u.path, u.reason))
+            .collect();
+        let ib = "/sys/class/infiniband/mlx5_0";
+        let expected = [
+            (ib.to_string(), "not a regular file"),
+            (format!("{ib}/binary"), "not text"),
+            (format!("{ib}/empty"), "empty"),
+            (format!("{ib}/lid"), "unexpected content \"zz\""),
+            (format!("{ib}/missing"), "missing"),
+        ]
+        .map(|(p, r)| (p, r.to_string()));
+        assert_eq!(found, expected);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
