@@ -5,6 +5,7 @@
 use super::gpu::label;
 use super::{Check, and_list};
 use crate::probe::collect::Facts;
+use crate::probe::collect::gdr::PEER_MEMORY_PATHS;
 use crate::probe::collect::sysfs::Known;
 use crate::probe::nccl_env::Level;
 
@@ -32,7 +33,10 @@ fn peer_memory(f: &Facts) -> Check {
     if let Some(m) = gdr.peer_memory.first() {
         return Check::pass(NAME, format!("{} (version {})", m.path, m.version));
     }
-    let none = "no peer-memory module (none of /sys/kernel/mm/memory_peers/nv_mem/version, …/nv_mem_nc/version, /sys/module/nvidia_peermem/version)";
+    let none = format!(
+        "no peer-memory module (none of {})",
+        PEER_MEMORY_PATHS.join(", ")
+    );
     if no_rdma(f) {
         return Check::skip(NAME, format!("{none}; not needed without an RDMA device"));
     }
