@@ -294,17 +294,23 @@ fn rdma(f: &Facts) -> String {
     with_notes(t.to_string(), &notes)
 }
 
-fn gdr(f: &Facts) -> String {
-    let g = &f.gdr;
-    let peer = if g.peer_memory.is_empty() {
+/// "a, b", or "none" for no items.
+fn joined_or_none(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
         "none".to_string()
     } else {
+        items.join(", ")
+    }
+}
+
+fn gdr(f: &Facts) -> String {
+    let g = &f.gdr;
+    let peer = joined_or_none(
         g.peer_memory
             .iter()
-            .map(|m| format!("{} ({})", m.path, m.version))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+            .map(|m| format!("{} ({})", m.path, m.version)),
+    );
     let gdrdrv = if g.gdrdrv_device { "present" } else { "absent" };
     let mut s = format!("peer-memory module: {peer}\n/dev/gdrdrv: {gdrdrv}");
     if !g.gpu_nic.is_empty() {
@@ -379,15 +385,11 @@ fn nccl(f: &Facts) -> String {
 
 fn mpi(f: &Facts) -> String {
     let m = &f.mpi;
-    let launchers = if m.launchers.is_empty() {
-        "none".to_string()
-    } else {
+    let launchers = joined_or_none(
         m.launchers
             .iter()
-            .map(|l| format!("{} → {}", l.path, l.target))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+            .map(|l| format!("{} → {}", l.path, l.target)),
+    );
     format!(
         "launchers: {launchers}\nlibrary: {}\nbuilt with MPI: {}",
         m.library.as_deref().unwrap_or("none"),

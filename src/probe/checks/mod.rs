@@ -44,22 +44,26 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn pass(check: impl Into<String>, found: impl Into<String>) -> Check {
+    fn new(
+        check: impl Into<String>,
+        status: Status,
+        found: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
         Check {
             check: check.into(),
-            status: Status::Pass,
+            status,
             found: found.into(),
-            fix: String::new(),
+            fix: fix.into(),
         }
     }
 
+    pub fn pass(check: impl Into<String>, found: impl Into<String>) -> Check {
+        Check::new(check, Status::Pass, found, "")
+    }
+
     pub fn skip(check: impl Into<String>, why: impl Into<String>) -> Check {
-        Check {
-            check: check.into(),
-            status: Status::Skip,
-            found: why.into(),
-            fix: String::new(),
-        }
+        Check::new(check, Status::Skip, why, "")
     }
 
     pub fn warn(
@@ -67,12 +71,7 @@ impl Check {
         found: impl Into<String>,
         fix: impl Into<String>,
     ) -> Check {
-        Check {
-            check: check.into(),
-            status: Status::Warn,
-            found: found.into(),
-            fix: fix.into(),
-        }
+        Check::new(check, Status::Warn, found, fix)
     }
 
     pub fn fail(
@@ -80,12 +79,7 @@ impl Check {
         found: impl Into<String>,
         fix: impl Into<String>,
     ) -> Check {
-        Check {
-            check: check.into(),
-            status: Status::Fail,
-            found: found.into(),
-            fix: fix.into(),
-        }
+        Check::new(check, Status::Fail, found, fix)
     }
 }
 
@@ -161,12 +155,7 @@ mod tests {
 
     #[test]
     fn verdict_is_the_worst_status_and_skip_is_no_failure() {
-        let c = |status| Check {
-            check: String::new(),
-            status,
-            found: String::new(),
-            fix: String::new(),
-        };
+        let c = |status| Check::new("", status, "", "");
         assert_eq!(verdict(&[]), Status::Pass);
         assert_eq!(verdict(&[c(Status::Skip)]), Status::Pass);
         assert_eq!(verdict(&[c(Status::Pass), c(Status::Warn)]), Status::Warn);

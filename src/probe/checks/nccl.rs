@@ -24,16 +24,16 @@ fn variable(f: &Facts, v: &NcclVar) -> Option<Check> {
     Some(match v.name.as_str() {
         "NCCL_IB_HCA" => ib_hca(f, v),
         "NCCL_SOCKET_IFNAME" => socket_ifname(f, v),
-        "NCCL_IB_DISABLE" => ib_disable(f, v),
-        "NCCL_IB_GID_INDEX" => gid_index(f, v),
+        "NCCL_IB_DISABLE" => with_integer(v, |n| ib_disable(f, v, n)),
+        "NCCL_IB_GID_INDEX" => with_integer(v, |n| gid_index(f, v, n)),
         "NCCL_NET_GDR_LEVEL" => level(v, "GPUDirect RDMA is allowed up to"),
         "NCCL_P2P_LEVEL" => p2p_level(f, v),
         "NCCL_P2P_DISABLE" => p2p_disable(f, v),
-        "NCCL_SHM_DISABLE" => shm_disable(f, v),
+        "NCCL_SHM_DISABLE" => with_integer(v, |n| shm_disable(f, v, n)),
         "NCCL_ALGO" => tuning(v, &ALGORITHMS),
         "NCCL_PROTO" => tuning(v, &PROTOCOLS),
         "NCCL_DEBUG" => debug(v),
-        "NCCL_NVLS_ENABLE" => nvls(v),
+        "NCCL_NVLS_ENABLE" => with_integer(v, |n| nvls(v, n)),
         _ => return None,
     })
 }
@@ -49,6 +49,12 @@ fn setting(v: &NcclVar) -> String {
     } else {
         format!("{}={} (from {})", v.name, v.value, v.source)
     }
+}
+
+/// The check `judge` makes of an integer variable as NCCL reads it, or
+/// the check that says how NCCL misreads it.
+fn with_integer(v: &NcclVar, judge: impl FnOnce(i64) -> Check) -> Check {
+    integer(v).map_or_else(|misread| misread, judge)
 }
 
 /// An integer variable as NCCL reads it (strtoll, base 0), or the check
@@ -419,11 +425,7 @@ fn nccl_ports(f: &Facts) -> Vec<(&RdmaDevice, &Port)> {
         .collect()
 }
 
-fn ib_disable(f: &Facts, v: &NcclVar) -> Check {
-    let n = match integer(v) {
-        Ok(n) => n,
-        Err(c) => return c,
-    };
+fn ib_disable(f: &Facts, v: &NcclVar, n: i64) -> Check {
     let active: Vec<String> = f
         .rdma
         .ports()
@@ -454,11 +456,7 @@ fn ib_disable(f: &Facts, v: &NcclVar) -> Check {
     )
 }
 
-fn gid_index(f: &Facts, v: &NcclVar) -> Check {
-    let n = match integer(v) {
-        Ok(n) => n,
-        Err(c) => return c,
-    };
+fn gid_index(f: &Facts, v: &NcclVar, n: i64) -> Check {
     if n < 0 {
         return Check::pass(
             name(v),
@@ -621,11 +619,7 @@ fn p2p_disable(f: &Facts, v: &NcclVar) -> Check {
     )
 }
 
-fn shm_disable(f: &Facts, v: &NcclVar) -> Check {
-    let n = match integer(v) {
-        Ok(n) => n,
-        Err(c) => return c,
-    };
+fn shm_disable(f: &Facts, v: &NcclVar, n: i64) -> Check {
     if n != 0 && p2p_disabled(f) && f.gpu.gpus.len() > 1 {
         return Check::warn(
             name(v),
@@ -685,14 +679,13 @@ fn debug(v: &NcclVar) -> Check {
     )
 }
 
-fn nvls(v: &NcclVar) -> Check {
-    match integer(v) {
-        Ok(0) => Check::pass(name(v), format!("{}: NVLink multicast off", setting(v))),
-        Ok(_) => Check::warn(
-            name(v),
-            format!("{}: NVLink SHARP (multicast) requested", setting(v)),
-            "set NCCL_NVLS_ENABLE=0: qbench runs with NVLink multicast off",
-        ),
-        Err(c) => c,
+fn nvls(v: &NcclVar, n: i64) -> Check {
+    if n == 0 {
+        return Check::pass(name(v), format!("{}: NVLink multicast off", setting(v)));
     }
+    Check::warn(
+        name(v),
+        format!("{}: NVLink SHARP (multicast) requested", setting(v)),
+        "set NCCL_NVLS_ENABLE=0: qbench runs with NVLink multicast off",
+    )
 }
