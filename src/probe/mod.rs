@@ -1,9 +1,38 @@
 //! `qbench probe`: facts about this host turned into checks with a verdict
-//! and a remedy each.
+//! and a remedy each. Collectors gather facts (collect), checks judge them
+//! (checks), renderers print them (render); exit 1 when a check FAILs.
+
+pub mod checks;
+pub mod collect;
+pub mod nccl_env;
+pub mod render;
+pub mod topo;
 
 use crate::cli::ProbeArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::usage;
+use checks::Status;
+use collect::Host;
+use std::io::Write;
 
-pub fn run(_args: &ProbeArgs) -> Result<()> {
-    Ok(())
+pub fn run(args: &ProbeArgs) -> Result<()> {
+    if let Some(root) = &args.sysfs_root {
+        std::fs::read_dir(root).map_err(|e| usage!("--sysfs-root {}: {e}", root.display()))?;
+    }
+    let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    let host = Host::new(args.sysfs_root.clone(), env);
+    let facts = collect::collect(&host);
+    let checks = checks::evaluate(&facts);
+    let verdict = checks::verdict(&checks);
+    let report =
+        if args.json { render::json(&facts, &checks, verdict) } else { render::text(&facts, &checks, verdict) };
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`| head`) is the reader's choice, not an error.
+    match writeln!(stdout, "{report}").and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(Error::Runtime(format!("cannot write the report: {e}")));
+        }
+        _ => {}
+    }
+    if verdict == Status::Fail { Err(Error::CheckFailed(String::new())) } else { Ok(()) }
 }

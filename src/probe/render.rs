@@ -1,0 +1,355 @@
+//! Renderings of a probe: detail tables per section and the verdict table
+//! for people, one JSON document (schema qbench.probe.v1) for programs.
+
+use crate::probe::checks::{Check, Status};
+use crate::probe::collect::Facts;
+use crate::probe::collect::sysfs::Known;
+use crate::probe::topo::PciPlace;
+use serde::Serialize;
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+pub const SCHEMA: &str = "qbench.probe.v1";
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema: &'static str,
+    host: &'a crate::probe::collect::HostFacts,
+    facts: &'a Facts,
+    checks: &'a [Check],
+    verdict: Status,
+}
+
+pub fn json(facts: &Facts, checks: &[Check], verdict: Status) -> String {
+    let report = Report { schema: SCHEMA, host: &facts.host, facts, checks, verdict };
+    serde_json::to_string_pretty(&report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+pub fn text(facts: &Facts, checks: &[Check], verdict: Status) -> String {
+    let h = &facts.host;
+    let mut out = format!("qbench probe: host {}, kernel {}", h.hostname, h.kernel);
+    if !h.live {
+        out.push_str(&format!(", facts read under {} (GPU libraries not queried)", h.root));
+    }
+    out.push('\n');
+    let mut section = |title: &str, body: String| out.push_str(&format!("\n{title}\n{body}\n"));
+    section("GPUs", gpus(facts));
+    section("Topology (as nvidia-smi topo -m)", topology(facts));
+    section("RDMA ports", rdma(facts));
+    section("GPUDirect", gdr(facts));
+    section("Network interfaces", net(facts));
+    section("NCCL", nccl(facts));
+    section("MPI", mpi(facts));
+    section("Verdict", verdict_table(checks));
+    let n = |s: Status| checks.iter().filter(|c| c.status == s).count();
+    out.push_str(&format!(
+        "\nverdict: {verdict} ({} FAIL, {} WARN, {} PASS, {} SKIP)\n",
+        n(Status::Fail),
+        n(Status::Warn),
+        n(Status::Pass),
+        n(Status::Skip)
+    ));
+    out
+}
+
+fn table(header: &[&str], rows: Vec<Vec<String>>) -> tabled::Table {
+    let mut b = Builder::default();
+    b.push_record(header.iter().map(|s| s.to_string()));
+    for r in rows {
+        b.push_record(r);
+    }
+    let mut t = b.build();
+    t.with(Style::psql());
+    t
+}
+
+/// The value, or "?N" with the reason as note N (printed under the table).
+fn cell<T: std::fmt::Display>(k: &Known<T>, notes: &mut Vec<String>) -> String {
+    match k {
+        Known::Value(v) => v.to_string(),
+        Known::Unknown { unknown } => note(unknown, notes),
+    }
+}
+
+fn note(reason: &str, notes: &mut Vec<String>) -> String {
+    let n = match notes.iter().position(|x| x == reason) {
+        Some(i) => i + 1,
+        None => {
+            notes.push(reason.to_string());
+            notes.len()
+        }
+    };
+    format!("?{n}")
+}
+
+fn with_notes(table: String, notes: &[String]) -> String {
+    let mut s = table;
+    for (i, n) in notes.iter().enumerate() {
+        s.push_str(&format!("\n  ?{}: {n}", i + 1));
+    }
+    s
+}
+
+fn gib(bytes: &u64) -> String {
+    format!("{:.1} GiB", *bytes as f64 / (1u64 << 30) as f64)
+}
+
+fn gpus(f: &Facts) -> String {
+    if f.gpu.gpus.is_empty() {
+        return "none".into();
+    }
+    let mut notes = Vec::new();
+    let rows = f
+        .gpu
+        .gpus
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let nvlink = match &g.nvlink {
+                Known::Value(l) => format!("{}/{} up, {} GB/s", l.active, l.links, cell(&l.speed_gbps, &mut notes)),
+                Known::Unknown { unknown } => note(unknown, &mut notes),
+            };
+            vec![
+                format!("GPU{i}"),
+                g.bus_id.clone(),
+                cell(&g.name, &mut notes),
+                cell(&g.uuid, &mut notes),
+                cell(&g.numa_node, &mut notes),
+                cell(&g.memory_bytes.clone().map(|b| gib(&b)), &mut notes),
+                cell(&g.compute_capability, &mut notes),
+                cell(&g.cuda_ordinal, &mut notes),
+                nvlink,
+            ]
+        })
+        .collect();
+    let d = &f.gpu.driver;
+    let module = d.kernel_module.as_ref().map_or("not loaded".to_string(), |m| m.to_string());
+    let driver = format!(
+        "nvidia kernel module {module}; CUDA driver API: {}; NVML: {}",
+        cell(&d.cuda.clone().map(|c| format!("CUDA {}", c.version)), &mut notes),
+        cell(&d.nvml.clone().map(|n| format!("driver {}", n.driver_version)), &mut notes)
+    );
+    let t = table(&["GPU", "BUS ID", "NAME", "UUID", "NUMA", "MEMORY", "CC", "CUDA #", "NVLINK"], rows).to_string();
+    with_notes(format!("{driver}\n{t}"), &notes)
+}
+
+fn topology(f: &Facts) -> String {
+    let gpus = &f.gpu.gpus;
+    let nics = &f.rdma.devices;
+    if gpus.is_empty() && nics.is_empty() {
+        return "no GPU and no RDMA device".into();
+    }
+    let names: Vec<String> =
+        (0..gpus.len()).map(|i| format!("GPU{i}")).chain(nics.iter().map(|d| d.name.clone())).collect();
+    let gpu_gpu = |a: usize, b: usize| {
+        f.gpu
+            .pairs
+            .iter()
+            .find(|p| (p.a, p.b) == (a.min(b), a.max(b)))
+            .and_then(|p| p.path.value())
+            .map_or("?".to_string(), |t| t.to_string())
+    };
+    let gpu_nic = |g: usize, n: usize| {
+        f.gdr
+            .gpu_nic
+            .iter()
+            .find(|p| p.gpu == gpus[g].bus_id && p.nic == nics[n].name)
+            .map_or("?".to_string(), |p| p.path.to_string())
+    };
+    let nic_nic = |a: &Option<PciPlace>, b: &Option<PciPlace>| match (a, b) {
+        (Some(a), Some(b)) => a.path_to(b).to_string(),
+        _ => "?".to_string(),
+    };
+    let numa = |i: usize| {
+        if i < gpus.len() {
+            gpus[i].numa_node.value().map(i32::to_string)
+        } else {
+            nics[i - gpus.len()].numa_node.value().map(i32::to_string)
+        }
+        .unwrap_or_else(|| "?".into())
+    };
+    let rows = (0..names.len())
+        .map(|i| {
+            let mut row = vec![names[i].clone()];
+            row.extend((0..names.len()).map(|j| match (i == j, i < gpus.len(), j < gpus.len()) {
+                (true, _, _) => "X".to_string(),
+                (_, true, true) => gpu_gpu(i, j),
+                (_, true, false) => gpu_nic(i, j - gpus.len()),
+                (_, false, true) => gpu_nic(j, i - gpus.len()),
+                (_, false, false) => nic_nic(&nics[i - gpus.len()].pci, &nics[j - gpus.len()].pci),
+            }));
+            row.push(numa(i));
+            row
+        })
+        .collect();
+    let mut header: Vec<&str> = vec![""];
+    header.extend(names.iter().map(String::as_str));
+    header.push("NUMA");
+    let source = match f.gpu.pairs.first().map(|p| p.source) {
+        Some("nvml") => "GPU pairs from NVML, the rest from sysfs PCI paths",
+        Some(_) => "from sysfs PCI paths: NVLinks are not visible there",
+        None => "from sysfs PCI paths",
+    };
+    format!(
+        "{}\n  X self, NV# bonded NVLinks, PIX one PCIe switch, PXB several switches, PHB through a host bridge,\n  NODE between host bridges of one NUMA node, SYS across CPUs; {source}",
+        table(&header, rows)
+    )
+}
+
+fn rdma(f: &Facts) -> String {
+    if f.rdma.devices.is_empty() {
+        return "none".into();
+    }
+    let mut notes = Vec::new();
+    let mut rows = Vec::new();
+    for (d, p) in f.rdma.ports() {
+        let gids: Vec<String> = p
+            .gids
+            .iter()
+            .map(|g| {
+                let kind = g.kind.value().map_or("?", String::as_str);
+                let netdev = g.netdev.as_ref().and_then(|n| n.value()).map_or(String::new(), |n| format!(" {n}"));
+                format!("{}: {} {kind}{netdev}", g.index, g.address())
+            })
+            .collect();
+        rows.push(vec![
+            format!("{}/{}", d.name, p.port),
+            d.pci.as_ref().map_or("?".to_string(), |p| p.bus_id().to_string()),
+            cell(&d.numa_node, &mut notes),
+            cell(&d.node_guid, &mut notes),
+            cell(&d.fw_ver, &mut notes),
+            d.board_id.as_ref().map_or(String::new(), |b| cell(b, &mut notes)),
+            d.netdevs.join(","),
+            cell(&p.state.clone().map(|s| s.name), &mut notes),
+            cell(&p.phys_state.clone().map(|s| s.name), &mut notes),
+            cell(&p.rate, &mut notes),
+            cell(&p.link_layer, &mut notes),
+            cell(&p.lid, &mut notes),
+            gids.join("\n"),
+        ]);
+    }
+    let t = table(
+        &[
+            "PORT",
+            "PCI",
+            "NUMA",
+            "NODE GUID",
+            "FIRMWARE",
+            "BOARD",
+            "NETDEV",
+            "STATE",
+            "PHYS",
+            "RATE",
+            "LINK",
+            "LID",
+            "GIDS",
+        ],
+        rows,
+    );
+    with_notes(t.to_string(), &notes)
+}
+
+/// "a, b", or "none" for no items.
+fn joined_or_none(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() { "none".to_string() } else { items.join(", ") }
+}
+
+fn gdr(f: &Facts) -> String {
+    let g = &f.gdr;
+    let peer = joined_or_none(g.peer_memory.iter().map(|m| format!("{} ({})", m.path, m.version)));
+    let gdrdrv = if g.gdrdrv_device { "present" } else { "absent" };
+    let mut s = format!("peer-memory module: {peer}\n/dev/gdrdrv: {gdrdrv}");
+    if !g.gpu_nic.is_empty() {
+        let gpu_index =
+            |bus: &str| f.gpu.gpus.iter().position(|x| x.bus_id == bus).map_or(bus.to_string(), |i| format!("GPU{i}"));
+        let rows = g.gpu_nic.iter().map(|p| vec![gpu_index(&p.gpu), p.nic.clone(), p.path.to_string()]).collect();
+        s.push('\n');
+        s.push_str(&table(&["GPU", "NIC", "PCIe PATH"], rows).to_string());
+    }
+    s
+}
+
+fn net(f: &Facts) -> String {
+    if f.net.is_empty() {
+        return "none".into();
+    }
+    let mut notes = Vec::new();
+    let rows = f
+        .net
+        .iter()
+        .map(|i| {
+            vec![
+                i.name.clone(),
+                cell(&i.operstate, &mut notes),
+                cell(&i.kind, &mut notes),
+                cell(&i.addresses.clone().map(|a| a.join(" ")), &mut notes),
+            ]
+        })
+        .collect();
+    with_notes(table(&["INTERFACE", "STATE", "TYPE", "ADDRESSES"], rows).to_string(), &notes)
+}
+
+fn nccl(f: &Facts) -> String {
+    let n = &f.nccl;
+    let mut notes = Vec::new();
+    let plugin =
+        n.net_plugin.found.clone().unwrap_or_else(|| format!("none (tried {})", n.net_plugin.tried.join(", ")));
+    let mut s = format!(
+        "library: {}, version {}\nnet plugin: {plugin}",
+        cell(&n.library.path, &mut notes),
+        cell(&n.library.version, &mut notes)
+    );
+    s = with_notes(s, &notes);
+    if n.variables.is_empty() {
+        s.push_str("\nno NCCL_* variable set");
+    } else {
+        let rows = n.variables.iter().map(|v| vec![v.name.clone(), v.value.clone(), v.source.clone()]).collect();
+        s.push('\n');
+        s.push_str(&table(&["VARIABLE", "VALUE", "SOURCE"], rows).to_string());
+    }
+    s
+}
+
+fn mpi(f: &Facts) -> String {
+    let m = &f.mpi;
+    let launchers = joined_or_none(m.launchers.iter().map(|l| format!("{} → {}", l.path, l.target)));
+    format!(
+        "launchers: {launchers}\nlibrary: {}\nbuilt with MPI: {}",
+        m.library.as_deref().unwrap_or("none"),
+        if m.built_with_mpi { "yes" } else { "no" }
+    )
+}
+
+fn verdict_table(checks: &[Check]) -> String {
+    let rows = checks
+        .iter()
+        .map(|c| vec![c.check.clone(), c.status.to_string(), wrap(&c.found, 64), wrap(&c.fix, 52)])
+        .collect();
+    table(&["CHECK", "STATUS", "FOUND", "FIX"], rows).to_string()
+}
+
+/// `text` in lines of at most `width` characters, broken between words
+/// (a longer word, such as a path, gets a line of its own).
+fn wrap(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wraps_between_words() {
+        assert_eq!(super::wrap("load the nvidia_peermem module now", 14), "load the\nnvidia_peermem\nmodule now");
+        assert_eq!(super::wrap("", 10), "");
+    }
+}
