@@ -316,6 +316,21 @@ fn reexec(dir: &Path, links: &BTreeSet<(Library, PathBuf)>) -> Result<()> {
     Err(Error::Runtime(format!("cannot re-execute qbench to load the GPU libraries: {err}")))
 }
 
+/// Where `lib` is installed under a name cudarc does not try (pip's
+/// `libnccl.so.2`, say), searching as [`require`] does.
+pub fn locate(lib: Library) -> Option<PathBuf> {
+    find_in(lib, &search_dirs(lib))
+}
+
+/// NCCL's version code spelled out: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before.
+pub fn nccl_version_text(code: i64) -> String {
+    if code >= 10000 {
+        format!("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100)
+    } else {
+        format!("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100)
+    }
+}
+
 /// The file a loaded library was mapped from, read from /proc/self/maps.
 pub fn loaded_path(lib: Library) -> Option<PathBuf> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
@@ -346,6 +361,12 @@ mod tests {
         assert_eq!(found.file_name().unwrap(), "libnccl.so.2");
         assert!(find_in(Library::Nvrtc, &[dir.clone()]).is_none());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn nccl_version_codes() {
+        assert_eq!(nccl_version_text(22803), "2.28.3");
+        assert_eq!(nccl_version_text(2804), "2.8.4");
     }
 
     #[test]

@@ -116,7 +116,7 @@ impl Nccl {
         let library = LibraryInfo {
             name: "NCCL".into(),
             version_code: code,
-            version: nccl_version_string(code),
+            version: libs::nccl_version_text(code),
             path: libs::loaded_path(Library::Nccl).map(|p| p.display().to_string()),
         };
         let mut id = if world.rank() == 0 {
@@ -376,15 +376,6 @@ fn record(gpu: &Gpu) -> Result<CudaEvent> {
     Ok(e)
 }
 
-/// "2.28.3" from NCCL's version code (X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before).
-fn nccl_version_string(code: i64) -> String {
-    if code >= 10000 {
-        format!("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100)
-    } else {
-        format!("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100)
-    }
-}
-
 impl Transport for Nccl {
     fn ranks(&self) -> &[RankInfo] {
         &self.info
@@ -513,16 +504,5 @@ impl Drop for Nccl {
                 let _ = unsafe { nccl::comm_destroy(r.comm.0) };
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_codes() {
-        assert_eq!(nccl_version_string(22803), "2.28.3");
-        assert_eq!(nccl_version_string(2708), "2.7.8");
     }
 }

@@ -5,12 +5,9 @@
 use super::libpath::find_library;
 use super::sysfs::Known;
 use super::{Host, NOT_LIVE};
-use crate::libs::{Library, loaded_path};
+use crate::libs::{Library, loaded_path, locate, nccl_version_text};
 use serde::Serialize;
 use std::ffi::c_int;
-
-/// The name NCCL's own packages install, which cudarc does not try.
-const SONAME: &str = "libnccl.so.2";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct NcclLibrary {
@@ -55,15 +52,6 @@ pub fn collect(host: &Host, dirs: &[String]) -> NcclFacts {
     NcclFacts { library: library(host, dirs), net_plugin: net_plugin(host, dirs, plugin_env), variables }
 }
 
-/// NCCL_VERSION_CODE spelled out: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before.
-fn version_text(code: c_int) -> String {
-    if code >= 10000 {
-        format!("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100)
-    } else {
-        format!("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100)
-    }
-}
-
 fn library(host: &Host, dirs: &[String]) -> NcclLibrary {
     let on_disk = || find_library(host, dirs, "libnccl.so");
     if !host.live {
@@ -81,12 +69,21 @@ fn library(host: &Host, dirs: &[String]) -> NcclLibrary {
             path: loaded_path(Library::Nccl)
                 .map(|p| p.display().to_string())
                 .map_or_else(|| Known::unknown("loaded, but not in /proc/self/maps"), Known::Value),
-            version: version.map(version_text),
+            version: version.map(|c| nccl_version_text(c as i64)),
             cudarc_name: true,
         };
     }
-    // SAFETY: dlopen of NCCL by its soname; only its initialisers run.
-    let loaded = match unsafe { libloading::Library::new(SONAME) } {
+    // Installed under a name cudarc does not try (libnccl.so.2, pip's wheels):
+    // the benchmarks link it in for themselves; load it here for its version.
+    let Some(found) = locate(Library::Nccl) else {
+        return NcclLibrary {
+            path: Known::unknown("not found by the loader, nor in the CUDA, NCCL and Python package directories"),
+            version: Known::unknown("not found"),
+            cudarc_name: false,
+        };
+    };
+    // SAFETY: dlopen of the NCCL library file found; only its initialisers run.
+    let loaded = match unsafe { libloading::Library::new(&found) } {
         Ok(lib) => lib,
         Err(e) => {
             // The loader's own words ("cannot open shared object file…").
@@ -104,7 +101,7 @@ fn library(host: &Host, dirs: &[String]) -> NcclLibrary {
             let mut code: c_int = 0;
             // SAFETY: NCCL writes one int through a valid pointer.
             match unsafe { get(&mut code) } {
-                0 => Known::Value(version_text(code)),
+                0 => Known::Value(nccl_version_text(code as i64)),
                 err => Known::unknown(format!("ncclGetVersion returned {err}")),
             }
         }
@@ -163,13 +160,4 @@ fn variables(host: &Host) -> Vec<NcclVar> {
     }
     vars.sort_by(|a, b| a.name.cmp(&b.name));
     vars
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn version_codes() {
-        assert_eq!(super::version_text(22803), "2.28.3");
-        assert_eq!(super::version_text(2804), "2.8.4");
-    }
 }

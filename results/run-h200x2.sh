@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The collective runs behind results/h200x2-*.json, on the 2xH200 machine.
-# Usage: bash results/run-collectives-h200x2.sh BIN_DIR OUT_DIR
-#   BIN_DIR holds qbench (no MPI) and qbench-mpi (built with --features mpi).
+# The runs behind results/h200x2-*.json, on the 2xH200 machine.
+# Usage: bash results/run-h200x2.sh BIN_DIR OUT_DIR [PART...]
+#   BIN_DIR holds qbench (no MPI) and qbench-mpi (built with --features mpi);
+#   PART is any of probe, collectives (default: all).
 set -u
 BIN=$1 OUT=$2
+shift 2
+PARTS=${*:-probe collectives}
 mkdir -p "$OUT"
 Q="$BIN/qbench" QM="$BIN/qbench-mpi"
 export NCCL_NVLS_ENABLE=0
@@ -15,6 +18,13 @@ nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total --forma
 nvidia-smi topo -m | tee -a "$OUT/machine.txt"
 uname -r >> "$OUT/machine.txt"
 
+if [[ " $PARTS " == *" probe "* ]]; then
+step "probe"
+$Q probe; echo "rc=$?"
+$Q probe --json > "$OUT/h200x2-probe.json"
+fi
+
+if [[ " $PARTS " == *" collectives "* ]]; then
 step "all_reduce 16M..1G, then PyTorch on the same sizes"
 $Q allreduce -b 16M -e 1G -f 2 -g 2 -J "$OUT/h200x2-allreduce-16M-1G.json"; echo "rc=$?"
 python3 results/torch_allreduce.py --gpus 2 -b 16M -e 1G -f 2 --out "$OUT/h200x2-torch-allreduce-16M-1G.json" \
@@ -55,3 +65,4 @@ $Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(
 mv $D/libnccl.so.2* $H/ && ldconfig
 $Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['library'], d['results'][0]['out_of_place']['wrong'])"
 mv $H/* $D/ && ldconfig
+fi
