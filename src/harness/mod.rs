@@ -6,7 +6,7 @@ pub mod record;
 mod stats;
 
 use crate::cli::{Average, CollArgs, TransportKind};
-use crate::dtype::RedOp;
+use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::libs::{self, Library};
 use crate::pattern::Pattern;
@@ -221,25 +221,13 @@ impl<'a> Bench<'a> {
         for dtype in self.plan.config.datatypes.clone() {
             for op in self.plan.ops.clone() {
                 for &root in &roots {
+                    self.warm_up(dtype, op, root)?;
                     let mut cycle = 0;
                     // -N 0 repeats until interrupted.
                     while self.plan.config.run_cycles == 0 || cycle < self.plan.config.run_cycles {
                         for size in self.sizes.clone() {
-                            let count = size / dtype.size() as u64;
-                            let counts = self.plan.spec.counts(count, dtype, n as u64);
-                            let redop = op.unwrap_or(RedOp::Sum);
-                            let reduces = self.plan.spec.op_use() == OpUse::Reduces;
-                            let pattern = Pattern::new(self.plan.config.seed, dtype, reduces.then_some(redop), n);
-                            let mut base = Op {
-                                spec: self.plan.spec,
-                                dtype,
-                                redop,
-                                root: root.max(0) as usize,
-                                counts,
-                                in_place: false,
-                                agg: self.plan.config.agg_iters,
-                                pattern,
-                            };
+                            let mut base = self.op(size, dtype, op, root);
+                            let counts = base.counts;
                             let out_of_place = self.cell(&base)?;
                             base.in_place = true;
                             let in_place = self.cell(&base)?;
@@ -259,6 +247,37 @@ impl<'a> Bench<'a> {
                         cycle += 1;
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The out-of-place operation of one table row.
+    fn op(&self, size: u64, dtype: DataType, op: Option<RedOp>, root: i64) -> Op {
+        let n = self.transport.nranks();
+        let counts = self.plan.spec.counts(size / dtype.size() as u64, dtype, n as u64);
+        let redop = op.unwrap_or(RedOp::Sum);
+        let reduces = self.plan.spec.op_use() == OpUse::Reduces;
+        Op {
+            spec: self.plan.spec,
+            dtype,
+            redop,
+            root: root.max(0) as usize,
+            counts,
+            in_place: false,
+            agg: self.plan.config.agg_iters,
+            pattern: Pattern::new(self.plan.config.seed, dtype, reduces.then_some(redop), n),
+        }
+    }
+
+    /// nccl-tests' warm-up before a sweep: `-w` operations at every size, so
+    /// that the first timed sizes do not pay for clocks ramping up or the
+    /// library's lazy setup.
+    fn warm_up(&mut self, dtype: DataType, op: Option<RedOp>, root: i64) -> Result<()> {
+        for size in self.sizes.clone() {
+            let o = self.op(size, dtype, op, root);
+            for _ in 0..self.plan.config.warmup_iters {
+                self.transport.run_once(&o)?;
             }
         }
         Ok(())

@@ -346,11 +346,14 @@ impl Nccl {
     /// into one graph per GPU.
     fn capture(&self, op: &Op, iters: u32, local: std::ops::Range<usize>) -> Result<Vec<cudarc::driver::CudaGraph>> {
         use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+        // As nccl-tests: global capture for one launching thread, thread-local for several.
+        let mode = if local.len() == self.ranks.len() {
+            CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL
+        } else {
+            CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        };
         for r in &self.ranks[local.clone()] {
-            r.gpu
-                .stream
-                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                .map_err(cuda_err("starting a graph capture"))?;
+            r.gpu.stream.begin_capture(mode).map_err(cuda_err("starting a graph capture"))?;
         }
         let launched = (0..iters).try_for_each(|_| self.launch(op, local.clone()));
         let mut graphs = Vec::new();
