@@ -2,11 +2,12 @@
 # The runs behind results/h200x2-*.json, on the 2xH200 machine.
 # Usage: bash results/run-h200x2.sh BIN_DIR OUT_DIR [PART...]
 #   BIN_DIR holds qbench (no MPI) and qbench-mpi (built with --features mpi);
-#   PART is any of probe, collectives (default: all).
+#   PART is any of probe, collectives, exchange, copy (default: all).
+# Every step runs under `timeout` so that one hang cannot eat the lease.
 set -u
 BIN=$1 OUT=$2
 shift 2
-PARTS=${*:-probe collectives}
+PARTS=${*:-probe collectives exchange copy}
 mkdir -p "$OUT"
 Q="$BIN/qbench" QM="$BIN/qbench-mpi"
 export NCCL_NVLS_ENABLE=0
@@ -44,7 +45,8 @@ $MPI $QM allreduce -g 1 -b 16M -e 1G -f 2 -J "$OUT/h200x2-mpi-np2-allreduce-16M-
 
 step "threads: -t 2 -g 1, and CUDA graphs -G 5"
 $Q allreduce -t 2 -g 1 -b 16M -e 256M -f 4; echo "rc=$?"
-$Q allreduce -g 2 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$?"
+timeout 60 $Q allreduce -g 2 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$? (124 = hung)"
+timeout 60 $MPI $QM allreduce -g 1 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$? (124 = hung)"
 
 step "a corrupted element on the GPU"
 QBENCH_CORRUPT=1:12345 $Q allreduce -g 2 -b 16M -e 16M; echo "rc=$? (want 1)"
@@ -65,4 +67,23 @@ $Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(
 mv $D/libnccl.so.2* $H/ && ldconfig
 $Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['library'], d['results'][0]['out_of_place']['wrong'])"
 mv $H/* $D/ && ldconfig
+fi
+
+if [[ " $PARTS " == *" exchange "* ]]; then
+step "exchange: 33 qubits double over 2 GPUs, every transport, both patterns"
+timeout 300 $Q exchange --qubits 33 -g 2 --transport all --pattern both -n 3 -J "$OUT/h200x2-exchange-33q-double.json"; echo "rc=$?"
+
+step "exchange: every size 20..33 in single and 20..32 in double, one repetition each, checked"
+timeout 240 $Q exchange --qubits 20..33 -g 2 --precision single --transport all -n 1 -w 0 -J "$OUT/h200x2-exchange-20-33q-single.json" | grep -E "^check|^unavailable|^==" ; echo "rc=${PIPESTATUS[0]}"
+timeout 240 $Q exchange --qubits 20..32 -g 2 --precision double --transport all -n 1 -w 0 -J "$OUT/h200x2-exchange-20-32q-double.json" | grep -E "^check|^unavailable|^==" ; echo "rc=${PIPESTATUS[0]}"
+
+step "exchange: a wrong partner and a wrong half are caught on the GPUs"
+QBENCH_CORRUPT=partner timeout 60 $Q exchange --qubits 24 -g 2 --transport nccl,p2p,host -n 1 | grep -E "^check"; echo "rc=${PIPESTATUS[0]} (want 1)"
+QBENCH_CORRUPT=half timeout 60 $Q exchange --qubits 24 -g 2 --transport nccl,p2p,host --pattern swap -n 1 | grep -E "^check"; echo "rc=${PIPESTATUS[0]} (want 1)"
+
+step "exchange under mpirun, one GPU per process"
+timeout 120 $MPI $QM exchange --qubits 30 -g 1 --transport nccl,host -n 3; echo "rc=$?"
+
+step "compare: 1G per rank over every transport"
+timeout 120 $Q compare -b 1G -g 2 -J "$OUT/h200x2-compare-1G.json"; echo "rc=$?"
 fi

@@ -46,6 +46,10 @@ pub enum Command {
     /// NCCL send/recv ring benchmark (nccl-tests sendrecv_perf)
     #[command(alias = "sendrecv_perf")]
     Sendrecv(CollArgs),
+    /// A distributed state vector's amplitude exchange: timed, checked amplitude by amplitude, judged
+    Exchange(ExchangeArgs),
+    /// The same bytes over every transport between partner GPUs, side by side
+    Compare(CompareArgs),
 }
 
 impl Command {
@@ -59,7 +63,7 @@ impl Command {
             Command::Reduce(a) => (Kind::Reduce, a),
             Command::Alltoall(a) => (Kind::AllToAll, a),
             Command::Sendrecv(a) => (Kind::SendRecv, a),
-            Command::Probe(_) => return None,
+            Command::Probe(_) | Command::Exchange(_) | Command::Compare(_) => return None,
         })
     }
 }
@@ -72,6 +76,70 @@ pub struct ProbeArgs {
     /// Read /sys, /dev and /proc facts under this directory instead of / (for tests and offline reports)
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ExchangeArgs {
+    /// Qubits of the register: N, or a range A..B to run every size from A to B
+    #[arg(long, value_name = "N|A..B")]
+    pub qubits: String,
+    /// GPUs per process (host ranks for --transport cpu); the total must be a power of two
+    #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub ngpus: u32,
+    /// Bytes per amplitude: single (complex<float>, 8) or double (complex<double>, 16)
+    #[arg(long, value_enum, default_value_t = crate::workload::exchange::layout::Precision::Double)]
+    pub precision: crate::workload::exchange::layout::Precision,
+    /// gate (whole chunk exchanged, as QuEST), swap (half, as cuStateVec) or both
+    #[arg(long, default_value = "both")]
+    pub pattern: String,
+    /// Comma-separated: nccl, p2p, p2p-ce, host, host-unpipelined, cpu; or all
+    #[arg(long, default_value = "nccl")]
+    pub transport: String,
+    /// Largest message piece for nccl and host transfers (default: 2^28 amplitudes for nccl, as QuEST; 64M for host)
+    #[arg(long, value_parser = size_arg)]
+    pub chunk: Option<u64>,
+    /// Use the QuEST-style unpipelined host path for --transport host
+    #[arg(long)]
+    pub no_pipeline: bool,
+    /// Timed repetitions of each operation (the median is reported)
+    #[arg(short = 'n', long = "iters", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub iters: u32,
+    /// Untimed repetitions before them
+    #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 1)]
+    pub warmup_iters: u32,
+    /// Circuit models of the verdict: qft, random (gates on random qubits), random:FRACTION of gates global
+    #[arg(long, default_value = "qft,random")]
+    pub circuit: String,
+    /// Write the run's records as JSON to this file
+    #[arg(short = 'J', long = "output_file", alias = "output-file", value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+    /// Print the records as JSON on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// Write one CSV line per global gate measurement to this file
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Bytes each rank sends to its partner (and receives)
+    #[arg(short = 'b', long = "bytes", default_value = "1G", value_parser = size_arg)]
+    pub bytes: u64,
+    /// GPUs per process (a power of two)
+    #[arg(short = 'g', long = "ngpus", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub ngpus: u32,
+    /// Timed repetitions per transport (the median is reported)
+    #[arg(short = 'n', long = "iters", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub iters: u32,
+    #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 2)]
+    pub warmup_iters: u32,
+    /// Write the comparison as JSON to this file
+    #[arg(short = 'J', long = "output_file", alias = "output-file", value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+    /// Print the comparison as JSON on stdout instead of a table
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Where the ranks' buffers live and what moves them.

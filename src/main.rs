@@ -41,6 +41,8 @@ fn main() {
 fn run(command: &Command) -> qbench::error::Result<()> {
     match command {
         Command::Probe(args) => qbench::probe::run(args),
+        Command::Exchange(args) => qbench::workload::exchange::run(args),
+        Command::Compare(args) => qbench::workload::exchange::compare::run(args),
         _ => {
             let (kind, args) = command.collective().expect("every other subcommand is a collective");
             qbench::harness::run_collective(kind, args)

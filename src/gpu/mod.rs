@@ -8,7 +8,7 @@ pub mod kernels;
 use crate::error::{Error, Result};
 use crate::libs::{self, Library};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError, result};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError, result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,21 @@ pub fn require_gpus(wanted: usize) -> Result<usize> {
         )));
     }
     Ok(found)
+}
+
+/// The GPUs this process drives: `local` of them, after those of the
+/// processes before it on its node (nccl-tests' choice).
+pub fn open_local_gpus(local: usize, world: &dyn crate::world::World) -> Result<Vec<Gpu>> {
+    let first = world.local_rank() * local;
+    let found = require_gpus(local)?;
+    if first + local > found {
+        return Err(Error::Usage(format!(
+            "this process (local rank {}) needs GPUs {first}..{} but the node has {found}: start fewer processes per node or lower -g",
+            world.local_rank(),
+            first + local - 1
+        )));
+    }
+    (first..first + local).map(Gpu::open).collect()
 }
 
 /// One GPU of this process: its primary context, one stream, its identity.
@@ -90,17 +105,33 @@ impl Gpu {
         })
     }
 
+    /// This GPU as rank `rank` of the `# Using devices` block.
+    pub fn rank_info(&self, rank: usize) -> crate::transport::RankInfo {
+        crate::transport::RankInfo {
+            rank,
+            group: 0,
+            pid: std::process::id(),
+            host: crate::transport::short_hostname(),
+            device: self.ordinal,
+            bus_id: self.bus_id.clone(),
+            name: self.name.clone(),
+        }
+    }
+
     /// Free device memory now, in bytes.
     pub fn free_mem(&self) -> Result<u64> {
         Ok(self.ctx.mem_get_info().map_err(cuda_err("reading free GPU memory"))?.0 as u64)
     }
 
     /// An uninitialised device buffer of `bytes` bytes.
-    pub fn alloc(&self, bytes: u64) -> Result<CudaSlice<u8>> {
-        // SAFETY: the buffer is written (filled or poisoned) before any read.
-        unsafe { self.stream.alloc::<u8>(bytes.max(1) as usize) }.map_err(|e| {
-            cuda_err(format!("allocating {bytes} bytes on GPU {} ({})", self.ordinal, crate::units::format_size(bytes)))(e)
-        })
+    pub fn alloc(&self, bytes: u64) -> Result<DeviceBuffer> {
+        self.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+        // SAFETY: cuMemAlloc returns a fresh allocation or fails; callers
+        // write the buffer (fill or poison) before reading it.
+        let ptr = unsafe { result::malloc_sync(bytes.max(1) as usize) }.map_err(|e| {
+            cuda_err(format!("allocating {} on GPU {}", crate::units::format_size(bytes), self.ordinal))(e)
+        })?;
+        Ok(DeviceBuffer { ptr, ctx: self.ctx.clone() })
     }
 
     /// An event that records time.
@@ -123,11 +154,27 @@ impl Gpu {
     }
 }
 
-/// The device address of a buffer.
-pub fn ptr(buf: &CudaSlice<u8>) -> u64 {
-    use cudarc::driver::DevicePtr;
-    let (p, _sync) = buf.device_ptr(buf.stream());
-    p
+/// Device memory from cuMemAlloc (not a stream-ordered pool: peers and
+/// NCCL reach it once peer access is on), freed on drop.
+pub struct DeviceBuffer {
+    ptr: u64,
+    ctx: Arc<CudaContext>,
+}
+
+impl DeviceBuffer {
+    /// The device address.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: `ptr` came from cuMemAlloc in this context and is freed
+        // once; every user synchronised its streams before dropping it.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
 }
 
 /// Waits until every event has completed, checking `poll` (asynchronous
@@ -154,4 +201,74 @@ pub fn wait_events(
         }
         std::thread::sleep(Duration::from_micros(20));
     }
+}
+
+/// Page-locked host memory, visible to every context (portable), freed on drop.
+pub struct Pinned {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the allocation is plain memory owned by this value; access goes
+// through &self/&mut self, so Rust's borrow rules order it.
+unsafe impl Send for Pinned {}
+unsafe impl Sync for Pinned {}
+
+impl Pinned {
+    pub fn new(gpu: &Gpu, len: usize) -> Result<Pinned> {
+        gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+        const PORTABLE: u32 = 1; // CU_MEMHOSTALLOC_PORTABLE
+        // SAFETY: cuMemHostAlloc returns `len` bytes of host memory or fails.
+        let ptr = unsafe { result::malloc_host(len.max(1), PORTABLE) }
+            .map_err(cuda_err(format!("allocating {} of pinned host memory", crate::units::format_size(len as u64))))?;
+        Ok(Pinned { ptr: ptr as *mut u8, len })
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` holds `len` initialised-or-not bytes that we own; u8
+        // has no invalid values.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// The address the copy engines read or write.
+    pub fn addr(&self) -> *mut u8 {
+        self.ptr
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from cuMemHostAlloc and is freed once.
+        let _ = unsafe { result::free_host(self.ptr as *mut std::ffi::c_void) };
+    }
+}
+
+/// Enables direct access between two GPUs in both directions, or says why
+/// it is not possible.
+pub fn enable_peer_access(a: &Gpu, b: &Gpu) -> std::result::Result<(), String> {
+    use cudarc::driver::sys;
+    for (x, y) in [(a, b), (b, a)] {
+        let mut can = 0;
+        // SAFETY: plain query with valid device handles and an out-pointer.
+        let r = unsafe { sys::cuDeviceCanAccessPeer(&mut can, x.ctx.cu_device(), y.ctx.cu_device()) };
+        if r != sys::CUresult::CUDA_SUCCESS || can == 0 {
+            return Err(format!(
+                "GPU {} cannot access GPU {} directly (no peer access between them)",
+                x.ordinal, y.ordinal
+            ));
+        }
+        x.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        // SAFETY: enables access from the current context (x) to y's; an
+        // already-enabled pair answers PEER_ACCESS_ALREADY_ENABLED.
+        match unsafe { sys::cuCtxEnablePeerAccess(y.ctx.cu_ctx(), 0) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            e => return Err(format!("enabling peer access from GPU {} to GPU {} failed: {e:?}", x.ordinal, y.ordinal)),
+        }
+    }
+    Ok(())
 }

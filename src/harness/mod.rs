@@ -364,7 +364,7 @@ impl<'a> Bench<'a> {
 }
 
 /// Every process's ranks, in rank order, for the `# Using devices` block.
-fn all_ranks(world: &dyn World, mine: &[RankInfo]) -> Result<Vec<RankInfo>> {
+pub fn all_ranks(world: &dyn World, mine: &[RankInfo]) -> Result<Vec<RankInfo>> {
     let bytes = serde_json::to_vec(mine).map_err(|e| Error::Runtime(format!("cannot encode the device list: {e}")))?;
     let mut all = Vec::new();
     for b in world.all_gather(&bytes) {
@@ -390,6 +390,6 @@ pub fn reduce_time(per_thread: &[f64], how: Average) -> f64 {
 }
 
 /// The current UTC time, RFC 3339.
-fn now() -> String {
+pub fn now() -> String {
     time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }

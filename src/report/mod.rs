@@ -2,5 +2,6 @@
 
 pub mod cfmt;
 pub mod csv;
+pub mod exchange;
 pub mod json;
 pub mod table;

@@ -3,6 +3,7 @@
 //! time a loop of launches, and count wrong output elements. The harness
 //! above it is the same for every transport.
 
+pub mod amplitudes;
 pub mod cpu;
 #[cfg(feature = "mpi")]
 pub mod cpu_mpi;

@@ -2,15 +2,15 @@
 //! collective is one NCCL call per GPU inside ncclGroupStart/End. Timing is
 //! by CUDA events recorded between iterations on each GPU's stream.
 
-use super::{LibraryInfo, Op, RankInfo, Timing, Transport, short_hostname};
+use super::{LibraryInfo, Op, RankInfo, Timing, Transport};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::PatternKernels;
-use crate::gpu::{self, Gpu, cuda_err};
+use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::libs::{self, Library};
 use crate::workload::collective::Kind;
 use crate::world::World;
-use cudarc::driver::{CudaEvent, CudaSlice};
+use cudarc::driver::CudaEvent;
 use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys;
 use std::ffi::c_void;
@@ -73,52 +73,18 @@ struct Comm(sys::ncclComm_t);
 unsafe impl Send for Comm {}
 unsafe impl Sync for Comm {}
 
-struct Rank {
-    gpu: Gpu,
-    comm: Comm,
-    kernels: PatternKernels,
-    send: Option<CudaSlice<u8>>,
-    recv: Option<CudaSlice<u8>>,
-    wrong: CudaSlice<u8>,
-}
-
-pub struct Nccl {
-    ranks: Vec<Rank>,
-    /// Ranks per launching thread (nccl-tests -g); ranks.len() / this = -t.
-    per_thread: usize,
-    info: Vec<RankInfo>,
-    first_rank: usize,
-    nranks: usize,
-    library: LibraryInfo,
-    timeout: Option<Duration>,
+/// One NCCL communicator per GPU of this process, all ranks of one clique
+/// over every process of the world: rank 0 makes the id and broadcasts it.
+pub struct Communicators {
+    comms: Vec<Comm>,
     aborted: bool,
 }
 
-impl Nccl {
-    /// Opens `threads` × `per_thread` GPUs of this process as its ranks of
-    /// one communicator over every process of `world` (the GPUs after those
-    /// of the processes before this one on the node, as nccl-tests picks
-    /// them); each of `threads` threads launches on its `per_thread` GPUs.
-    pub fn new(threads: usize, per_thread: usize, timeout_s: u64, world: &dyn World) -> Result<Nccl> {
-        let local = threads * per_thread;
-        libs::require(&[Library::Driver, Library::Nccl, Library::Nvrtc])?;
-        let first_device = world.local_rank() * local;
-        let found = gpu::require_gpus(local)?;
-        if first_device + local > found {
-            return Err(Error::Usage(format!(
-                "this process (local rank {}) needs GPUs {first_device}..{} but the node has {found}: start fewer processes per node or lower -g",
-                world.local_rank(),
-                first_device + local - 1
-            )));
-        }
-        let gpus = (first_device..first_device + local).map(Gpu::open).collect::<Result<Vec<_>>>()?;
-        let code = nccl::get_nccl_version().map_err(nccl_err("reading the NCCL version"))? as i64;
-        let library = LibraryInfo {
-            name: "NCCL".into(),
-            version_code: code,
-            version: libs::nccl_version_text(code),
-            path: libs::loaded_path(Library::Nccl).map(|p| p.display().to_string()),
-        };
+impl Communicators {
+    /// `gpus` become ranks `world.rank() × gpus.len()` onwards of
+    /// `world.size() × gpus.len()`.
+    pub fn new(gpus: &[Gpu], world: &dyn World) -> Result<Communicators> {
+        let local = gpus.len();
         let mut id = if world.rank() == 0 {
             nccl::get_uniqueid().map_err(nccl_err("creating the communicator id"))?
         } else {
@@ -138,40 +104,159 @@ impl Nccl {
                 .map_err(nccl_err(format!("creating the communicator of GPU {}", g.ordinal)))?;
         }
         nccl::group_end().map_err(nccl_err("creating communicators"))?;
-        let pid = std::process::id();
-        let host = short_hostname();
+        Ok(Communicators { comms: comms.into_iter().map(Comm).collect(), aborted: false })
+    }
+
+    fn get(&self, i: usize) -> sys::ncclComm_t {
+        self.comms[i].0
+    }
+
+    /// An error any communicator reported asynchronously.
+    fn async_error(&self) -> Result<()> {
+        for (i, c) in self.comms.iter().enumerate() {
+            let mut state = sys::ncclResult_t::ncclSuccess;
+            // SAFETY: the communicator is live (not destroyed, not aborted).
+            unsafe { sys::ncclCommGetAsyncError(c.0, &mut state) }
+                .result()
+                .and_then(|_| state.result())
+                .map_err(nccl_err(format!("running on local GPU {i}")))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the given events, aborting every communicator on an
+    /// asynchronous error or when `timeout` passes.
+    pub fn wait(&mut self, events: &[&CudaEvent], timeout: Option<Duration>) -> Result<()> {
+        let result = gpu::wait_events(events, timeout, || self.async_error());
+        if result.is_err() && !self.aborted {
+            for c in &self.comms {
+                // SAFETY: each communicator is aborted once and never used after.
+                let _ = unsafe { nccl::comm_abort(c.0) };
+            }
+            self.aborted = true;
+        }
+        result
+    }
+
+    /// Enqueues, as one group, for each local GPU i with `moves[i]` =
+    /// (send, recv, bytes, to, from): `bytes` from `send` to rank `to` and
+    /// `bytes` from rank `from` into `recv`, in pieces of at most `piece`.
+    pub fn exchange(&self, gpus: &[&Gpu], moves: &[Move], piece: u64) -> Result<()> {
+        let t = sys::ncclDataType_t::ncclUint8;
+        nccl::group_start().map_err(nccl_err("starting a group"))?;
+        for (i, (g, m)) in gpus.iter().zip(moves).enumerate() {
+            let Move { send, recv, bytes, to, from } = *m;
+            let s = g.stream.cu_stream() as sys::cudaStream_t;
+            let mut off = 0;
+            while off < bytes {
+                let len = piece.min(bytes - off);
+                // SAFETY: the ranges lie in this GPU's buffers (callers pass
+                // their own allocations and sizes); stream and communicator
+                // belong to this GPU.
+                unsafe {
+                    nccl::send((send + off) as *const c_void, len as usize, t, to as i32, self.get(i), s).and_then(
+                        |_| nccl::recv((recv + off) as *mut c_void, len as usize, t, from as i32, self.get(i), s),
+                    )
+                }
+                .map_err(nccl_err(format!("exchanging with ranks {to} and {from} on GPU {}", g.ordinal)))?;
+                off += len;
+            }
+        }
+        nccl::group_end().map_err(nccl_err("launching a group"))?;
+        Ok(())
+    }
+}
+
+impl Drop for Communicators {
+    fn drop(&mut self) {
+        if !self.aborted {
+            for c in &self.comms {
+                // SAFETY: each live communicator is destroyed once, here.
+                let _ = unsafe { nccl::comm_destroy(c.0) };
+            }
+        }
+    }
+}
+
+/// One rank's part of a point-to-point exchange (device addresses, bytes,
+/// the rank it sends to and the rank it receives from).
+#[derive(Debug, Clone, Copy)]
+pub struct Move {
+    pub send: u64,
+    pub recv: u64,
+    pub bytes: u64,
+    pub to: usize,
+    pub from: usize,
+}
+
+/// The NCCL library in use, as the records describe it.
+pub fn library_info() -> Result<LibraryInfo> {
+    let code = nccl::get_nccl_version().map_err(nccl_err("reading the NCCL version"))? as i64;
+    Ok(LibraryInfo {
+        name: "NCCL".into(),
+        version_code: code,
+        version: libs::nccl_version_text(code),
+        path: libs::loaded_path(Library::Nccl).map(|p| p.display().to_string()),
+    })
+}
+
+struct Rank {
+    gpu: Gpu,
+    kernels: PatternKernels,
+    send: Option<DeviceBuffer>,
+    recv: Option<DeviceBuffer>,
+    wrong: DeviceBuffer,
+}
+
+pub struct Nccl {
+    // Dropped first: the communicators need the GPUs' contexts alive.
+    comms: Communicators,
+    ranks: Vec<Rank>,
+    /// Ranks per launching thread (nccl-tests -g); ranks.len() / this = -t.
+    per_thread: usize,
+    info: Vec<RankInfo>,
+    first_rank: usize,
+    nranks: usize,
+    library: LibraryInfo,
+    timeout: Option<Duration>,
+}
+
+impl Nccl {
+    /// Opens `threads` × `per_thread` GPUs of this process as its ranks of
+    /// one communicator over every process of `world` (the GPUs after those
+    /// of the processes before this one on the node, as nccl-tests picks
+    /// them); each of `threads` threads launches on its `per_thread` GPUs.
+    pub fn new(threads: usize, per_thread: usize, timeout_s: u64, world: &dyn World) -> Result<Nccl> {
+        let local = threads * per_thread;
+        libs::require(&[Library::Driver, Library::Nccl, Library::Nvrtc])?;
+        let gpus = gpu::open_local_gpus(local, world)?;
+        let library = library_info()?;
+        let comms = Communicators::new(&gpus, world)?;
+        let (first_rank, nranks) = (world.rank() * local, world.size() * local);
         let mut ranks = Vec::with_capacity(local);
         let mut info = Vec::with_capacity(local);
-        for (i, (gpu, comm)) in gpus.into_iter().zip(comms).enumerate() {
-            info.push(RankInfo {
-                rank: first_rank + i,
-                group: 0,
-                pid,
-                host: host.clone(),
-                device: gpu.ordinal,
-                bus_id: gpu.bus_id.clone(),
-                name: gpu.name.clone(),
-            });
+        for (i, gpu) in gpus.into_iter().enumerate() {
+            info.push(gpu.rank_info(first_rank + i));
             let kernels = PatternKernels::load(&gpu)?;
             let wrong = gpu.alloc(8)?;
-            ranks.push(Rank { gpu, comm: Comm(comm), kernels, send: None, recv: None, wrong });
+            ranks.push(Rank { gpu, kernels, send: None, recv: None, wrong });
         }
         Ok(Nccl {
             ranks,
+            comms,
             per_thread,
             info,
             first_rank,
             nranks,
             library,
             timeout: (timeout_s > 0).then(|| Duration::from_secs(timeout_s)),
-            aborted: false,
         })
     }
 
     fn buffers(&self, i: usize) -> Result<(u64, u64)> {
         let r = &self.ranks[i];
         match (&r.send, &r.recv) {
-            (Some(s), Some(v)) => Ok((gpu::ptr(s), gpu::ptr(v))),
+            (Some(s), Some(v)) => Ok((s.ptr(), v.ptr())),
             _ => Err(Error::Runtime("internal: buffers used before allocation".into())),
         }
     }
@@ -202,31 +287,54 @@ impl Nccl {
                 unsafe {
                     match op.kind() {
                         Kind::AllReduce => {
-                            nccl::all_reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), r.comm.0, s)
+                            nccl::all_reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), self.comms.get(i), s)
                         }
-                        Kind::AllGather => nccl::all_gather(sp, rp, c.param as usize, t, r.comm.0, s),
+                        Kind::AllGather => nccl::all_gather(sp, rp, c.param as usize, t, self.comms.get(i), s),
                         Kind::ReduceScatter => {
-                            nccl::reduce_scatter(sp, rp, c.param as usize, t, nccl_op(op.redop), r.comm.0, s)
+                            nccl::reduce_scatter(sp, rp, c.param as usize, t, nccl_op(op.redop), self.comms.get(i), s)
                         }
-                        Kind::Broadcast => nccl::broadcast(sp, rp, c.param as usize, t, op.root as i32, r.comm.0, s),
-                        Kind::Reduce => {
-                            nccl::reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), op.root as i32, r.comm.0, s)
+                        Kind::Broadcast => {
+                            nccl::broadcast(sp, rp, c.param as usize, t, op.root as i32, self.comms.get(i), s)
                         }
+                        Kind::Reduce => nccl::reduce(
+                            sp,
+                            rp,
+                            c.param as usize,
+                            t,
+                            nccl_op(op.redop),
+                            op.root as i32,
+                            self.comms.get(i),
+                            s,
+                        ),
                         Kind::AllToAll => {
                             let chunk = c.param * ws;
                             for peer in 0..n {
                                 let off = peer as u64 * chunk;
-                                nccl::send((send_ptr + off) as *const c_void, c.param as usize, t, peer, r.comm.0, s)
-                                    .map_err(nccl_err(what()))?;
-                                nccl::recv((recv_ptr + off) as *mut c_void, c.param as usize, t, peer, r.comm.0, s)
-                                    .map_err(nccl_err(what()))?;
+                                nccl::send(
+                                    (send_ptr + off) as *const c_void,
+                                    c.param as usize,
+                                    t,
+                                    peer,
+                                    self.comms.get(i),
+                                    s,
+                                )
+                                .map_err(nccl_err(what()))?;
+                                nccl::recv(
+                                    (recv_ptr + off) as *mut c_void,
+                                    c.param as usize,
+                                    t,
+                                    peer,
+                                    self.comms.get(i),
+                                    s,
+                                )
+                                .map_err(nccl_err(what()))?;
                             }
                             Ok(nccl::NcclStatus::Success)
                         }
                         Kind::SendRecv => {
                             let (to, from) = ((rank as i32 + 1) % n, (rank as i32 + n - 1) % n);
-                            nccl::send(sp, c.param as usize, t, to, r.comm.0, s).map_err(nccl_err(what()))?;
-                            nccl::recv(rp, c.param as usize, t, from, r.comm.0, s)
+                            nccl::send(sp, c.param as usize, t, to, self.comms.get(i), s).map_err(nccl_err(what()))?;
+                            nccl::recv(rp, c.param as usize, t, from, self.comms.get(i), s)
                         }
                     }
                 }
@@ -237,42 +345,15 @@ impl Nccl {
         Ok(())
     }
 
-    /// An error any communicator reported asynchronously.
-    fn async_error(&self) -> Result<()> {
-        for r in &self.ranks {
-            let mut state = sys::ncclResult_t::ncclSuccess;
-            // SAFETY: the communicator is live (not destroyed, not aborted).
-            unsafe { sys::ncclCommGetAsyncError(r.comm.0, &mut state) }
-                .result()
-                .and_then(|_| state.result())
-                .map_err(nccl_err(format!("running on GPU {}", r.gpu.ordinal)))?;
-        }
-        Ok(())
-    }
-
     /// Waits for the given events, aborting every communicator on timeout.
     fn wait(&mut self, events: &[&CudaEvent]) -> Result<()> {
-        let result = gpu::wait_events(events, self.timeout, || self.async_error());
-        if result.is_err() {
-            self.abort();
-        }
-        result
+        self.comms.wait(events, self.timeout)
     }
 
     /// Records an event on every GPU's stream and waits for all of them.
     fn sync(&mut self) -> Result<()> {
         let events = self.ranks.iter().map(|r| record(&r.gpu)).collect::<Result<Vec<_>>>()?;
         self.wait(&events.iter().collect::<Vec<_>>())
-    }
-
-    fn abort(&mut self) {
-        if !self.aborted {
-            for r in &self.ranks {
-                // SAFETY: each communicator is aborted once and never used after.
-                let _ = unsafe { nccl::comm_abort(r.comm.0) };
-            }
-            self.aborted = true;
-        }
     }
 
     /// The local rank ranges of the launching threads.
@@ -477,7 +558,7 @@ impl Transport for Nccl {
             let rank = self.first_rank + i;
             let (_, recv) = self.buffers(i)?;
             let r = &self.ranks[i];
-            let counter = gpu::ptr(&r.wrong);
+            let counter = r.wrong.ptr();
             r.gpu.memset(counter, 0, 8)?;
             if op.checks_rank(rank, self.nranks) {
                 let out = recv + op.output_offset(rank) * ws;
@@ -491,21 +572,10 @@ impl Transport for Nccl {
             r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
             // SAFETY: the counter is one u64 on this GPU, written by the
             // check kernel that the sync above waited for.
-            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut w, gpu::ptr(&r.wrong)) }
+            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut w, r.wrong.ptr()) }
                 .map_err(cuda_err("reading the wrong-element count"))?;
             total += w[0];
         }
         Ok(total)
-    }
-}
-
-impl Drop for Nccl {
-    fn drop(&mut self) {
-        if !self.aborted {
-            for r in &self.ranks {
-                // SAFETY: each live communicator is destroyed once, here.
-                let _ = unsafe { nccl::comm_destroy(r.comm.0) };
-            }
-        }
     }
 }

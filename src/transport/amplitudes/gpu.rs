@@ -1,0 +1,599 @@
+//! The register on GPUs: each rank is one GPU holding its chunk and an
+//! exchange buffer, gates run as kernels of kernels/statevec.cu, and
+//! amplitudes move between partners over NCCL, CUDA peer access (SM kernel
+//! or copy engine) or pinned host memory. Every operation is timed with
+//! events on each GPU's stream and ends with the GPUs idle, so the times of
+//! exchange and update are separate and each is the slowest GPU's.
+
+use crate::error::{Error, Result};
+use crate::gpu::kernels::{grid, load};
+use crate::gpu::{self, DeviceBuffer, Gpu, Pinned, cuda_err};
+use crate::libs::{self, Library};
+use crate::transport::RankInfo;
+use crate::transport::nccl::{Communicators, Move};
+use crate::workload::exchange::layout::{Layout, Pattern, Precision};
+use crate::workload::exchange::register::{Fault, Register, Seconds, Wire, peer_of, swap_half};
+use crate::workload::exchange::state::{ProductState, tolerance};
+use crate::world::World;
+use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Pipelined host transfers move pieces of this size through this many
+/// pinned slots per direction.
+const HOST_PIECE: u64 = 64 << 20;
+const HOST_SLOTS: usize = 4;
+/// The unpipelined path stages whole pieces of up to this size (QuEST
+/// copies the whole chunk; the bound keeps pinned memory reasonable).
+const UNPIPELINED_PIECE: u64 = 1 << 30;
+
+struct GpuRank {
+    gpu: Gpu,
+    /// Streams for device-to-host and host-to-device pieces.
+    d2h: Arc<CudaStream>,
+    h2d: Arc<CudaStream>,
+    state: DeviceBuffer,
+    xbuf: DeviceBuffer,
+    wrong: DeviceBuffer,
+    kernels: HashMap<String, CudaFunction>,
+}
+
+/// Pinned slots of one directed flow (rank → partner) and the events that
+/// order their reuse.
+struct Flow {
+    slots: Vec<Pinned>,
+    filled: Vec<CudaEvent>,
+    freed: Vec<CudaEvent>,
+}
+
+pub struct GpuRegister<'w> {
+    // Dropped first: the communicators need the GPUs' contexts alive.
+    comms: Option<Communicators>,
+    layout: Layout,
+    world: &'w dyn World,
+    first_rank: usize,
+    ranks: Vec<GpuRank>,
+    info: Vec<RankInfo>,
+    /// Why peer access is not possible, if it is not.
+    no_peer: Option<String>,
+    flows: Vec<Flow>,
+    piece: Option<u64>,
+}
+
+impl<'w> GpuRegister<'w> {
+    /// `local` GPUs of this process, as ranks of `layout`'s register over
+    /// every process of `world`; NCCL communicators when `nccl`; `piece`
+    /// overrides the message piece size of NCCL and host transfers.
+    pub fn new(layout: Layout, local: usize, world: &'w dyn World, nccl: bool, piece: Option<u64>) -> Result<Self> {
+        let mut libs_needed = vec![Library::Driver, Library::Nvrtc];
+        if nccl {
+            libs_needed.push(Library::Nccl);
+        }
+        libs::require(&libs_needed)?;
+        if local * world.size() != layout.ranks() {
+            return Err(Error::Usage(format!(
+                "{} ranks ({} processes × {local} GPUs) do not match the layout's {}",
+                local * world.size(),
+                world.size(),
+                layout.ranks()
+            )));
+        }
+        let gpus = gpu::open_local_gpus(local, world)?;
+        let chunk = layout.chunk_bytes();
+        for g in &gpus {
+            let free = g.free_mem()?;
+            if 2 * chunk + (1 << 30) > free {
+                return Err(Error::Usage(format!(
+                    "{} qubits over {} GPUs need {} per GPU (chunk and exchange buffer) but GPU {} has {} free: use fewer qubits or more GPUs",
+                    layout.qubits,
+                    layout.ranks(),
+                    crate::units::format_size(2 * chunk),
+                    g.ordinal,
+                    crate::units::format_size(free)
+                )));
+            }
+        }
+        let comms = if nccl { Some(Communicators::new(&gpus, world)?) } else { None };
+        let first_rank = world.rank() * local;
+        let p = layout.precision.name();
+        let names: Vec<String> = [
+            format!("sv_init_{p}"),
+            format!("sv_check_{p}"),
+            format!("sv_h_{p}"),
+            format!("sv_combine_{p}"),
+            "sv_copy16".into(),
+        ]
+        .into();
+        let mut ranks = Vec::with_capacity(local);
+        let mut info = Vec::with_capacity(local);
+        for (i, gpu) in gpus.into_iter().enumerate() {
+            info.push(gpu.rank_info(first_rank + i));
+            let kernels = load(&gpu, "kernels/statevec.cu", include_str!("../../../kernels/statevec.cu"), &names)?;
+            let new_stream = || gpu.ctx.new_stream().map_err(cuda_err("creating a stream"));
+            ranks.push(GpuRank {
+                d2h: new_stream()?,
+                h2d: new_stream()?,
+                state: gpu.alloc(chunk)?,
+                xbuf: gpu.alloc(chunk)?,
+                wrong: gpu.alloc(8)?,
+                kernels,
+                gpu,
+            });
+        }
+        let no_peer = if world.size() > 1 {
+            Some(
+                "partners are in different processes: peer copies need every GPU in one process (use -g, not mpirun)"
+                    .into(),
+            )
+        } else if local < 2 {
+            Some("needs two GPUs".into())
+        } else {
+            (0..local).find_map(|r| {
+                let p = layout.partner(r, layout.qubits - 1);
+                gpu::enable_peer_access(&ranks[r].gpu, &ranks[p].gpu).err()
+            })
+        };
+        Ok(GpuRegister { comms, layout, world, first_rank, ranks, info, no_peer, flows: Vec::new(), piece })
+    }
+
+    /// The smallest total memory of this process's GPUs.
+    pub fn gpu_memory(&self) -> u64 {
+        self.ranks.iter().map(|r| r.gpu.total_mem).min().unwrap_or(0)
+    }
+
+    fn fname(&self, kind: &str) -> String {
+        format!("sv_{kind}_{}", self.layout.precision.name())
+    }
+
+    /// Runs `enqueue` between start and end events on every GPU's main
+    /// stream, waits for all, and returns the slowest GPU's (and, across
+    /// processes, the slowest process's) seconds.
+    fn span(&mut self, enqueue: impl FnOnce(&Self) -> Result<()>) -> Result<Seconds> {
+        let start = self.ranks.iter().map(|r| record(&r.gpu.stream, true)).collect::<Result<Vec<_>>>()?;
+        enqueue(self)?;
+        let end = self.ranks.iter().map(|r| record(&r.gpu.stream, true)).collect::<Result<Vec<_>>>()?;
+        self.wait(&end)?;
+        let mut slowest = 0f64;
+        for (s, e) in start.iter().zip(&end) {
+            slowest = slowest.max(s.elapsed_ms(e).map_err(cuda_err("reading event times"))? as f64 * 1e-3);
+        }
+        Ok(self.world.max_f64(&[slowest])[0])
+    }
+
+    fn wait(&mut self, events: &[CudaEvent]) -> Result<()> {
+        let refs: Vec<&CudaEvent> = events.iter().collect();
+        match &mut self.comms {
+            Some(c) => c.wait(&refs, None),
+            None => gpu::wait_events(&refs, None, || Ok(())),
+        }
+    }
+
+    /// A launch of kernel `name` on rank `r`'s stream, arguments to follow.
+    fn kernel(&self, r: usize, name: &str) -> LaunchArgs<'_> {
+        let rank = &self.ranks[r];
+        rank.gpu.stream.launch_builder(&rank.kernels[name])
+    }
+
+    /// Uploads the product state's tables to every GPU.
+    fn tables(&self, state: &ProductState) -> Result<(u32, Vec<(DeviceBuffer, DeviceBuffer)>)> {
+        let (split, lo, hi) = state.tables();
+        let bytes = |v: &[num_complex::Complex64]| -> Vec<u8> {
+            v.iter().flat_map(|c| [c.re.to_le_bytes(), c.im.to_le_bytes()]).flatten().collect()
+        };
+        let (lo, hi) = (bytes(&lo), bytes(&hi));
+        let mut out = Vec::new();
+        for r in &self.ranks {
+            let (dl, dh) = (r.gpu.alloc(lo.len() as u64)?, r.gpu.alloc(hi.len() as u64)?);
+            r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+            // SAFETY: each destination holds exactly the bytes copied.
+            unsafe {
+                result::memcpy_htod_sync(dl.ptr(), &lo).map_err(cuda_err("uploading a table"))?;
+                result::memcpy_htod_sync(dh.ptr(), &hi).map_err(cuda_err("uploading a table"))?;
+            }
+            out.push((dl, dh));
+        }
+        Ok((split, out))
+    }
+
+    /// The ranks whose partner for `t` is local, as (local index, partner
+    /// local index), or why the transfer cannot be done in this process.
+    fn local_pairs(&self, t: u32, fault: Option<Fault>) -> Result<Vec<(usize, usize)>> {
+        (0..self.ranks.len())
+            .map(|i| {
+                let p = peer_of(&self.layout, self.first_rank + i, t, fault);
+                p.checked_sub(self.first_rank)
+                    .filter(|&j| j < self.ranks.len())
+                    .map(|j| (i, j))
+                    .ok_or_else(|| Error::Usage("the partner GPU is in another process".into()))
+            })
+            .collect()
+    }
+
+    /// (send offset in bytes, bytes) of rank `i`'s message for `t`.
+    fn message(&self, i: usize, pattern: Pattern, t: u32, fault: Option<Fault>) -> (u64, u64) {
+        let b = self.layout.precision.bytes();
+        match pattern {
+            Pattern::Gate => (0, self.layout.chunk_bytes()),
+            Pattern::Swap => {
+                (swap_half(&self.layout, self.first_rank + i, t, fault) * b, self.layout.chunk_bytes() / 2)
+            }
+        }
+    }
+
+    fn ensure_flows(&mut self, slots: usize, piece: u64) -> Result<()> {
+        if self.flows.len() == self.ranks.len()
+            && self.flows[0].slots.len() == slots
+            && self.flows[0].slots[0].as_slice().len() as u64 == piece
+        {
+            return Ok(());
+        }
+        self.flows.clear();
+        for r in &self.ranks {
+            let ev = || r.gpu.ctx.new_event(None).map_err(cuda_err("creating an event"));
+            self.flows.push(Flow {
+                slots: (0..slots).map(|_| Pinned::new(&r.gpu, piece as usize)).collect::<Result<_>>()?,
+                filled: (0..slots).map(|_| ev()).collect::<Result<_>>()?,
+                freed: (0..slots).map(|_| ev()).collect::<Result<_>>()?,
+            });
+        }
+        Ok(())
+    }
+
+    /// GPU → pinned slots → partner GPU, pieces overlapping on the d2h and
+    /// h2d streams; each flow's slots are reused once the partner has
+    /// copied them out.
+    fn host_pipelined(&mut self, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+        let pairs = self.local_pairs(t, fault)?;
+        let piece = self.piece.unwrap_or(HOST_PIECE);
+        self.ensure_flows(HOST_SLOTS, piece)?;
+        let msgs: Vec<(u64, u64)> = (0..self.ranks.len()).map(|i| self.message(i, pattern, t, fault)).collect();
+        self.span(|me| {
+            // Fork the copy streams from each main stream.
+            for r in &me.ranks {
+                let fork = record(&r.gpu.stream, false)?;
+                r.d2h.wait(&fork).map_err(cuda_err("ordering streams"))?;
+                r.h2d.wait(&fork).map_err(cuda_err("ordering streams"))?;
+            }
+            let pieces = msgs[0].1.div_ceil(piece);
+            for k in 0..pieces {
+                for &(i, j) in &pairs {
+                    let (src, dst) = (&me.ranks[i], &me.ranks[j]);
+                    let flow = &me.flows[i];
+                    let slot = k as usize % HOST_SLOTS;
+                    let off = k * piece;
+                    let len = piece.min(msgs[i].1 - off);
+                    let host = flow.slots[slot].addr();
+                    src.d2h.wait(&flow.freed[slot]).map_err(cuda_err("ordering streams"))?;
+                    copy_d2h(host, src.state.ptr() + msgs[i].0 + off, len, &src.d2h)?;
+                    flow.filled[slot].record(&src.d2h).map_err(cuda_err("recording an event"))?;
+                    dst.h2d.wait(&flow.filled[slot]).map_err(cuda_err("ordering streams"))?;
+                    copy_h2d(dst.xbuf.ptr() + off, host, len, &dst.h2d)?;
+                    flow.freed[slot].record(&dst.h2d).map_err(cuda_err("recording an event"))?;
+                }
+            }
+            // Join them back.
+            for r in &me.ranks {
+                r.gpu.stream.wait(&record(&r.d2h, false)?).map_err(cuda_err("ordering streams"))?;
+                r.gpu.stream.wait(&record(&r.h2d, false)?).map_err(cuda_err("ordering streams"))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// QuEST's path without GPU-aware MPI, one stage after the other:
+    /// device to host, a host copy into the partner's receive buffer (what
+    /// MPI does between processes), host to device. Host-clock timed, since
+    /// the host copy is part of it.
+    fn host_unpipelined(&mut self, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+        let pairs = self.local_pairs(t, fault)?;
+        let msgs: Vec<(u64, u64)> = (0..self.ranks.len()).map(|i| self.message(i, pattern, t, fault)).collect();
+        let piece = self.piece.unwrap_or(UNPIPELINED_PIECE).min(msgs[0].1);
+        self.ensure_flows(2, piece)?;
+        self.sync_all()?;
+        let t0 = Instant::now();
+        let pieces = msgs[0].1.div_ceil(piece);
+        for k in 0..pieces {
+            let off = k * piece;
+            let len = piece.min(msgs[0].1 - off);
+            for (i, r) in self.ranks.iter().enumerate() {
+                copy_d2h(self.flows[i].slots[0].addr(), r.state.ptr() + msgs[i].0 + off, len, &r.d2h)?;
+            }
+            self.sync_streams(|r| &r.d2h)?;
+            // The host hop: slot 0 of the sender into slot 1 of the receiver's flow.
+            std::thread::scope(|s| {
+                let flows: Vec<&mut Flow> = self.flows.iter_mut().collect();
+                let (sends, recvs): (Vec<&[u8]>, Vec<&mut [u8]>) = flows
+                    .into_iter()
+                    .map(|f| {
+                        let (a, b) = f.slots.split_at_mut(1);
+                        (a[0].as_slice(), b[0].as_mut_slice())
+                    })
+                    .unzip();
+                let mut recvs: Vec<Option<&mut [u8]>> = recvs.into_iter().map(Some).collect();
+                for &(i, j) in &pairs {
+                    let (src, dst) = (&sends[i][..len as usize], recvs[j].take());
+                    if let Some(dst) = dst {
+                        s.spawn(move || dst[..len as usize].copy_from_slice(src));
+                    }
+                }
+            });
+            for &(i, j) in &pairs {
+                let dst = &self.ranks[j];
+                copy_h2d(dst.xbuf.ptr() + off, self.flows[j].slots[1].addr(), len, &dst.h2d)?;
+                let _ = i;
+            }
+            self.sync_streams(|r| &r.h2d)?;
+        }
+        Ok(self.world.max_f64(&[t0.elapsed().as_secs_f64()])[0])
+    }
+
+    fn nccl(&mut self, moves: &[Move], piece: u64) -> Result<Seconds> {
+        self.span(|me| {
+            let gpus: Vec<&Gpu> = me.ranks.iter().map(|r| &r.gpu).collect();
+            me.comms.as_ref().map_or(Ok(()), |c| c.exchange(&gpus, moves, piece))
+        })
+    }
+
+    /// What nccl-tests' sendrecv_perf measures, on the same buffers: every
+    /// rank sends `bytes` of its chunk to rank + 1 and receives rank − 1's,
+    /// one message each.
+    fn sendrecv_ring(&mut self, bytes: u64) -> Result<Seconds> {
+        let n = self.layout.ranks();
+        let moves: Vec<Move> = self
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let rank = self.first_rank + i;
+                Move { send: r.state.ptr(), recv: r.xbuf.ptr(), bytes, to: (rank + 1) % n, from: (rank + n - 1) % n }
+            })
+            .collect();
+        self.nccl(&moves, bytes)
+    }
+
+    /// Device-to-host and host-to-device copies of `bytes` at once on every
+    /// GPU, through pinned memory: the host link's ceiling for staging.
+    fn both_directions(&mut self, bytes: u64) -> Result<Seconds> {
+        self.ensure_flows(2, bytes)?;
+        self.span(|me| {
+            for (r, f) in me.ranks.iter().zip(&me.flows) {
+                let fork = record(&r.gpu.stream, false)?;
+                r.d2h.wait(&fork).map_err(cuda_err("ordering streams"))?;
+                r.h2d.wait(&fork).map_err(cuda_err("ordering streams"))?;
+                copy_d2h(f.slots[0].addr(), r.state.ptr(), bytes, &r.d2h)?;
+                copy_h2d(r.xbuf.ptr(), f.slots[1].addr(), bytes, &r.h2d)?;
+                r.gpu.stream.wait(&record(&r.d2h, false)?).map_err(cuda_err("ordering streams"))?;
+                r.gpu.stream.wait(&record(&r.h2d, false)?).map_err(cuda_err("ordering streams"))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn sync_streams(&mut self, which: impl Fn(&GpuRank) -> &Arc<CudaStream>) -> Result<()> {
+        let ev = self.ranks.iter().map(|r| record(which(r), false)).collect::<Result<Vec<_>>>()?;
+        self.wait(&ev)
+    }
+
+    fn sync_all(&mut self) -> Result<()> {
+        self.sync_streams(|r| &r.gpu.stream)
+    }
+}
+
+/// Submits a kernel launch whose arguments the caller pushed.
+fn go(mut l: LaunchArgs<'_>, cfg: LaunchConfig, name: &str) -> Result<()> {
+    // SAFETY: every caller pushes the argument list of `name` in
+    // kernels/statevec.cu, with pointers into this rank's buffers (or a
+    // peer's, with peer access enabled) sized for the element counts.
+    unsafe { l.launch(cfg) }.map(|_| ()).map_err(cuda_err(format!("launching {name}")))
+}
+
+fn record(stream: &Arc<CudaStream>, timing: bool) -> Result<CudaEvent> {
+    let flags = if timing { Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT) } else { None };
+    stream.record_event(flags).map_err(cuda_err("recording an event"))
+}
+
+fn copy_d2h(host: *mut u8, src: u64, len: u64, stream: &Arc<CudaStream>) -> Result<()> {
+    stream.context().bind_to_thread().map_err(cuda_err("binding a context"))?;
+    // SAFETY: `host` is pinned memory of at least `len` bytes and `src..src+len`
+    // lies in a device buffer of this stream's GPU.
+    unsafe { cudarc::driver::sys::cuMemcpyDtoHAsync_v2(host as *mut _, src, len as usize, stream.cu_stream()) }
+        .result()
+        .map_err(cuda_err("copying device to host"))
+}
+
+fn copy_h2d(dst: u64, host: *const u8, len: u64, stream: &Arc<CudaStream>) -> Result<()> {
+    stream.context().bind_to_thread().map_err(cuda_err("binding a context"))?;
+    // SAFETY: `host` is pinned memory of at least `len` bytes and `dst..dst+len`
+    // lies in a device buffer of this stream's GPU.
+    unsafe { cudarc::driver::sys::cuMemcpyHtoDAsync_v2(dst, host as *const _, len as usize, stream.cu_stream()) }
+        .result()
+        .map_err(cuda_err("copying host to device"))
+}
+
+impl Register for GpuRegister<'_> {
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    fn ranks(&self) -> &[RankInfo] {
+        &self.info
+    }
+
+    fn init(&mut self, state: &ProductState) -> Result<()> {
+        let (split, tables) = self.tables(state)?;
+        let n = self.layout.local_amps();
+        let name = self.fname("init");
+        for (i, r) in self.ranks.iter().enumerate() {
+            let base = (self.first_rank + i) as u64 * n;
+            let (amp, lo, hi) = (r.state.ptr(), tables[i].0.ptr(), tables[i].1.ptr());
+            let mut l = self.kernel(i, &name);
+            l.arg(&amp).arg(&n).arg(&base).arg(&lo).arg(&hi).arg(&split);
+            go(l, grid(&r.gpu, n), &name)?;
+        }
+        self.sync_all()
+    }
+
+    fn count_wrong(&mut self, state: &ProductState) -> Result<u64> {
+        let (split, tables) = self.tables(state)?;
+        let n = self.layout.local_amps();
+        let rel = tolerance(self.layout.precision == Precision::Single);
+        let name = self.fname("check");
+        for (i, r) in self.ranks.iter().enumerate() {
+            let base = (self.first_rank + i) as u64 * n;
+            let (amp, lo, hi, wrong) = (r.state.ptr(), tables[i].0.ptr(), tables[i].1.ptr(), r.wrong.ptr());
+            r.gpu.memset(wrong, 0, 8)?;
+            let mut l = self.kernel(i, &name);
+            l.arg(&amp).arg(&n).arg(&base).arg(&lo).arg(&hi).arg(&split).arg(&rel).arg(&wrong);
+            go(l, grid(&r.gpu, n), &name)?;
+        }
+        self.sync_all()?;
+        let mut total = 0;
+        for r in &self.ranks {
+            let mut w = [0u64; 1];
+            r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+            // SAFETY: the counter is one u64 written by the check kernel,
+            // which the sync above waited for.
+            unsafe { result::memcpy_dtoh_sync(&mut w, r.wrong.ptr()) }.map_err(cuda_err("reading a count"))?;
+            total += w[0];
+        }
+        Ok(self.world.sum_u64(total))
+    }
+
+    fn local_h(&mut self, q: u32) -> Result<Seconds> {
+        let pairs = self.layout.local_amps() / 2;
+        let name = self.fname("h");
+        self.span(|me| {
+            for (i, r) in me.ranks.iter().enumerate() {
+                let amp = r.state.ptr();
+                // Each thread takes 4 pairs (UNROLL in the kernel).
+                let mut l = me.kernel(i, &name);
+                l.arg(&amp).arg(&pairs).arg(&q);
+                go(l, grid(&r.gpu, pairs.div_ceil(4)), &name)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn local_copy(&mut self) -> Result<Seconds> {
+        let bytes = self.layout.chunk_bytes() as usize;
+        self.span(|me| {
+            for r in &me.ranks {
+                r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                // SAFETY: both buffers hold a whole chunk on this GPU.
+                unsafe { result::memcpy_dtod_async(r.xbuf.ptr(), r.state.ptr(), bytes, r.gpu.stream.cu_stream()) }
+                    .map_err(cuda_err("copying a chunk"))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn exchange(&mut self, wire: Wire, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+        if let Some(why) = self.unavailable(wire) {
+            return Err(Error::Usage(format!("{}: {why}", wire.name())));
+        }
+        match wire {
+            Wire::Nccl => {
+                let moves: Vec<Move> = (0..self.ranks.len())
+                    .map(|i| {
+                        let (off, bytes) = self.message(i, pattern, t, fault);
+                        let r = &self.ranks[i];
+                        let peer = peer_of(&self.layout, self.first_rank + i, t, fault);
+                        Move { send: r.state.ptr() + off, recv: r.xbuf.ptr(), bytes, to: peer, from: peer }
+                    })
+                    .collect();
+                // QuEST v4 sends at most 2^28 amplitudes per message.
+                let piece = self.piece.unwrap_or((1 << 28) * self.layout.precision.bytes());
+                self.nccl(&moves, piece)
+            }
+            Wire::P2p | Wire::P2pCe => {
+                let pairs = self.local_pairs(t, fault)?;
+                self.span(|me| {
+                    for &(i, j) in &pairs {
+                        let (off, len) = me.message(i, pattern, t, fault);
+                        let (src, dst) = (&me.ranks[i], &me.ranks[j]);
+                        let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
+                        if wire == Wire::P2p {
+                            let words = len / 16;
+                            let mut l = me.kernel(i, "sv_copy16");
+                            l.arg(&to).arg(&from).arg(&words);
+                            go(l, grid(&src.gpu, words), "sv_copy16")?;
+                        } else {
+                            src.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                            // SAFETY: source and destination ranges lie in the
+                            // two GPUs' buffers; the contexts own them.
+                            unsafe {
+                                result::memcpy_peer_async(
+                                    dst.gpu.ctx.cu_ctx(),
+                                    to,
+                                    src.gpu.ctx.cu_ctx(),
+                                    from,
+                                    len as usize,
+                                    src.gpu.stream.cu_stream(),
+                                )
+                            }
+                            .map_err(cuda_err("copying to the peer GPU"))?;
+                        }
+                    }
+                    Ok(())
+                })
+            }
+            Wire::Host => self.host_pipelined(pattern, t, fault),
+            Wire::HostUnpipelined => self.host_unpipelined(pattern, t, fault),
+            Wire::Cpu => Err(Error::Usage("the cpu transport keeps amplitudes in host memory".into())),
+        }
+    }
+
+    fn combine(&mut self, t: u32) -> Result<Seconds> {
+        let n = self.layout.local_amps();
+        let name = self.fname("combine");
+        self.span(|me| {
+            for (i, r) in me.ranks.iter().enumerate() {
+                let one = me.layout.holds_one(me.first_rank + i, t) as i32;
+                let (amp, peer) = (r.state.ptr(), r.xbuf.ptr());
+                let mut l = me.kernel(i, &name);
+                l.arg(&amp).arg(&peer).arg(&n).arg(&one);
+                go(l, grid(&r.gpu, n), &name)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn place(&mut self, t: u32) -> Result<Seconds> {
+        let half = self.layout.chunk_bytes() / 2;
+        let b = self.layout.precision.bytes();
+        self.span(|me| {
+            for (i, r) in me.ranks.iter().enumerate() {
+                let at = swap_half(&me.layout, me.first_rank + i, t, None) * b;
+                r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                // SAFETY: half a chunk from the exchange buffer into a half of the chunk.
+                unsafe {
+                    result::memcpy_dtod_async(r.state.ptr() + at, r.xbuf.ptr(), half as usize, r.gpu.stream.cu_stream())
+                }
+                .map_err(cuda_err("placing the received half"))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn unavailable(&self, wire: Wire) -> Option<String> {
+        match wire {
+            Wire::Nccl => self.comms.is_none().then(|| "NCCL was not set up for this run".to_string()),
+            Wire::P2p | Wire::P2pCe => self.no_peer.clone(),
+            Wire::Host | Wire::HostUnpipelined => (self.world.size() > 1)
+                .then(|| "partners are in different processes: host staging across processes is not implemented (use -g, not mpirun)".to_string()),
+            Wire::Cpu => Some("the register is on GPUs".into()),
+        }
+    }
+
+    fn host_link(&mut self, bytes: u64) -> Result<Option<Seconds>> {
+        self.both_directions(bytes).map(Some)
+    }
+
+    fn nccl_sendrecv(&mut self, bytes: u64) -> Result<Option<Seconds>> {
+        if self.comms.is_none() {
+            return Ok(None);
+        }
+        self.sendrecv_ring(bytes).map(Some)
+    }
+}

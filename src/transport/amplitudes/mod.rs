@@ -1,0 +1,3 @@
+//! The amplitude exchange of a distributed state vector, on each kind of memory.
+pub mod cpu;
+pub mod gpu;
