@@ -91,6 +91,40 @@ __device__ void hadamard(A* amp, u64 pairs, unsigned q) {
     }
 }
 
+// H on local qubit q < 5, whose pairs lie within a warp: each thread loads
+// contiguous amplitudes (fully coalesced) and gets its partner's value from
+// lane ^ 2^q by shuffle. n is a multiple of 32 * UNROLL and every warp runs
+// whole iterations, so all lanes take part in each shuffle.
+__device__ __forceinline__ float shfl(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ double shfl(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+
+template <typename A>
+__device__ void hadamard_warp(A* amp, u64 n, unsigned q) {
+    typedef typename Ops<A>::R R;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const int m = 1 << q;
+    for (u64 i0 = blockIdx.x * (u64)blockDim.x + threadIdx.x; i0 < n; i0 += stride * UNROLL) {
+        A v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            u64 i = i0 + u * stride;
+            if (i < n) v[u] = amp[i];
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            u64 i = i0 + u * stride;
+            A p, r;
+            p.x = shfl(v[u].x, m);
+            p.y = shfl(v[u].y, m);
+            // |0> half: (v + p)/√2; |1> half: (p − v)/√2
+            R sign = ((i >> q) & 1) ? (R)-1 : (R)1;
+            r.x = (R)SQRT1_2 * (p.x + sign * v[u].x);
+            r.y = (R)SQRT1_2 * (p.y + sign * v[u].y);
+            if (i < n) amp[i] = r;
+        }
+    }
+}
+
 // H on a global qubit, after the exchange: this rank holds the |0> (one = 0)
 // or |1> (one = 1) amplitudes of each pair and `peer` holds the other.
 template <typename A>
@@ -116,6 +150,7 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
         check<A>(amp, n, base, lo, hi, split, rel, wrong);                                                     \
     }                                                                                                          \
     extern "C" __global__ void sv_h_##NAME(A* amp, u64 pairs, unsigned q) { hadamard<A>(amp, pairs, q); }      \
+    extern "C" __global__ void sv_h_warp_##NAME(A* amp, u64 n, unsigned q) { hadamard_warp<A>(amp, n, q); }   \
     extern "C" __global__ void sv_combine_##NAME(A* amp, const A* peer, u64 n, int one) {                     \
         combine<A>(amp, peer, n, one);                                                                         \
     }

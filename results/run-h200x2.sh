@@ -2,12 +2,12 @@
 # The runs behind results/h200x2-*.json, on the 2xH200 machine.
 # Usage: bash results/run-h200x2.sh BIN_DIR OUT_DIR [PART...]
 #   BIN_DIR holds qbench (no MPI) and qbench-mpi (built with --features mpi);
-#   PART is any of probe, collectives, exchange, copy (default: all).
+#   PART is any of probe, collectives, graphs, exchange, copy (default: all).
 # Every step runs under `timeout` so that one hang cannot eat the lease.
 set -u
 BIN=$1 OUT=$2
 shift 2
-PARTS=${*:-probe collectives exchange copy}
+PARTS=${*:-probe collectives graphs exchange copy}
 mkdir -p "$OUT"
 Q="$BIN/qbench" QM="$BIN/qbench-mpi"
 export NCCL_NVLS_ENABLE=0
@@ -19,42 +19,41 @@ nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total --forma
 nvidia-smi topo -m | tee -a "$OUT/machine.txt"
 uname -r >> "$OUT/machine.txt"
 
-if [[ " $PARTS " == *" probe "* ]]; then
+part_probe() {
 step "probe"
 $Q probe; echo "rc=$?"
 $Q probe --json > "$OUT/h200x2-probe.json"
-fi
+}
 
-if [[ " $PARTS " == *" collectives "* ]]; then
+part_collectives() {
 step "all_reduce 16M..1G, then PyTorch on the same sizes"
-$Q allreduce -b 16M -e 1G -f 2 -g 2 -J "$OUT/h200x2-allreduce-16M-1G.json"; echo "rc=$?"
-python3 results/torch_allreduce.py --gpus 2 -b 16M -e 1G -f 2 --out "$OUT/h200x2-torch-allreduce-16M-1G.json" \
+timeout 150 $Q allreduce -b 16M -e 1G -f 2 -g 2 -J "$OUT/h200x2-allreduce-16M-1G.json"; echo "rc=$?"
+timeout 150 python3 results/torch_allreduce.py --gpus 2 -b 16M -e 1G -f 2 --out "$OUT/h200x2-torch-allreduce-16M-1G.json" \
     --qbench "$OUT/h200x2-allreduce-16M-1G.json" 2>&1 | grep -v Warning; echo "rc=$?"
 
 step "sendrecv 16M..1G"
-$Q sendrecv -b 16M -e 1G -f 2 -g 2 -J "$OUT/h200x2-sendrecv-16M-1G.json"; echo "rc=$?"
+timeout 150 $Q sendrecv -b 16M -e 1G -f 2 -g 2 -J "$OUT/h200x2-sendrecv-16M-1G.json"; echo "rc=$?"
 
 step "every collective, -d all -o all, small sizes"
 for c in allreduce allgather reducescatter broadcast reduce alltoall sendrecv; do
-    $Q $c -b 1K -e 4M -f 8 -g 2 -d all -o all -r -1 -J "$OUT/h200x2-$c-all-types-ops.json" > "$OUT/$c-all.txt"
+    timeout 150 $Q $c -b 1K -e 4M -f 8 -g 2 -d all -o all -r -1 -J "$OUT/h200x2-$c-all-types-ops.json" > "$OUT/$c-all.txt"
     echo "$c rc=$? rows=$(grep -vc '^#' "$OUT/$c-all.txt") $(grep 'Out of bounds' "$OUT/$c-all.txt")"
 done
 
 step "mpirun -np 2 -g 1 against -g 2 in one process"
-$MPI $QM allreduce -g 1 -b 16M -e 1G -f 2 -J "$OUT/h200x2-mpi-np2-allreduce-16M-1G.json"; echo "rc=$?"
+timeout 150 $MPI $QM allreduce -g 1 -b 16M -e 1G -f 2 -J "$OUT/h200x2-mpi-np2-allreduce-16M-1G.json"; echo "rc=$?"
 
 step "threads: -t 2 -g 1, and CUDA graphs -G 5"
-$Q allreduce -t 2 -g 1 -b 16M -e 256M -f 4; echo "rc=$?"
-timeout 60 $Q allreduce -g 2 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$? (124 = hung)"
-timeout 60 $MPI $QM allreduce -g 1 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$? (124 = hung)"
+timeout 150 $Q allreduce -t 2 -g 1 -b 16M -e 256M -f 4; echo "rc=$?"
+timeout 60 $Q allreduce -g 2 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$? (want 2: one GPU per thread with -G)"
 
 step "a corrupted element on the GPU"
-QBENCH_CORRUPT=1:12345 $Q allreduce -g 2 -b 16M -e 16M; echo "rc=$? (want 1)"
+QBENCH_CORRUPT=1:12345 timeout 60 $Q allreduce -g 2 -b 16M -e 16M; echo "rc=$? (want 1)"
 
 step "bad requests"
-$Q allreduce -g 3 -b 1M -e 1M; echo "rc=$? (want 2)"
-CUDA_VISIBLE_DEVICES= $Q allreduce -g 1 -b 1M -e 1M; echo "rc=$? (want 3)"
-$Q allreduce -g 2 -b 200G -e 200G -n 2 | grep -E "Reducing|^ +[0-9]"; echo "rc=$?"
+timeout 150 $Q allreduce -g 3 -b 1M -e 1M; echo "rc=$? (want 2)"
+CUDA_VISIBLE_DEVICES= timeout 60 $Q allreduce -g 1 -b 1M -e 1M; echo "rc=$? (want 3)"
+timeout 150 $Q allreduce -g 2 -b 200G -e 200G -n 2 | grep -E "Reducing|^ +[0-9]"; echo "rc=$?"
 
 step "-T: mismatched collectives hang; the timeout aborts the communicator"
 timeout 120 mpirun --allow-run-as-root -x NCCL_NVLS_ENABLE=0 -np 1 $QM allreduce -T 5 -b 1M -e 1M : \
@@ -63,13 +62,16 @@ timeout 120 mpirun --allow-run-as-root -x NCCL_NVLS_ENABLE=0 -np 1 $QM allreduce
 step "NCCL found where cudarc does not look (libnccl.so.2 only), then pip's"
 D=/lib/x86_64-linux-gnu H=/root/nccl-hidden
 mkdir -p $H && mv $D/libnccl.so $H/ && ldconfig
-$Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['library'], d['results'][0]['out_of_place']['wrong'])"
+timeout 150 $Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['library'], d['results'][0]['out_of_place']['wrong'])"
 mv $D/libnccl.so.2* $H/ && ldconfig
-$Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['library'], d['results'][0]['out_of_place']['wrong'])"
+timeout 150 $Q allreduce -g 2 -b 1M -e 1M --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['library'], d['results'][0]['out_of_place']['wrong'])"
 mv $H/* $D/ && ldconfig
-fi
+}
 
-if [[ " $PARTS " == *" exchange "* ]]; then
+part_exchange() {
+step "exchange: a first look, 24 qubits, every transport"
+timeout 120 $Q exchange --qubits 24 -g 2 --transport all -n 2; echo "rc=$?"
+
 step "exchange: 33 qubits double over 2 GPUs, every transport, both patterns"
 timeout 300 $Q exchange --qubits 33 -g 2 --transport all --pattern both -n 3 -J "$OUT/h200x2-exchange-33q-double.json"; echo "rc=$?"
 
@@ -86,4 +88,17 @@ timeout 120 $MPI $QM exchange --qubits 30 -g 1 --transport nccl,host -n 3; echo 
 
 step "compare: 1G per rank over every transport"
 timeout 120 $Q compare -b 1G -g 2 -J "$OUT/h200x2-compare-1G.json"; echo "rc=$?"
-fi
+}
+
+part_graphs() {
+step "CUDA graphs: one GPU per thread (-t 2 -g 1) and one per process"
+timeout 60 $Q allreduce -t 2 -g 1 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$? (124 = hung)"
+timeout 60 $MPI $QM allreduce -g 1 -b 1K -e 16M -f 16 -G 5 -n 10 -J "$OUT/h200x2-mpi-np2-allreduce-graph.json"; echo "rc=$? (124 = hung)"
+}
+
+# Run the parts in the order asked; pack what exists after each, so that
+# whatever ran comes back even if a later part is cut off.
+for part in $PARTS; do
+    "part_$part"
+    tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
+done

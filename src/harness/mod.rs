@@ -88,6 +88,12 @@ impl Plan {
             return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));
         }
         sweep(args.minbytes, args.maxbytes, args.step())?;
+        if args.cudagraph > 0 && args.ngpus > 1 {
+            return Err(Error::Usage(
+                "CUDA graphs (-G) capture one GPU per thread: use -t N -g 1, or one process per GPU under mpirun"
+                    .into(),
+            ));
+        }
         let ops = match spec.op_use() {
             OpUse::Reduces | OpUse::Labels => parsed_ops.iter().copied().map(Some).collect(),
             OpUse::Ignores => vec![None],

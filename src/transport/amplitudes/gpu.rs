@@ -40,11 +40,14 @@ struct GpuRank {
 }
 
 /// Pinned slots of one directed flow (rank → partner) and the events that
-/// order their reuse.
+/// order their reuse: `filled[slot]` in the sender's context, recorded when
+/// a piece is in the slot; `freed[slot][j]` in rank j's context, recorded
+/// when rank j has copied it out (an event is recorded on a stream of its
+/// own context).
 struct Flow {
     slots: Vec<Pinned>,
     filled: Vec<CudaEvent>,
-    freed: Vec<CudaEvent>,
+    freed: Vec<Vec<CudaEvent>>,
 }
 
 pub struct GpuRegister<'w> {
@@ -229,12 +232,12 @@ impl<'w> GpuRegister<'w> {
             return Ok(());
         }
         self.flows.clear();
+        let event = |r: &GpuRank| r.gpu.ctx.new_event(None).map_err(cuda_err("creating an event"));
         for r in &self.ranks {
-            let ev = || r.gpu.ctx.new_event(None).map_err(cuda_err("creating an event"));
             self.flows.push(Flow {
                 slots: (0..slots).map(|_| Pinned::new(&r.gpu, piece as usize)).collect::<Result<_>>()?,
-                filled: (0..slots).map(|_| ev()).collect::<Result<_>>()?,
-                freed: (0..slots).map(|_| ev()).collect::<Result<_>>()?,
+                filled: (0..slots).map(|_| event(r)).collect::<Result<_>>()?,
+                freed: (0..slots).map(|_| self.ranks.iter().map(event).collect()).collect::<Result<_>>()?,
             });
         }
         Ok(())
@@ -264,12 +267,12 @@ impl<'w> GpuRegister<'w> {
                     let off = k * piece;
                     let len = piece.min(msgs[i].1 - off);
                     let host = flow.slots[slot].addr();
-                    src.d2h.wait(&flow.freed[slot]).map_err(cuda_err("ordering streams"))?;
+                    src.d2h.wait(&flow.freed[slot][j]).map_err(cuda_err("ordering streams"))?;
                     copy_d2h(host, src.state.ptr() + msgs[i].0 + off, len, &src.d2h)?;
                     flow.filled[slot].record(&src.d2h).map_err(cuda_err("recording an event"))?;
                     dst.h2d.wait(&flow.filled[slot]).map_err(cuda_err("ordering streams"))?;
                     copy_h2d(dst.xbuf.ptr() + off, host, len, &dst.h2d)?;
-                    flow.freed[slot].record(&dst.h2d).map_err(cuda_err("recording an event"))?;
+                    flow.freed[slot][j].record(&dst.h2d).map_err(cuda_err("recording an event"))?;
                 }
             }
             // Join them back.
@@ -461,7 +464,22 @@ impl Register for GpuRegister<'_> {
     }
 
     fn local_h(&mut self, q: u32) -> Result<Seconds> {
-        let pairs = self.layout.local_amps() / 2;
+        let n = self.layout.local_amps();
+        if q < 5 && n >= 32 * 4 {
+            // Partners within a warp: whole warps load contiguous amplitudes
+            // and trade them by shuffles.
+            let name = self.fname("h_warp");
+            return self.span(|me| {
+                for (i, r) in me.ranks.iter().enumerate() {
+                    let amp = r.state.ptr();
+                    let mut l = me.kernel(i, &name);
+                    l.arg(&amp).arg(&n).arg(&q);
+                    go(l, grid(&r.gpu, n / 4), &name)?;
+                }
+                Ok(())
+            });
+        }
+        let pairs = n / 2;
         let name = self.fname("h");
         self.span(|me| {
             for (i, r) in me.ranks.iter().enumerate() {
