@@ -28,6 +28,10 @@ const HOST_SLOTS: usize = 4;
 /// copies the whole chunk; the bound keeps pinned memory reasonable).
 const UNPIPELINED_PIECE: u64 = 1 << 30;
 
+/// The precision-suffixed kernels of kernels/statevec.cu this register
+/// launches (`sv_<kind>_single`, `sv_<kind>_double`).
+const KINDS: [&str; 5] = ["init", "check", "h", "h_warp", "combine"];
+
 struct GpuRank {
     gpu: Gpu,
     /// Streams for device-to-host and host-to-device pieces.
@@ -100,14 +104,8 @@ impl<'w> GpuRegister<'w> {
         let comms = if nccl { Some(Communicators::new(&gpus, world)?) } else { None };
         let first_rank = world.rank() * local;
         let p = layout.precision.name();
-        let names: Vec<String> = [
-            format!("sv_init_{p}"),
-            format!("sv_check_{p}"),
-            format!("sv_h_{p}"),
-            format!("sv_combine_{p}"),
-            "sv_copy16".into(),
-        ]
-        .into();
+        let names: Vec<String> =
+            KINDS.iter().map(|k| format!("sv_{k}_{p}")).chain(std::iter::once("sv_copy16".to_string())).collect();
         let mut ranks = Vec::with_capacity(local);
         let mut info = Vec::with_capacity(local);
         for (i, gpu) in gpus.into_iter().enumerate() {
@@ -146,6 +144,7 @@ impl<'w> GpuRegister<'w> {
     }
 
     fn fname(&self, kind: &str) -> String {
+        debug_assert!(KINDS.contains(&kind), "{kind} is not loaded");
         format!("sv_{kind}_{}", self.layout.precision.name())
     }
 
@@ -173,9 +172,11 @@ impl<'w> GpuRegister<'w> {
     }
 
     /// A launch of kernel `name` on rank `r`'s stream, arguments to follow.
-    fn kernel(&self, r: usize, name: &str) -> LaunchArgs<'_> {
+    fn kernel(&self, r: usize, name: &str) -> Result<LaunchArgs<'_>> {
         let rank = &self.ranks[r];
-        rank.gpu.stream.launch_builder(&rank.kernels[name])
+        let f =
+            rank.kernels.get(name).ok_or_else(|| Error::Runtime(format!("internal: kernel {name} was not loaded")))?;
+        Ok(rank.gpu.stream.launch_builder(f))
     }
 
     /// Uploads the product state's tables to every GPU.
@@ -430,7 +431,7 @@ impl Register for GpuRegister<'_> {
         for (i, r) in self.ranks.iter().enumerate() {
             let base = (self.first_rank + i) as u64 * n;
             let (amp, lo, hi) = (r.state.ptr(), tables[i].0.ptr(), tables[i].1.ptr());
-            let mut l = self.kernel(i, &name);
+            let mut l = self.kernel(i, &name)?;
             l.arg(&amp).arg(&n).arg(&base).arg(&lo).arg(&hi).arg(&split);
             go(l, grid(&r.gpu, n), &name)?;
         }
@@ -446,7 +447,7 @@ impl Register for GpuRegister<'_> {
             let base = (self.first_rank + i) as u64 * n;
             let (amp, lo, hi, wrong) = (r.state.ptr(), tables[i].0.ptr(), tables[i].1.ptr(), r.wrong.ptr());
             r.gpu.memset(wrong, 0, 8)?;
-            let mut l = self.kernel(i, &name);
+            let mut l = self.kernel(i, &name)?;
             l.arg(&amp).arg(&n).arg(&base).arg(&lo).arg(&hi).arg(&split).arg(&rel).arg(&wrong);
             go(l, grid(&r.gpu, n), &name)?;
         }
@@ -472,7 +473,7 @@ impl Register for GpuRegister<'_> {
             return self.span(|me| {
                 for (i, r) in me.ranks.iter().enumerate() {
                     let amp = r.state.ptr();
-                    let mut l = me.kernel(i, &name);
+                    let mut l = me.kernel(i, &name)?;
                     l.arg(&amp).arg(&n).arg(&q);
                     go(l, grid(&r.gpu, n / 4), &name)?;
                 }
@@ -485,7 +486,7 @@ impl Register for GpuRegister<'_> {
             for (i, r) in me.ranks.iter().enumerate() {
                 let amp = r.state.ptr();
                 // Each thread takes 4 pairs (UNROLL in the kernel).
-                let mut l = me.kernel(i, &name);
+                let mut l = me.kernel(i, &name)?;
                 l.arg(&amp).arg(&pairs).arg(&q);
                 go(l, grid(&r.gpu, pairs.div_ceil(4)), &name)?;
             }
@@ -533,7 +534,7 @@ impl Register for GpuRegister<'_> {
                         let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
                         if wire == Wire::P2p {
                             let words = len / 16;
-                            let mut l = me.kernel(i, "sv_copy16");
+                            let mut l = me.kernel(i, "sv_copy16")?;
                             l.arg(&to).arg(&from).arg(&words);
                             go(l, grid(&src.gpu, words), "sv_copy16")?;
                         } else {
@@ -569,7 +570,7 @@ impl Register for GpuRegister<'_> {
             for (i, r) in me.ranks.iter().enumerate() {
                 let one = me.layout.holds_one(me.first_rank + i, t) as i32;
                 let (amp, peer) = (r.state.ptr(), r.xbuf.ptr());
-                let mut l = me.kernel(i, &name);
+                let mut l = me.kernel(i, &name)?;
                 l.arg(&amp).arg(&peer).arg(&n).arg(&one);
                 go(l, grid(&r.gpu, n), &name)?;
             }
@@ -613,5 +614,27 @@ impl Register for GpuRegister<'_> {
             return Ok(None);
         }
         self.sendrecv_ring(bytes).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KINDS;
+
+    /// Every precision-suffixed kernel in kernels/statevec.cu is loaded, and
+    /// every kind loaded exists there.
+    #[test]
+    fn loaded_kernels_match_the_source() {
+        let src = include_str!("../../../kernels/statevec.cu");
+        let defined: Vec<&str> = src
+            .lines()
+            .filter_map(|l| l.split("__global__ void sv_").nth(1))
+            .filter_map(|rest| rest.split("_##NAME").next().filter(|k| !k.contains('(')))
+            .collect();
+        let mut want: Vec<&str> = KINDS.to_vec();
+        let mut got = defined.clone();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want);
     }
 }
