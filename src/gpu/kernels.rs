@@ -124,6 +124,7 @@ mod tests {
         }
         for cc in [(7, 0), (9, 0)] {
             ptx("kernels/pattern.cu", include_str!("../../kernels/pattern.cu"), cc).unwrap();
+            ptx("kernels/copy.cu", include_str!("../../kernels/copy.cu"), cc).unwrap();
         }
     }
 }
