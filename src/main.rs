@@ -41,6 +41,7 @@ fn main() {
 fn run(command: &Command) -> qbench::error::Result<()> {
     match command {
         Command::Probe(args) => qbench::probe::run(args),
+        Command::Copy(args) => qbench::workload::copy::run(args),
         _ => {
             let (kind, args) = command.collective().expect("every other subcommand is a collective");
             qbench::harness::run_collective(kind, args)
