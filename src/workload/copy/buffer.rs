@@ -207,6 +207,9 @@ pub fn fill_host(buf: &mut [u8], seed: u64, invert: bool) {
         let rest = words.into_remainder();
         let n = rest.len();
         rest.copy_from_slice(&(word(seed, i) ^ flip).to_le_bytes()[..n]);
+        // Drains this core's write-combining buffers, so that a copy engine
+        // reading write-combined memory next sees every byte.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     });
 }
 

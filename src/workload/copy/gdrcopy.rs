@@ -22,8 +22,9 @@ const GPU_PAGE: u64 = 1 << 16;
 /// The largest copy timed: CPU reads through the BAR run at a few hundred
 /// MB/s at best.
 const MAX_BYTES: u64 = 16 << 20;
-/// Bytes one latency size moves at most, so that slow reads stay short.
-const LATENCY_BUDGET: u64 = 64 << 20;
+/// Bytes a sample (bandwidth) or a size (latency) moves at most, so that
+/// slow reads stay short.
+const BUDGET: u64 = 64 << 20;
 
 const FIX_DRIVER: &str = "load the gdrdrv module (modprobe gdrdrv, from NVIDIA/gdrcopy)";
 
@@ -250,6 +251,9 @@ impl Way {
     }
 
     fn verify(self, b: &Bench, m: &mut Mapping, host: &mut Buffer, bytes: u64) -> Result<u64> {
+        // The CPU's last writes through the write-combined BAR mapping reach
+        // the GPU before its check kernel reads them.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         b.verify(if self.to_gpu { &mut m.dev } else { host }, bytes, self.seed, 0)
     }
 }
@@ -263,7 +267,8 @@ fn timed(way: Way, m: &Mapping, host: &Buffer, bytes: u64, n: u32) -> Result<f64
     Ok(t0.elapsed().as_secs_f64())
 }
 
-/// copybw: the sweep's sizes up to 16 MiB, each way in turn.
+/// copybw: the sweep's sizes up to 16 MiB, each way in turn, with at most
+/// 64 MiB moved per sample (fewer than -n copies at the largest sizes).
 pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
     let gdr = match Gdr::load() {
         Ok(g) => g,
@@ -283,19 +288,20 @@ pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
     let cfg = b.config().clone();
     for way in Way::both(b) {
         for &size in &sizes {
+            let n = cfg.iters.min((BUDGET / size).max(1) as u32);
             way.prepare(b, &mut m, &mut host, size)?;
-            timed(way, &m, &host, size, cfg.warmup_iters)?;
-            let samples = (0..cfg.samples)
-                .map(|_| Ok(vec![timed(way, &m, &host, size, cfg.iters)?]))
-                .collect::<Result<Vec<_>>>()?;
+            timed(way, &m, &host, size, cfg.warmup_iters.min(n))?;
+            let samples =
+                (0..cfg.samples).map(|_| Ok(vec![timed(way, &m, &host, size, n)?])).collect::<Result<Vec<_>>>()?;
             let wrong = way.verify(b, &mut m, &mut host, size)?;
-            rec.rows.push(row(size, &format!("GPU 0 {}", way.name()), &[way.meta()], &samples, cfg.iters, &[wrong]));
+            rec.rows.push(row(size, &format!("GPU 0 {}", way.name()), &[way.meta()], &samples, n, &[wrong]));
         }
     }
     Ok(())
 }
 
-/// copylat: 1 B to 16 MiB, one copy at a time, each way in turn.
+/// copylat: 1 B to 16 MiB, one copy at a time, each way in turn; at most
+/// 64 MiB moved per size (at least 10 copies).
 pub fn latency(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
     let gdr = match Gdr::load() {
         Ok(g) => g,
@@ -311,9 +317,9 @@ pub fn latency(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
     for way in Way::both(b) {
         let mut rows = Vec::new();
         for &size in &cfg.lat_sizes {
+            let n = (BUDGET / size).clamp(10, cfg.lat_iters.max(10) as u64);
             way.prepare(b, &mut m, &mut host, size)?;
-            timed(way, &m, &host, size, cfg.warmup_iters)?;
-            let n = (LATENCY_BUDGET / size).clamp(10, cfg.lat_iters.max(10) as u64);
+            timed(way, &m, &host, size, cfg.warmup_iters.min(n as u32))?;
             let seconds = (0..n).map(|_| timed(way, &m, &host, size, 1)).collect::<Result<Vec<_>>>()?;
             rows.push(cpu_latency_row(size, &seconds, way.verify(b, &mut m, &mut host, size)?));
         }

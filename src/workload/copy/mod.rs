@@ -178,7 +178,6 @@ pub const FIX_TWO_GPUS: &str = "run on a machine with two or more GPUs (and -g 2
 /// The GPUs of the run and everything the tests share.
 pub struct Bench {
     plan: Plan,
-    gpus: Vec<Gpu>,
     kernels: Vec<CopyKernels>,
     /// One u64 per GPU for the check kernel's count.
     counters: Vec<Buffer>,
@@ -187,6 +186,8 @@ pub struct Bench {
     blocked: Vec<Vec<Option<String>>>,
     run: CopyRun,
     flows_made: u64,
+    /// Last, so that the buffers above are freed while the contexts live.
+    gpus: Vec<Gpu>,
 }
 
 impl Bench {
