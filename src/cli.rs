@@ -47,6 +47,9 @@ pub enum Command {
     #[command(alias = "sendrecv_perf")]
     Sendrecv(CollArgs),
     /// Copy bandwidth and latency: host<->GPU, GPU<->GPU, zero-copy, gdrcopy (nvbandwidth, gdrcopy's copylat)
+    #[command(
+        after_help = "Every destination is compared with its source after each size; wrong data exits 1.\nQBENCH_CORRUPT=copy[:WORD] flips word WORD (default 0) of every destination before that check, to prove it."
+    )]
     Copy(CopyArgs),
 }
 
