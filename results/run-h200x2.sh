@@ -2,12 +2,12 @@
 # The runs behind results/h200x2-*.json, on the 2xH200 machine.
 # Usage: bash results/run-h200x2.sh BIN_DIR OUT_DIR [PART...]
 #   BIN_DIR holds qbench (no MPI) and qbench-mpi (built with --features mpi);
-#   PART is any of probe, collectives, graphs, exchange, copy (default: all).
+#   PART is any of probe, collectives, graphs, exchange, compare, copy (default: all).
 # Every step runs under `timeout` so that one hang cannot eat the lease.
 set -u
 BIN=$1 OUT=$2
 shift 2
-PARTS=${*:-probe collectives graphs exchange copy}
+PARTS=${*:-probe collectives graphs exchange compare copy}
 mkdir -p "$OUT"
 Q="$BIN/qbench" QM="$BIN/qbench-mpi"
 export NCCL_NVLS_ENABLE=0
@@ -85,7 +85,9 @@ QBENCH_CORRUPT=half timeout 60 $Q exchange --qubits 24 -g 2 --transport nccl,p2p
 
 step "exchange under mpirun, one GPU per process"
 timeout 120 $MPI $QM exchange --qubits 30 -g 1 --transport nccl,host -n 3; echo "rc=$?"
+}
 
+part_compare() {
 step "compare: 1G per rank over every transport"
 timeout 120 $Q compare -b 1G -g 2 -J "$OUT/h200x2-compare-1G.json"; echo "rc=$?"
 }
@@ -94,6 +96,31 @@ part_graphs() {
 step "CUDA graphs: one GPU per thread (-t 2 -g 1) and one per process"
 timeout 60 $Q allreduce -t 2 -g 1 -b 1K -e 16M -f 16 -G 5 -n 10; echo "rc=$? (124 = hung)"
 timeout 60 $MPI $QM allreduce -g 1 -b 1K -e 16M -f 16 -G 5 -n 10 -J "$OUT/h200x2-mpi-np2-allreduce-graph.json"; echo "rc=$? (124 = hung)"
+}
+
+part_copy() {
+# Every command has a time limit, so that nothing can hang the lease.
+T="timeout 120"
+step "copy: every test (host<->GPU, peer, local, zero-copy, latency, gdrcopy)"
+$T $Q copy --test all -J "$OUT/h200x2-copy.json" --csv "$OUT/h200x2-copy.csv" > "$OUT/h200x2-copy.txt"
+echo "rc=$? (want 0)"; cat "$OUT/h200x2-copy.txt"
+
+step "copy: the latency table alone, 1 B..16 MiB"
+$T $Q copy --test latency -J "$OUT/h200x2-copy-latency.json"; echo "rc=$? (want 0)"
+
+step "copy: PyTorch on the same sizes, and qbench/PyTorch ratios"
+$T python3 results/torch_copy.py -b 1M -e 1G -f 4 --out "$OUT/h200x2-torch-copy.json" \
+    --qbench "$OUT/h200x2-copy.json" 2>&1 | grep -v Warning; echo "rc=${PIPESTATUS[0]} (want 0)"
+
+step "copy: a corrupted word is detected (QBENCH_CORRUPT=copy)"
+QBENCH_CORRUPT=copy:12345 $T $Q copy --test h2d_pinned,d2h_wc,peer_ce_write,local_sm,zero_copy_write,latency_d2h \
+    -b 64M -e 64M -n 2 --samples 1 --lat_iters 10 | grep -E "^##|wrong words|Wrong"; echo "rc=${PIPESTATUS[0]} (want 1)"
+
+step "copy: bad requests and no GPU"
+$T $Q copy --test warp_drive; echo "rc=$? (want 2)"
+CUDA_VISIBLE_DEVICES= $T $Q copy; echo "rc=$? (want 3)"
+$T $Q copy --test gdrcopy_bw; echo "rc=$? (want 3: no gdrdrv here)"
+$T $Q copy -g 1 --test peer_ce_write,h2d_pinned -b 256M -e 256M; echo "rc=$? (want 0, peer listed as needing two GPUs)"
 }
 
 # Run the parts in the order asked; pack what exists after each, so that

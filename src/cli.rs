@@ -50,6 +50,11 @@ pub enum Command {
     Exchange(ExchangeArgs),
     /// The same bytes over every transport between partner GPUs, side by side
     Compare(CompareArgs),
+    /// Copy bandwidth and latency: host<->GPU, GPU<->GPU, zero-copy, gdrcopy (nvbandwidth, gdrcopy's copylat)
+    #[command(
+        after_help = "Every destination is compared with its source after each size; wrong data exits 1.\nQBENCH_CORRUPT=copy[:WORD] flips word WORD (default 0) of every destination before that check, to prove it."
+    )]
+    Copy(CopyArgs),
 }
 
 impl Command {
@@ -63,7 +68,7 @@ impl Command {
             Command::Reduce(a) => (Kind::Reduce, a),
             Command::Alltoall(a) => (Kind::AllToAll, a),
             Command::Sendrecv(a) => (Kind::SendRecv, a),
-            Command::Probe(_) | Command::Exchange(_) | Command::Compare(_) => return None,
+            Command::Probe(_) | Command::Exchange(_) | Command::Compare(_) | Command::Copy(_) => return None,
         })
     }
 }
@@ -228,6 +233,53 @@ pub struct CollArgs {
     #[arg(long, value_enum, default_value_t = TransportKind::Nccl)]
     pub transport: TransportKind,
     /// Seed of the input data
+    #[arg(long, default_value_t = crate::pattern::DEFAULT_SEED)]
+    pub seed: u64,
+}
+
+/// `qbench copy`: nccl-tests' letters where they mean the same thing.
+#[derive(Args, Debug, Clone)]
+pub struct CopyArgs {
+    /// Tests to run: names or family names, comma-separated, or all (see --list)
+    #[arg(long = "test", default_value = "all", value_name = "NAME,...")]
+    pub test: String,
+    /// List the tests and exit
+    #[arg(long)]
+    pub list: bool,
+    /// Smallest copy in bytes of the bandwidth sweep (K, M, G suffixes are binary)
+    #[arg(short = 'b', long = "minbytes", default_value = "1M", value_parser = size_arg)]
+    pub minbytes: u64,
+    /// Largest copy in bytes of the bandwidth sweep (cut to what free memory holds)
+    #[arg(short = 'e', long = "maxbytes", default_value = "1G", value_parser = size_arg)]
+    pub maxbytes: u64,
+    /// Multiplicative step between sizes
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 4)]
+    pub stepfactor: u64,
+    /// Back-to-back copies in one timed sample
+    #[arg(short = 'n', long = "iters", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub iters: u32,
+    /// Warm-up copies before each size is timed
+    #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 3)]
+    pub warmup_iters: u32,
+    /// Timed samples per size; the median is reported
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
+    /// Copies timed one by one at each size of the latency tests (1 B to 16 MiB)
+    #[arg(long = "lat_iters", alias = "lat-iters", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub lat_iters: u32,
+    /// GPUs to use, the first ones visible (default: all)
+    #[arg(short = 'g', long = "ngpus", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ngpus: Option<u32>,
+    /// Write the run's records as JSON to this file
+    #[arg(short = 'J', long = "output_file", alias = "output-file", value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+    /// Print the run's records as JSON on stdout instead of the tables
+    #[arg(long)]
+    pub json: bool,
+    /// Write one CSV line per figure to this file
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Seed of the copied data
     #[arg(long, default_value_t = crate::pattern::DEFAULT_SEED)]
     pub seed: u64,
 }

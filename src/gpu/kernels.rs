@@ -125,6 +125,7 @@ mod tests {
         for cc in [(7, 0), (9, 0)] {
             ptx("kernels/pattern.cu", include_str!("../../kernels/pattern.cu"), cc).unwrap();
             ptx("kernels/statevec.cu", include_str!("../../kernels/statevec.cu"), cc).unwrap();
+            ptx("kernels/copy.cu", include_str!("../../kernels/copy.cu"), cc).unwrap();
         }
     }
 }

@@ -3,7 +3,7 @@
 //! streamed to the table as they come and written as JSON/CSV at the end.
 
 pub mod record;
-mod stats;
+pub mod stats;
 
 use crate::cli::{Average, CollArgs, TransportKind};
 use crate::dtype::{DataType, RedOp};

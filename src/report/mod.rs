@@ -1,6 +1,7 @@
-//! Renderings of run records: the nccl-tests table, JSON and CSV.
+//! Renderings of run records: the nccl-tests table, the copy tables, JSON and CSV.
 
 pub mod cfmt;
+pub mod copy;
 pub mod csv;
 pub mod exchange;
 pub mod json;

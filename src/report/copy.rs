@@ -1,0 +1,550 @@
+//! Renderings of a copy run: a size-sweep table per test, nvbandwidth-style
+//! matrices at the largest size, gdrcopy copylat-style latency tables, the
+//! test list, and CSV.
+
+use crate::error::{Error, Result};
+use crate::workload::copy::Test;
+use crate::workload::copy::record::{CopyRun, Endpoint, Row, Status, TestRecord};
+use std::fmt::Write;
+use std::path::Path;
+use tabled::builder::Builder;
+use tabled::settings::object::Columns;
+use tabled::settings::{Alignment, Style};
+
+/// A psql-style table, numbers right-aligned; column `text` (if any) holds
+/// words and is left-aligned.
+fn table(header: Vec<String>, rows: Vec<Vec<String>>, text: Option<usize>) -> String {
+    let mut b = Builder::default();
+    b.push_record(header);
+    for r in rows {
+        b.push_record(r);
+    }
+    let mut t = b.build();
+    t.with(Style::psql()).with(Alignment::right());
+    if let Some(c) = text {
+        t.modify(Columns::one(c), Alignment::left());
+    }
+    t.to_string()
+}
+
+/// `qbench copy --list`.
+pub fn list(tests: &[Test], families: &[&str]) -> String {
+    let mut s = String::from("qbench copy tests (--test NAME,... | FAMILY | all):\n");
+    for f in families {
+        let _ = writeln!(s, "\n{f}");
+        for t in tests.iter().filter(|t| t.family == *f) {
+            let _ = writeln!(s, "  {:<22} {}", t.name, t.description);
+        }
+    }
+    s
+}
+
+/// Everything above the first test.
+pub fn header(run: &CopyRun) -> String {
+    let c = &run.config;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# qbench copy version {}: {} GPU{}, sizes {}..{} (x{}), {} copies per sample after {} warm-up copies, median of {} samples",
+        run.qbench_version,
+        c.ngpus,
+        if c.ngpus == 1 { "" } else { "s" },
+        c.minbytes,
+        c.maxbytes,
+        c.stepfactor,
+        c.iters,
+        c.warmup_iters,
+        c.samples
+    );
+    let _ = writeln!(s, "# latency tables: 1 B..16 MiB in powers of two, {} copies each", c.lat_iters);
+    for d in &run.devices {
+        let _ = writeln!(s, "#  GPU {:>2} [{}] {}, {} MiB", d.index, d.bus_id, d.name, d.total_mem >> 20);
+    }
+    for d in &run.definitions {
+        let _ = writeln!(s, "# {}: {}", d.name, d.text);
+    }
+    if let Some(w) = c.corrupt_word {
+        let _ = writeln!(s, "# QBENCH_CORRUPT: word {w} of every destination is flipped before its check");
+    }
+    s
+}
+
+fn gbps(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// One test: its sweep table, matrices and latency tables, or why it did not run.
+pub fn section(t: &TestRecord) -> String {
+    let mut s = format!("\n## {}: {}\n", t.name, t.description);
+    if t.status == Status::Unavailable {
+        let _ = writeln!(s, "#  unavailable: {}", t.reason.as_deref().unwrap_or("unknown"));
+        if let Some(fix) = &t.fix {
+            s.pop();
+            let _ = writeln!(s, " \u{2014} {fix}");
+        }
+        for k in &t.skipped {
+            let _ = writeln!(s, "#  {}: {}", k.placement, k.reason);
+        }
+        return s;
+    }
+    let _ = writeln!(s, "#  figure: {}\n#  timing: {}", t.figure, t.timing);
+    if !t.rows.is_empty() {
+        s.push_str(&sweep_table(&t.rows));
+        s.push_str("\n\n");
+        s.push_str(&matrices(t));
+    }
+    for series in &t.latency {
+        let _ = writeln!(s, "#  {} ({})", series.label, series.placement);
+        let rows = series
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.size.to_string(),
+                    format!("{:.2}", r.host.min_us),
+                    format!("{:.2}", r.host.p50_us),
+                    format!("{:.2}", r.host.p99_us),
+                    r.device.map_or("-".into(), |d| format!("{:.2}", d.p50_us)),
+                    r.wrong_words.to_string(),
+                ]
+            })
+            .collect();
+        let head = ["size (B)", "min (us)", "median (us)", "p99 (us)", "device median (us)", "wrong"];
+        s.push_str(&table(head.map(String::from).to_vec(), rows, None));
+        s.push('\n');
+    }
+    for k in &t.skipped {
+        let _ = writeln!(s, "#  not timed, {}: {}", k.placement, k.reason);
+    }
+    if !t.sizes_left_out.is_empty() {
+        let left: Vec<String> = t.sizes_left_out.iter().map(u64::to_string).collect();
+        let _ = writeln!(s, "#  sizes left out (memory or the test's limit): {}", left.join(", "));
+    }
+    let _ = writeln!(s, "#  wrong words: {}", t.wrong_words);
+    s
+}
+
+/// Rows by size and placement; a column per direction, and the total when a
+/// row has several flows.
+fn sweep_table(rows: &[Row]) -> String {
+    let mut dirs: Vec<&str> = Vec::new();
+    for r in rows {
+        for d in &r.directions {
+            if !dirs.contains(&d.direction) {
+                dirs.push(d.direction);
+            }
+        }
+    }
+    let total = rows.iter().any(|r| r.flows.len() > 1);
+    let mut head = vec!["size (B)".to_string(), "placement".to_string()];
+    head.extend(dirs.iter().map(|d| format!("{d} GB/s")));
+    if total {
+        head.push("total GB/s".into());
+    }
+    head.extend(["time/copy (us)".to_string(), "wrong".to_string()]);
+    let body = rows
+        .iter()
+        .map(|r| {
+            let mut v = vec![r.size.to_string(), r.placement.clone()];
+            for d in &dirs {
+                v.push(r.directions.iter().find(|x| x.direction == *d).map_or("-".into(), |x| gbps(x.gbps.median)));
+            }
+            if total {
+                v.push(gbps(r.total_gbps.median));
+            }
+            v.push(format!("{:.2}", r.time_us.median));
+            v.push(r.wrong_words.to_string());
+            v
+        })
+        .collect();
+    table(head, body, Some(1))
+}
+
+/// Which matrix a flow's value goes into.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Orientation {
+    HostToGpu,
+    GpuToHost,
+    GpuToGpu,
+    Local,
+}
+
+impl Orientation {
+    fn of(src: Endpoint, dst: Endpoint) -> Option<Orientation> {
+        match (src, dst) {
+            (Endpoint::Host, Endpoint::Gpu(_)) => Some(Orientation::HostToGpu),
+            (Endpoint::Gpu(_), Endpoint::Host) => Some(Orientation::GpuToHost),
+            (Endpoint::Gpu(a), Endpoint::Gpu(b)) if a == b => Some(Orientation::Local),
+            (Endpoint::Gpu(_), Endpoint::Gpu(_)) => Some(Orientation::GpuToGpu),
+            (Endpoint::Host, Endpoint::Host) => None,
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Orientation::HostToGpu => "CPU(row) -> GPU(column)",
+            Orientation::GpuToHost => "CPU(row) <- GPU(column)",
+            Orientation::GpuToGpu => "GPU(row) -> GPU(column)",
+            Orientation::Local => "GPU(column) local copy, read + write,",
+        }
+    }
+}
+
+/// nvbandwidth's matrices at the largest size measured: one per
+/// orientation of the flows, N/A where nothing was measured.
+fn matrices(t: &TestRecord) -> String {
+    let Some(size) = t.rows.iter().map(|r| r.size).max() else { return String::new() };
+    let at: Vec<&Row> = t.rows.iter().filter(|r| r.size == size).collect();
+    let ngpu = at
+        .iter()
+        .flat_map(|r| &r.flows)
+        .flat_map(|f| [f.src, f.dst])
+        .filter_map(|e| match e {
+            Endpoint::Gpu(g) => Some(g + 1),
+            Endpoint::Host => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let mut s = String::new();
+    for o in [Orientation::HostToGpu, Orientation::GpuToHost, Orientation::GpuToGpu, Orientation::Local] {
+        let flows: Vec<_> =
+            at.iter().flat_map(|r| &r.flows).filter(|f| Orientation::of(f.src, f.dst) == Some(o)).collect();
+        let Some(first) = flows.first() else { continue };
+        let rows = if o == Orientation::GpuToGpu { ngpu } else { 1 };
+        let mut m = vec![vec![None::<f64>; ngpu]; rows];
+        for f in &flows {
+            let (r, c) = match (o, f.src, f.dst) {
+                (Orientation::GpuToGpu, Endpoint::Gpu(a), Endpoint::Gpu(b)) => (a, b),
+                (_, Endpoint::Gpu(g), _) | (_, _, Endpoint::Gpu(g)) => (0, g),
+                _ => continue,
+            };
+            m[r][c] = Some(f.gbps.median);
+        }
+        let engine = match first.engine {
+            "ce" => "memcpy CE",
+            "sm" => "memcpy SM",
+            _ => "CPU copy",
+        };
+        let _ = writeln!(s, "{engine} {} bandwidth (GB/s), {size} B", o.title());
+        s.push_str(&matrix_text(&m));
+        let sum: f64 = m.iter().flatten().flatten().sum();
+        let _ = writeln!(s, "SUM {} {sum:.2}\n", t.name);
+    }
+    s
+}
+
+/// nvbandwidth's layout: column numbers in fields of 10, each row its
+/// number then its values in fields of 10.
+fn matrix_text(m: &[Vec<Option<f64>>]) -> String {
+    let cols = m.first().map_or(0, Vec::len);
+    let mut s = String::from(" ");
+    for c in 0..cols {
+        let _ = write!(s, "{c:>10}");
+    }
+    s.push('\n');
+    for (r, row) in m.iter().enumerate() {
+        let _ = write!(s, "{r}");
+        for v in row {
+            match v {
+                Some(x) => {
+                    let _ = write!(s, "{x:>10.2}");
+                }
+                None => {
+                    let _ = write!(s, "{:>10}", "N/A");
+                }
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Everything after the last test.
+pub fn footer(run: &CopyRun) -> String {
+    let mut s = String::from("\n");
+    let unavailable: Vec<&str> = run.tests.iter().filter(|t| t.status == Status::Unavailable).map(|t| t.name).collect();
+    if !unavailable.is_empty() {
+        let _ = writeln!(s, "# Unavailable here: {}", unavailable.join(", "));
+    }
+    if let Some(e) = &run.error {
+        let _ = writeln!(s, "# Stopped by an error in {e}");
+    }
+    let verdict = if run.wrong_words == 0 { "OK" } else { "FAILED" };
+    let _ = writeln!(s, "# Wrong words : {} {verdict}", run.wrong_words);
+    s
+}
+
+#[derive(serde::Serialize)]
+struct CsvLine<'a> {
+    test: &'a str,
+    family: &'a str,
+    placement: &'a str,
+    size: u64,
+    quantity: String,
+    unit: &'a str,
+    median: f64,
+    min: f64,
+    max: f64,
+    p99: Option<f64>,
+    wrong_words: u64,
+}
+
+/// One line per direction (and total) of each bandwidth row, and per
+/// latency row (host clock, and device events where timed).
+pub fn csv(run: &CopyRun) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut put = |l: CsvLine| w.serialize(l).map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")));
+    for t in &run.tests {
+        for r in &t.rows {
+            let mut figures: Vec<(String, _)> =
+                r.directions.iter().map(|d| (d.direction.to_string(), d.gbps)).collect();
+            if r.flows.len() > 1 {
+                figures.push(("total".into(), r.total_gbps));
+            }
+            for (quantity, g) in figures {
+                put(CsvLine {
+                    test: t.name,
+                    family: t.family,
+                    placement: &r.placement,
+                    size: r.size,
+                    quantity,
+                    unit: "GB/s",
+                    median: g.median,
+                    min: g.min,
+                    max: g.max,
+                    p99: None,
+                    wrong_words: r.wrong_words,
+                })?;
+            }
+        }
+        for series in &t.latency {
+            for r in &series.rows {
+                let clocks = [(series.label.clone(), Some(r.host)), (format!("{} (device)", series.label), r.device)];
+                for (quantity, st) in clocks {
+                    let Some(st) = st else { continue };
+                    put(CsvLine {
+                        test: t.name,
+                        family: t.family,
+                        placement: &series.placement,
+                        size: r.size,
+                        quantity,
+                        unit: "us",
+                        median: st.p50_us,
+                        min: st.min_us,
+                        max: st.max_us,
+                        p99: Some(st.p99_us),
+                        wrong_words: r.wrong_words,
+                    })?;
+                }
+            }
+        }
+    }
+    let bytes = w.into_inner().map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+pub fn write_csv(run: &CopyRun, path: &Path) -> Result<()> {
+    std::fs::write(path, csv(run)?)
+        .map_err(|e| Error::Usage(format!("cannot write CSV results to {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::record::IterStats;
+    use crate::workload::copy::record::{
+        Config, DirResult, FlowResult, LatencyRow, LatencySeries, Skipped, Stat, Status, TestRecord,
+    };
+
+    fn stat(v: f64) -> Stat {
+        Stat { median: v, min: v, max: v }
+    }
+
+    fn flow(src: Endpoint, dst: Endpoint, direction: &'static str, gbps: f64) -> FlowResult {
+        FlowResult {
+            src,
+            dst,
+            direction,
+            issued_by: 0,
+            engine: "ce",
+            host_memory: None,
+            bytes_counted: 1 << 30,
+            gbps: stat(gbps),
+            own_time_us: stat(1.0),
+            wrong_words: 0,
+        }
+    }
+
+    fn record(name: &'static str, rows: Vec<Row>) -> TestRecord {
+        TestRecord {
+            name,
+            family: "peer",
+            description: "a test",
+            figure: "bytes / time",
+            timing: "events",
+            status: Status::Ran,
+            reason: None,
+            fix: None,
+            sizes_left_out: Vec::new(),
+            skipped: Vec::new(),
+            rows,
+            latency: Vec::new(),
+            wrong_words: 0,
+        }
+    }
+
+    fn row(size: u64, placement: &str, flows: Vec<FlowResult>) -> Row {
+        let mut directions: Vec<DirResult> = Vec::new();
+        for f in &flows {
+            match directions.iter_mut().find(|d| d.direction == f.direction) {
+                Some(d) => d.gbps.median += f.gbps.median,
+                None => directions.push(DirResult { direction: f.direction, gbps: f.gbps }),
+            }
+        }
+        let total = flows.iter().map(|f| f.gbps.median).sum();
+        Row {
+            size,
+            placement: placement.into(),
+            flows,
+            directions,
+            total_gbps: stat(total),
+            time_us: stat(2.5),
+            wrong_words: 0,
+        }
+    }
+
+    #[test]
+    fn peer_matrix_is_laid_out_as_nvbandwidth() {
+        let (g0, g1) = (Endpoint::Gpu(0), Endpoint::Gpu(1));
+        let t = record(
+            "peer_ce_write",
+            vec![
+                row(1 << 20, "GPU 0 -> GPU 1", vec![flow(g0, g1, "d2d", 100.0)]),
+                row(1 << 30, "GPU 0 -> GPU 1", vec![flow(g0, g1, "d2d", 389.12)]),
+                row(1 << 30, "GPU 1 -> GPU 0", vec![flow(g1, g0, "d2d", 389.34)]),
+            ],
+        );
+        let text = section(&t);
+        let expected = [
+            "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s), 1073741824 B",
+            "          0         1",
+            "0       N/A    389.12",
+            "1    389.34       N/A",
+            "SUM peer_ce_write 778.46\n",
+        ]
+        .join("\n");
+        assert!(text.contains(&expected), "{text}");
+        assert!(text.contains("d2d GB/s") && !text.contains("total GB/s"), "{text}");
+    }
+
+    #[test]
+    fn both_ways_rows_show_each_direction_and_the_total() {
+        let (h, g0) = (Endpoint::Host, Endpoint::Gpu(0));
+        let t = record(
+            "bidir_pinned",
+            vec![row(1 << 30, "GPU 0", vec![flow(h, g0, "h2d", 53.0), flow(g0, h, "d2h", 52.5)])],
+        );
+        let text = section(&t);
+        for want in
+            ["h2d GB/s", "d2h GB/s", "total GB/s", "105.50", "CPU(row) -> GPU(column)", "CPU(row) <- GPU(column)"]
+        {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+    }
+
+    #[test]
+    fn unavailable_tests_say_why_and_how_to_fix() {
+        let mut t = record("gdrcopy_bw", Vec::new());
+        t.status = Status::Unavailable;
+        t.reason = Some("/dev/gdrdrv absent".into());
+        t.fix = Some("load the gdrdrv module (modprobe gdrdrv, from NVIDIA/gdrcopy)".into());
+        t.skipped.push(Skipped { placement: "GPU 0 -> GPU 1".into(), reason: "no peer path".into() });
+        let text = section(&t);
+        assert!(
+            text.contains(
+                "#  unavailable: /dev/gdrdrv absent \u{2014} load the gdrdrv module (modprobe gdrdrv, from NVIDIA/gdrcopy)\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("GPU 0 -> GPU 1: no peer path"));
+    }
+
+    fn latency_record() -> TestRecord {
+        let st = |p50: f64| IterStats {
+            samples: 1000,
+            min_us: p50 - 0.5,
+            p50_us: p50,
+            p99_us: p50 + 1.0,
+            max_us: p50 + 9.0,
+        };
+        let mut t = record("latency_h2d", Vec::new());
+        t.latency.push(LatencySeries {
+            label: "cuMemcpyHtoDAsync".into(),
+            placement: "GPU 0".into(),
+            rows: vec![
+                LatencyRow { size: 1, host: st(4.25), device: Some(st(1.5)), wrong_words: 0 },
+                LatencyRow { size: 16 << 20, host: st(310.0), device: None, wrong_words: 0 },
+            ],
+        });
+        t
+    }
+
+    #[test]
+    fn latency_tables_have_copylat_columns() {
+        let text = section(&latency_record());
+        for want in
+            ["size (B)", "min (us)", "median (us)", "p99 (us)", "device median (us)", "4.25", "5.25", "16777216"]
+        {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+    }
+
+    #[test]
+    fn csv_has_a_line_per_figure() {
+        let (h, g0) = (Endpoint::Host, Endpoint::Gpu(0));
+        let run = CopyRun {
+            schema: crate::workload::copy::record::SCHEMA,
+            qbench_version: "0",
+            args: Vec::new(),
+            host: "h".into(),
+            start_time: String::new(),
+            end_time: None,
+            config: Config {
+                tests: vec!["bidir_pinned", "latency_h2d"],
+                ngpus: 1,
+                minbytes: 1,
+                maxbytes: 1,
+                stepfactor: 4,
+                iters: 10,
+                warmup_iters: 1,
+                samples: 5,
+                lat_iters: 10,
+                lat_sizes: vec![1],
+                seed: 1,
+                corrupt_word: None,
+            },
+            devices: Vec::new(),
+            definitions: Vec::new(),
+            tests: vec![
+                record(
+                    "bidir_pinned",
+                    vec![row(1 << 30, "GPU 0", vec![flow(h, g0, "h2d", 53.0), flow(g0, h, "d2h", 52.5)])],
+                ),
+                latency_record(),
+            ],
+            wrong_words: 0,
+            error: None,
+        };
+        let text = csv(&run).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "test,family,placement,size,quantity,unit,median,min,max,p99,wrong_words");
+        // h2d, d2h, total; two latency rows with host and (for one) device clocks.
+        assert_eq!(lines.len(), 1 + 3 + 3, "{text}");
+        assert!(lines[3].starts_with("bidir_pinned,peer,GPU 0,1073741824,total,GB/s,105.5,"), "{text}");
+        assert!(json_schema_is_named(&run));
+    }
+
+    fn json_schema_is_named(run: &CopyRun) -> bool {
+        crate::report::json::to_string(run).unwrap().contains("\"schema\": \"qbench.copy.v1\"")
+    }
+}

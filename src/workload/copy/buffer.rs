@@ -1,0 +1,318 @@
+//! The memory copies read and write (device memory, pinned host memory,
+//! write-combined pinned host memory, pageable host memory) and the seeded
+//! data in it, written and checked on the host with the formula of
+//! kernels/copy.cu.
+
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, cuda_err};
+use cudarc::driver::{CudaContext, result, sys};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// Host memory as a copy sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKind {
+    /// Ordinary memory (a heap allocation): the driver stages it.
+    Pageable,
+    /// Page-locked, mapped into every GPU's address space.
+    Pinned,
+    /// Page-locked, mapped, write-combined: fast for the CPU to write and
+    /// for the GPU to read, very slow for the CPU to read.
+    WriteCombined,
+}
+
+impl HostKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            HostKind::Pageable => "pageable",
+            HostKind::Pinned => "pinned",
+            HostKind::WriteCombined => "write-combined",
+        }
+    }
+}
+
+/// Where a buffer lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Memory of the GPU with this index.
+    Device(usize),
+    Host(HostKind),
+}
+
+enum Mem {
+    /// `ptr` is `base` rounded up to the requested alignment.
+    Device { ctx: Arc<CudaContext>, gpu: usize, base: u64, ptr: u64 },
+    /// From cuMemHostAlloc.
+    Pinned { ptr: *mut u8, kind: HostKind },
+    /// A leaked `Box<[u64]>` of `words` words, so the pointer carries no borrow.
+    Pageable { ptr: *mut u64, words: usize },
+}
+
+/// One allocation of `bytes` usable bytes.
+pub struct Buffer {
+    mem: Mem,
+    bytes: u64,
+}
+
+impl Buffer {
+    /// Device memory from cuMemAlloc (not a stream-ordered pool, whose memory
+    /// peer access would not reach), starting on an `align`-byte boundary.
+    pub fn device(gpu: &Gpu, index: usize, bytes: u64, align: u64) -> Result<Buffer> {
+        let what = || format!("allocating {bytes} bytes on GPU {}", gpu.ordinal);
+        gpu.ctx.bind_to_thread().map_err(cuda_err(what()))?;
+        let total = bytes.max(1) + align.saturating_sub(1);
+        // SAFETY: a plain allocation in the bound context, freed once in Drop.
+        let base = unsafe { result::malloc_sync(total as usize) }.map_err(cuda_err(what()))?;
+        let ptr = base.next_multiple_of(align.max(1));
+        Ok(Buffer { mem: Mem::Device { ctx: gpu.ctx.clone(), gpu: index, base, ptr }, bytes })
+    }
+
+    /// Page-locked host memory, portable and mapped into every context (and
+    /// write-combined when asked), allocated in `ctx`.
+    pub fn pinned(ctx: &Arc<CudaContext>, kind: HostKind, bytes: u64) -> Result<Buffer> {
+        let mut flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        if kind == HostKind::WriteCombined {
+            flags |= sys::CU_MEMHOSTALLOC_WRITECOMBINED;
+        }
+        let what = || format!("allocating {bytes} bytes of {} host memory", kind.name());
+        ctx.bind_to_thread().map_err(cuda_err(what()))?;
+        // SAFETY: the memory is only reached through raw pointers, written
+        // before it is read, and freed once in Drop.
+        let ptr = unsafe { result::malloc_host(bytes.max(1) as usize, flags) }.map_err(cuda_err(what()))?;
+        if ptr.is_null() {
+            return Err(Error::Runtime(format!("cuMemHostAlloc returned no memory while {}", what())));
+        }
+        Ok(Buffer { mem: Mem::Pinned { ptr: ptr.cast(), kind }, bytes })
+    }
+
+    /// Ordinary heap memory, 8-byte aligned, its pages untouched until filled.
+    pub fn pageable(bytes: u64) -> Buffer {
+        let words = bytes.max(1).div_ceil(8) as usize;
+        let ptr = Box::into_raw(vec![0u64; words].into_boxed_slice()).cast::<u64>();
+        Buffer { mem: Mem::Pageable { ptr, words }, bytes }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn place(&self) -> Place {
+        match &self.mem {
+            Mem::Device { gpu, .. } => Place::Device(*gpu),
+            Mem::Pinned { kind, .. } => Place::Host(*kind),
+            Mem::Pageable { .. } => Place::Host(HostKind::Pageable),
+        }
+    }
+
+    /// The host address of host memory.
+    pub fn host_ptr(&self) -> Option<*mut u8> {
+        match &self.mem {
+            Mem::Device { .. } => None,
+            Mem::Pinned { ptr, .. } => Some(*ptr),
+            Mem::Pageable { ptr, .. } => Some(ptr.cast()),
+        }
+    }
+
+    /// The address at which `gpu`'s kernels and copies reach this memory.
+    pub fn device_addr(&self, gpu: &Gpu) -> Result<u64> {
+        match &self.mem {
+            Mem::Device { ptr, .. } => Ok(*ptr),
+            Mem::Pinned { ptr, .. } => {
+                gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                let mut d: sys::CUdeviceptr = 0;
+                // SAFETY: `ptr` came from cuMemHostAlloc with DEVICEMAP and
+                // PORTABLE, so every context has a mapping of it.
+                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut d, ptr.cast::<c_void>(), 0) }
+                    .result()
+                    .map_err(cuda_err(format!("mapping pinned host memory into GPU {}", gpu.ordinal)))?;
+                Ok(d)
+            }
+            Mem::Pageable { .. } => {
+                Err(Error::Runtime("internal: a GPU kernel was given pageable host memory to reach".into()))
+            }
+        }
+    }
+
+    /// The first `bytes` bytes of host memory as a slice.
+    ///
+    /// # Safety
+    /// No copy or kernel may be writing this memory while the slice lives.
+    pub unsafe fn host_slice(&mut self, bytes: u64) -> Option<&mut [u8]> {
+        let p = self.host_ptr()?;
+        // SAFETY: `p` addresses at least `self.bytes` bytes; the caller
+        // guarantees nothing else touches them meanwhile.
+        Some(unsafe { std::slice::from_raw_parts_mut(p, bytes.min(self.bytes) as usize) })
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        match &self.mem {
+            Mem::Device { ctx, base, .. } => {
+                if ctx.bind_to_thread().is_ok() {
+                    // SAFETY: `base` came from cuMemAlloc and is freed once;
+                    // callers wait for their copies before dropping buffers.
+                    let _ = unsafe { result::free_sync(*base) };
+                }
+            }
+            // SAFETY: `ptr` came from cuMemHostAlloc and is freed once.
+            Mem::Pinned { ptr, .. } => {
+                let _ = unsafe { result::free_host(ptr.cast()) };
+            }
+            // SAFETY: `ptr` and `words` are those of the leaked box.
+            Mem::Pageable { ptr, words } => {
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(*ptr, *words)) });
+            }
+        }
+    }
+}
+
+/// Word `i` of the data seeded with `seed` (kernels/copy.cu's `word`).
+pub fn word(seed: u64, i: u64) -> u64 {
+    crate::pattern::bits(seed, i)
+}
+
+/// Bytes each host thread fills or checks, a multiple of 8.
+fn part_len(len: usize) -> usize {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    len.div_ceil(threads).next_multiple_of(8).max(4 << 20)
+}
+
+/// Runs `f(part, index of its first word)` over parts of `part` bytes, on
+/// several threads when there is more than one part.
+fn in_parts<C: Send, T: Send>(parts: Vec<C>, part: usize, f: impl Fn(C, u64) -> T + Sync) -> Vec<T> {
+    if parts.len() <= 1 {
+        return parts.into_iter().map(|c| f(c, 0)).collect();
+    }
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> =
+            parts.into_iter().enumerate().map(|(k, c)| s.spawn(move || f(c, (k * part / 8) as u64))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
+/// Writes the seeded data into `buf`, or its bitwise complement (`invert`:
+/// a poison that differs from the data in every byte).
+pub fn fill_host(buf: &mut [u8], seed: u64, invert: bool) {
+    let flip = if invert { !0u64 } else { 0 };
+    let part = part_len(buf.len());
+    in_parts(buf.chunks_mut(part).collect(), part, |chunk: &mut [u8], first| {
+        let mut words = chunk.chunks_exact_mut(8);
+        let mut i = first;
+        for w in &mut words {
+            w.copy_from_slice(&(word(seed, i) ^ flip).to_le_bytes());
+            i += 1;
+        }
+        let rest = words.into_remainder();
+        let n = rest.len();
+        rest.copy_from_slice(&(word(seed, i) ^ flip).to_le_bytes()[..n]);
+        // Drains this core's write-combining buffers, so that a copy engine
+        // reading write-combined memory next sees every byte.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    });
+}
+
+/// The number of 8-byte words of `buf` (the last one possibly partial) that
+/// differ from the seeded data.
+pub fn count_wrong_host(buf: &[u8], seed: u64) -> u64 {
+    let part = part_len(buf.len());
+    in_parts(buf.chunks(part).collect(), part, |chunk: &[u8], first| {
+        let mut wrong = 0;
+        let words = chunk.chunks_exact(8);
+        let rest = words.remainder();
+        let mut i = first;
+        for w in words {
+            wrong += (w != word(seed, i).to_le_bytes()) as u64;
+            i += 1;
+        }
+        if !rest.is_empty() {
+            wrong += (rest != &word(seed, i).to_le_bytes()[..rest.len()]) as u64;
+        }
+        wrong
+    })
+    .into_iter()
+    .sum()
+}
+
+/// Flips every bit of word `index` of `buf` (the last word when `buf` is
+/// shorter): the test hook's corruption.
+pub fn flip_word(buf: &mut [u8], index: u64) {
+    if buf.is_empty() {
+        return;
+    }
+    let w = (index as usize).min((buf.len() - 1) / 8);
+    let end = (w * 8 + 8).min(buf.len());
+    buf[w * 8..end].iter_mut().for_each(|b| *b = !*b);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filled_data_checks_clean_at_every_length() {
+        for len in [1usize, 7, 8, 9, 15, 16, 17, 1000, (9 << 20) + 3] {
+            let mut buf = vec![0u8; len];
+            fill_host(&mut buf, 42, false);
+            assert_eq!(count_wrong_host(&buf, 42), 0, "len {len}");
+            assert_eq!(count_wrong_host(&buf, 43), len.div_ceil(8) as u64, "another seed, len {len}");
+        }
+    }
+
+    #[test]
+    fn poison_differs_in_every_byte() {
+        for len in [1usize, 5, 8, 13, 4096] {
+            let (mut data, mut poison) = (vec![0u8; len], vec![0u8; len]);
+            fill_host(&mut data, 7, false);
+            fill_host(&mut poison, 7, true);
+            assert!(data.iter().zip(&poison).all(|(a, b)| a != b), "len {len}");
+            assert_eq!(count_wrong_host(&poison, 7), len.div_ceil(8) as u64);
+        }
+    }
+
+    #[test]
+    fn one_flipped_word_is_counted_once() {
+        for (len, index, expect_at) in
+            [(64usize, 3u64, 24usize), (64, 1000, 56), (3, 0, 0), ((8 << 20) + 5, 1 << 20, 8 << 20)]
+        {
+            let mut buf = vec![0u8; len];
+            fill_host(&mut buf, 9, false);
+            flip_word(&mut buf, index);
+            assert_eq!(count_wrong_host(&buf, 9), 1, "len {len} index {index}");
+            let mut clean = vec![0u8; len];
+            fill_host(&mut clean, 9, false);
+            assert_ne!(buf[expect_at], clean[expect_at]);
+        }
+    }
+
+    #[test]
+    fn a_single_wrong_byte_is_found_in_any_part() {
+        let len = (20 << 20) + 11;
+        let mut buf = vec![0u8; len];
+        fill_host(&mut buf, 1, false);
+        for at in [0, 12345, 9 << 20, len - 1] {
+            buf[at] ^= 0x10;
+            assert_eq!(count_wrong_host(&buf, 1), 1, "byte {at}");
+            buf[at] ^= 0x10;
+        }
+    }
+
+    #[test]
+    fn words_are_those_of_the_pattern_module() {
+        // The kernels compute mix(seed + i * golden); so must the host.
+        let seed = 0x1234;
+        assert_eq!(word(seed, 5), crate::pattern::mix(seed.wrapping_add(5u64.wrapping_mul(0x9e37_79b9_7f4a_7c15))));
+    }
+
+    #[test]
+    fn pageable_buffers_are_aligned_and_sized() {
+        let mut b = Buffer::pageable(13);
+        assert_eq!(b.place(), Place::Host(HostKind::Pageable));
+        assert_eq!(b.host_ptr().unwrap() as usize % 8, 0);
+        // SAFETY: nothing else reaches this buffer.
+        let s = unsafe { b.host_slice(13) }.unwrap();
+        fill_host(s, 3, false);
+        assert_eq!(count_wrong_host(s, 3), 0);
+    }
+}

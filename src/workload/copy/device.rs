@@ -1,0 +1,163 @@
+//! The GPU side of the measurement: the kernels of kernels/copy.cu in each
+//! GPU's context, the gate that holds streams until every timed copy is
+//! queued, peer access between GPUs, and busy-waiting on an event.
+
+use super::buffer::{Buffer, HostKind};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, cuda_err, kernels};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys};
+use std::time::{Duration, Instant};
+
+/// How long the hold kernel waits for the host before giving up.
+pub(super) const HOLD_TIMEOUT_NS: u64 = 2_000_000_000;
+
+/// The kernels of kernels/copy.cu in one GPU's context.
+pub(super) struct CopyKernels {
+    copy: CudaFunction,
+    fill: CudaFunction,
+    check: CudaFunction,
+    hold: CudaFunction,
+}
+
+impl CopyKernels {
+    pub(super) fn load(gpu: &Gpu) -> Result<CopyKernels> {
+        let names = ["qb_copy", "qb_fill", "qb_check", "qb_hold"].map(String::from);
+        let mut f = kernels::load(gpu, "kernels/copy.cu", include_str!("../../../kernels/copy.cu"), &names)?;
+        let mut take = |n: &str| f.remove(n).ok_or_else(|| Error::Runtime(format!("kernel {n} missing from copy.cu")));
+        Ok(CopyKernels {
+            copy: take("qb_copy")?,
+            fill: take("qb_fill")?,
+            check: take("qb_check")?,
+            hold: take("qb_hold")?,
+        })
+    }
+
+    /// dst[0..bytes) = src[0..bytes) on `stream`; both addresses 16-byte aligned.
+    pub(super) fn copy(&self, gpu: &Gpu, stream: &CudaStream, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        let mut l = stream.launch_builder(&self.copy);
+        l.arg(&dst).arg(&src).arg(&bytes);
+        // SAFETY: the arguments match qb_copy; both addresses reach at least
+        // `bytes` bytes from `gpu` (the flow's buffers, sized for them).
+        unsafe { l.launch(kernels::grid(gpu, bytes.div_ceil(64))) }
+            .map(|_| ())
+            .map_err(cuda_err(format!("launching the copy kernel on GPU {}", gpu.ordinal)))
+    }
+
+    /// Writes the seeded data (or its complement) at `addr`, on the GPU's own stream.
+    pub(super) fn fill(&self, gpu: &Gpu, addr: u64, bytes: u64, seed: u64, invert: bool) -> Result<()> {
+        let invert = invert as i32;
+        let mut l = gpu.stream.launch_builder(&self.fill);
+        l.arg(&addr).arg(&bytes).arg(&seed).arg(&invert);
+        // SAFETY: the arguments match qb_fill; `addr` reaches `bytes` bytes from this GPU.
+        unsafe { l.launch(kernels::grid(gpu, bytes.div_ceil(8))) }
+            .map(|_| ())
+            .map_err(cuda_err(format!("launching the fill kernel on GPU {}", gpu.ordinal)))
+    }
+
+    /// Adds the wrong words at `addr` to the u64 at `counter`, on the GPU's own stream.
+    pub(super) fn check(&self, gpu: &Gpu, addr: u64, bytes: u64, seed: u64, counter: u64) -> Result<()> {
+        let mut l = gpu.stream.launch_builder(&self.check);
+        l.arg(&addr).arg(&bytes).arg(&seed).arg(&counter);
+        // SAFETY: the arguments match qb_check; `addr` reaches `bytes` bytes
+        // and `counter` one u64 from this GPU.
+        unsafe { l.launch(kernels::grid(gpu, bytes.div_ceil(8))) }
+            .map(|_| ())
+            .map_err(cuda_err(format!("launching the check kernel on GPU {}", gpu.ordinal)))
+    }
+
+    /// Holds `stream` until the gate at `flag` opens.
+    pub(super) fn hold(&self, stream: &CudaStream, flag: u64) -> Result<()> {
+        let timeout = HOLD_TIMEOUT_NS;
+        let mut l = stream.launch_builder(&self.hold);
+        l.arg(&flag).arg(&timeout);
+        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the arguments match qb_hold; `flag` is the gate's two
+        // mapped u32 words, reachable from the stream's GPU.
+        unsafe { l.launch(one) }.map(|_| ()).map_err(cuda_err("launching the hold kernel"))
+    }
+}
+
+/// Two u32 words of mapped pinned memory: [0] the host opens it, [1] the
+/// hold kernel says it gave up waiting.
+pub(super) struct Gate {
+    /// Owns the memory `words` points into.
+    _flag: Buffer,
+    words: *mut u32,
+    /// The flag's address on each GPU.
+    pub(super) addr: Vec<u64>,
+}
+
+impl Gate {
+    pub(super) fn new(gpus: &[Gpu]) -> Result<Gate> {
+        let flag = Buffer::pinned(&gpus[0].ctx, HostKind::Pinned, 8)?;
+        let words = flag.host_ptr().ok_or_else(|| Error::Runtime("internal: the gate is not host memory".into()))?;
+        let addr = gpus.iter().map(|g| flag.device_addr(g)).collect::<Result<Vec<_>>>()?;
+        let gate = Gate { _flag: flag, words: words.cast(), addr };
+        gate.arm();
+        Ok(gate)
+    }
+
+    pub(super) fn arm(&self) {
+        // SAFETY: `words` addresses the two u32 of the live pinned `flag`;
+        // volatile because the GPU reads and writes them too.
+        unsafe {
+            std::ptr::write_volatile(self.words, 0);
+            std::ptr::write_volatile(self.words.add(1), 0);
+        }
+    }
+
+    pub(super) fn release(&self) {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: as in `arm`.
+        unsafe { std::ptr::write_volatile(self.words, 1) };
+    }
+
+    pub(super) fn timed_out(&self) -> bool {
+        // SAFETY: as in `arm`; read after the held streams completed.
+        unsafe { std::ptr::read_volatile(self.words.add(1)) != 0 }
+    }
+}
+
+/// Busy-waits for `ev` (a sleep would add to the latency), for 30 s at most.
+pub(super) fn spin(ev: &CudaEvent, since: Instant) -> Result<()> {
+    while !ev.try_is_complete().map_err(cuda_err("waiting for a copy"))? {
+        if since.elapsed() > Duration::from_secs(30) {
+            return Err(Error::Runtime("timeout: one copy did not finish within 30 s".into()));
+        }
+        std::hint::spin_loop();
+    }
+    Ok(())
+}
+
+/// Enables peer access both ways between every pair of GPUs that can have
+/// it; returns, for each ordered pair, why GPU i cannot reach GPU j.
+pub(super) fn peer_access(gpus: &[Gpu]) -> Vec<Vec<Option<String>>> {
+    let mut blocked = vec![vec![None; gpus.len()]; gpus.len()];
+    for (i, a) in gpus.iter().enumerate() {
+        for (j, b) in gpus.iter().enumerate() {
+            if i != j {
+                blocked[i][j] = enable_peer(i, a, j, b).err();
+            }
+        }
+    }
+    blocked
+}
+
+fn enable_peer(i: usize, a: &Gpu, j: usize, b: &Gpu) -> std::result::Result<(), String> {
+    let mut can = 0;
+    // SAFETY: `can` is a valid out-pointer; both devices are live handles.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.ctx.cu_device(), b.ctx.cu_device()) }
+        .result()
+        .map_err(|e| format!("cuDeviceCanAccessPeer failed for GPU {i} -> GPU {j}: {e:?}"))?;
+    if can == 0 {
+        return Err(format!(
+            "GPU {i} cannot reach GPU {j}'s memory (cuDeviceCanAccessPeer = 0: no NVLink or PCIe peer path, see nvidia-smi topo -m)"
+        ));
+    }
+    a.ctx.bind_to_thread().map_err(|e| format!("binding GPU {i}'s context: {e:?}"))?;
+    // SAFETY: the bound context is GPU i's; b's context is live.
+    match unsafe { sys::cuCtxEnablePeerAccess(b.ctx.cu_ctx(), 0) } {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+        e => Err(format!("enabling peer access from GPU {i} to GPU {j} failed: {e:?}")),
+    }
+}

@@ -1,0 +1,54 @@
+//! Host<->GPU copies by the copy engine: one direction from or into pinned,
+//! write-combined or pageable host memory on each GPU alone, both directions
+//! at once on one GPU, and every GPU at once over the shared host link.
+
+use super::buffer::HostKind;
+use super::record::TestRecord;
+use super::{Bench, Engine};
+use crate::error::Result;
+
+/// `to_gpu` (H2D) or not (D2H), each GPU in turn.
+pub fn one_way(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool, host: HostKind) -> Result<()> {
+    let sizes = b.sizes_within(rec, 1, 1)?;
+    let Some(&max) = sizes.last() else { return Ok(()) };
+    for g in 0..b.ngpus() {
+        let flow = if to_gpu {
+            b.flow(g, "h2d", Engine::Ce, b.host(host, max)?, b.device(g, max)?)?
+        } else {
+            b.flow(g, "d2h", Engine::Ce, b.device(g, max)?, b.host(host, max)?)?
+        };
+        b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut [flow])?;
+    }
+    Ok(())
+}
+
+/// H2D and D2H at once on two streams of one GPU, pinned memory, each GPU in turn.
+pub fn both_ways(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
+    let sizes = b.sizes_within(rec, 2, 2)?;
+    let Some(&max) = sizes.last() else { return Ok(()) };
+    for g in 0..b.ngpus() {
+        let mut flows = [
+            b.flow(g, "h2d", Engine::Ce, b.host(HostKind::Pinned, max)?, b.device(g, max)?)?,
+            b.flow(g, "d2h", Engine::Ce, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?,
+        ];
+        b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut flows)?;
+    }
+    Ok(())
+}
+
+/// Every GPU at once, H2D and/or D2H, pinned memory: one placement.
+pub fn all_gpus(b: &mut Bench, rec: &mut TestRecord, h2d: bool, d2h: bool) -> Result<()> {
+    let per_gpu = h2d as u64 + d2h as u64;
+    let sizes = b.sizes_within(rec, per_gpu, per_gpu * b.ngpus() as u64)?;
+    let Some(&max) = sizes.last() else { return Ok(()) };
+    let mut flows = Vec::new();
+    for g in 0..b.ngpus() {
+        if h2d {
+            flows.push(b.flow(g, "h2d", Engine::Ce, b.host(HostKind::Pinned, max)?, b.device(g, max)?)?);
+        }
+        if d2h {
+            flows.push(b.flow(g, "d2h", Engine::Ce, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?);
+        }
+    }
+    b.bandwidth(rec, &format!("all {} GPUs", b.ngpus()), &sizes, &mut flows)
+}

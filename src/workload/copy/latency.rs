@@ -1,0 +1,53 @@
+//! Latency of one copy at a time, 1 B to 16 MiB, as gdrcopy's copylat
+//! prints it: cuMemcpy H2D and D2H from pinned memory, a peer copy, and the
+//! copy kernel through mapped host memory. On the first GPU (and the second
+//! for the peer copy).
+
+use super::buffer::HostKind;
+use super::record::TestRecord;
+use super::{Bench, Engine, FIX_TWO_GPUS, NEEDS_TWO_GPUS};
+use crate::error::Result;
+
+fn largest(b: &Bench) -> u64 {
+    b.config().lat_sizes.iter().copied().max().unwrap_or(1)
+}
+
+/// cuMemcpyHtoDAsync (`to_gpu`) or cuMemcpyDtoHAsync, pinned memory.
+pub fn host(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
+    let max = largest(b);
+    let (mut flow, label) = if to_gpu {
+        (b.flow(0, "h2d", Engine::Ce, b.host(HostKind::Pinned, max)?, b.device(0, max)?)?, "cuMemcpyHtoDAsync")
+    } else {
+        (b.flow(0, "d2h", Engine::Ce, b.device(0, max)?, b.host(HostKind::Pinned, max)?)?, "cuMemcpyDtoHAsync")
+    };
+    rec.latency.push(b.latency(label, "GPU 0", &mut flow)?);
+    Ok(())
+}
+
+/// A copy by GPU 0's copy engine into GPU 1's memory.
+pub fn peer(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
+    if b.ngpus() < 2 {
+        rec.unavailable(format!("{NEEDS_TWO_GPUS} ({} in this run)", b.ngpus()), FIX_TWO_GPUS);
+        return Ok(());
+    }
+    if let Some(why) = b.blocked(0, 1) {
+        rec.unavailable(why.to_string(), "use GPUs joined by NVLink or a PCIe switch that allows peer access");
+        return Ok(());
+    }
+    let max = largest(b);
+    let mut flow = b.flow(0, "d2d", Engine::Ce, b.device(0, max)?, b.device(1, max)?)?;
+    rec.latency.push(b.latency("cuMemcpyAsync peer", "GPU 0 -> GPU 1", &mut flow)?);
+    Ok(())
+}
+
+/// The copy kernel on GPU 0 reading (`to_gpu`) or writing mapped pinned memory.
+pub fn mapped(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
+    let max = largest(b);
+    let (mut flow, label) = if to_gpu {
+        (b.flow(0, "h2d", Engine::Sm, b.host(HostKind::Pinned, max)?, b.device(0, max)?)?, "kernel reads host")
+    } else {
+        (b.flow(0, "d2h", Engine::Sm, b.device(0, max)?, b.host(HostKind::Pinned, max)?)?, "kernel writes host")
+    };
+    rec.latency.push(b.latency(label, "GPU 0", &mut flow)?);
+    Ok(())
+}

@@ -1,0 +1,604 @@
+//! `qbench copy`: how fast bytes move between host and GPUs, between GPUs,
+//! within a GPU, through mapped host memory and through gdrcopy's BAR
+//! mapping, measured as nvbandwidth and gdrcopy measure them. This file holds
+//! the run and the measurement loop every test shares; registry.rs lists the
+//! tests, one file per family says what each of its tests copies, flow.rs
+//! how one copy is issued, device.rs the kernels and the hold gate.
+//!
+//! Every bandwidth is timed with CUDA events around `-n` back-to-back copies
+//! after `-w` warm-up copies, over `--samples` samples, the median reported;
+//! concurrent streams are held by a spin kernel until every copy is queued
+//! and released together. After each size the destination of every copy is
+//! compared with the seeded source data, word by word. `QBENCH_CORRUPT=copy`
+//! (or `copy:WORD`) flips one word of each destination before that check, to
+//! prove a corrupted copy is caught (exit 1).
+
+mod buffer;
+mod device;
+mod flow;
+mod gdrcopy;
+mod host_device;
+mod latency;
+mod local;
+mod peer;
+pub mod record;
+mod registry;
+mod zero_copy;
+
+use crate::cli::CopyArgs;
+use crate::error::{Error, Result};
+use crate::gpu::{self, Gpu, cuda_err};
+use crate::harness::stats::iter_stats;
+use crate::libs::{self, Library};
+use crate::report;
+use buffer::{Buffer, HostKind, Place};
+use cudarc::driver::CudaEvent;
+use device::{CopyKernels, Gate, HOLD_TIMEOUT_NS, peer_access, spin};
+use flow::{Flow, FlowMeta, row};
+use record::{CopyRun, LatencyRow, LatencySeries, Row, Skipped, Status, TestRecord};
+use registry::{DEFINITIONS, What, select};
+pub use registry::{Engine, FAMILIES, TESTS, Test, latency_sizes};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// `QBENCH_CORRUPT=copy[:WORD]`: flip word WORD (default 0) of every
+/// destination after its copies and before the check.
+fn corrupt_hook() -> Result<Option<u64>> {
+    parse_corrupt(std::env::var("QBENCH_CORRUPT").ok().as_deref())
+}
+
+fn parse_corrupt(value: Option<&str>) -> Result<Option<u64>> {
+    let Some(v) = value else { return Ok(None) };
+    let bad = || Error::Usage(format!("QBENCH_CORRUPT={v}: qbench copy expects copy or copy:WORD"));
+    match v.trim().split_once(':') {
+        None if v.trim() == "copy" => Ok(Some(0)),
+        Some(("copy", w)) => w.trim().parse().map(Some).map_err(|_| bad()),
+        _ => Err(bad()),
+    }
+}
+
+/// What to run, resolved from the command line before any GPU is touched.
+struct Plan {
+    tests: Vec<&'static Test>,
+    ngpus: Option<usize>,
+    sizes: Vec<u64>,
+    config: record::Config,
+    json_path: Option<std::path::PathBuf>,
+    json_stdout: bool,
+    csv_path: Option<std::path::PathBuf>,
+}
+
+impl Plan {
+    fn new(args: &CopyArgs) -> Result<Plan> {
+        let tests = select(&args.test)?;
+        if args.minbytes == 0 {
+            return Err(Error::Usage("the smallest size (-b) must be at least 1 byte".into()));
+        }
+        let sizes = if args.minbytes == args.maxbytes {
+            vec![args.minbytes]
+        } else {
+            crate::units::sweep(args.minbytes, args.maxbytes, crate::units::Step::Factor(args.stepfactor))?
+        };
+        let config = record::Config {
+            tests: tests.iter().map(|t| t.name).collect(),
+            ngpus: 0,
+            minbytes: args.minbytes,
+            maxbytes: args.maxbytes,
+            stepfactor: args.stepfactor,
+            iters: args.iters,
+            warmup_iters: args.warmup_iters,
+            samples: args.samples,
+            lat_iters: args.lat_iters,
+            lat_sizes: latency_sizes(),
+            seed: args.seed,
+            corrupt_word: corrupt_hook()?,
+        };
+        Ok(Plan {
+            tests,
+            ngpus: args.ngpus.map(|n| n as usize),
+            sizes,
+            config,
+            json_path: args.output_file.clone(),
+            json_stdout: args.json,
+            csv_path: args.csv.clone(),
+        })
+    }
+}
+
+/// Runs `qbench copy` from parsing to exit status.
+pub fn run(args: &CopyArgs) -> Result<()> {
+    if args.list {
+        print!("{}", report::copy::list(&TESTS, &FAMILIES));
+        return Ok(());
+    }
+    let plan = Plan::new(args)?;
+    if !Library::Driver.loadable() {
+        return Err(Error::Missing(
+            "qbench copy measures copies to and from GPUs, but the CUDA driver library (libcuda.so.1) is not on this machine: run it where an NVIDIA GPU and its driver are installed".into(),
+        ));
+    }
+    let found = gpu::device_count()?;
+    if found == 0 {
+        return Err(Error::Missing(
+            "qbench copy needs a CUDA GPU and none is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)".into(),
+        ));
+    }
+    // This may re-execute the process to make NVRTC loadable.
+    libs::require(&[Library::Nvrtc])?;
+    let n = match plan.ngpus {
+        Some(n) if n > found => {
+            return Err(Error::Usage(format!("-g {n}: only {found} GPUs are visible")));
+        }
+        Some(n) => n,
+        None => found,
+    };
+    Bench::open(plan, n)?.run_all()
+}
+
+/// Free device memory left untouched on every GPU.
+const DEVICE_MARGIN: u64 = 512 << 20;
+
+/// A test's record as the test fills it in.
+impl TestRecord {
+    fn new(t: &Test) -> TestRecord {
+        TestRecord {
+            name: t.name,
+            family: t.family,
+            description: t.description,
+            figure: t.figure,
+            timing: t.timing,
+            status: Status::Ran,
+            reason: None,
+            fix: None,
+            sizes_left_out: Vec::new(),
+            skipped: Vec::new(),
+            rows: Vec::new(),
+            latency: Vec::new(),
+            wrong_words: 0,
+        }
+    }
+
+    /// The test cannot run here: why, and what would let it.
+    pub fn unavailable(&mut self, reason: impl Into<String>, fix: impl Into<String>) {
+        self.status = Status::Unavailable;
+        self.reason = Some(reason.into());
+        self.fix = Some(fix.into());
+    }
+
+    /// One placement of the test cannot run here.
+    pub fn skip(&mut self, placement: impl Into<String>, reason: impl Into<String>) {
+        self.skipped.push(Skipped { placement: placement.into(), reason: reason.into() });
+    }
+}
+
+/// The reason peer tests give on a machine with one GPU.
+pub const NEEDS_TWO_GPUS: &str = "needs two GPUs";
+pub const FIX_TWO_GPUS: &str = "run on a machine with two or more GPUs (and -g 2 or more)";
+
+/// The GPUs of the run and everything the tests share.
+pub struct Bench {
+    plan: Plan,
+    kernels: Vec<CopyKernels>,
+    /// One u64 per GPU for the check kernel's count.
+    counters: Vec<Buffer>,
+    gate: Gate,
+    /// `blocked[i][j]`: why GPU i cannot reach GPU j's memory, if it cannot.
+    blocked: Vec<Vec<Option<String>>>,
+    run: CopyRun,
+    flows_made: u64,
+    /// Last, so that the buffers above are freed while the contexts live.
+    gpus: Vec<Gpu>,
+}
+
+impl Bench {
+    fn open(mut plan: Plan, n: usize) -> Result<Bench> {
+        let gpus = (0..n).map(Gpu::open).collect::<Result<Vec<_>>>()?;
+        let kernels = gpus.iter().map(CopyKernels::load).collect::<Result<Vec<_>>>()?;
+        let counters = gpus.iter().enumerate().map(|(i, g)| Buffer::device(g, i, 8, 8)).collect::<Result<Vec<_>>>()?;
+        let gate = Gate::new(&gpus)?;
+        let blocked = peer_access(&gpus);
+        plan.config.ngpus = n;
+        let devices = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| record::Device {
+                index: i,
+                name: g.name.clone(),
+                bus_id: g.bus_id.clone(),
+                total_mem: g.total_mem,
+            })
+            .collect();
+        let run = CopyRun {
+            schema: record::SCHEMA,
+            qbench_version: env!("CARGO_PKG_VERSION"),
+            args: std::env::args().collect(),
+            host: crate::transport::short_hostname(),
+            start_time: now(),
+            end_time: None,
+            config: plan.config.clone(),
+            devices,
+            definitions: DEFINITIONS.to_vec(),
+            tests: Vec::new(),
+            wrong_words: 0,
+            error: None,
+        };
+        Ok(Bench { plan, gpus, kernels, counters, gate, blocked, run, flows_made: 0 })
+    }
+
+    fn print(&self, text: &str) {
+        if !self.plan.json_stdout {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+    }
+
+    fn run_all(mut self) -> Result<()> {
+        self.print(&report::copy::header(&self.run));
+        let mut outcome = Ok(());
+        for t in self.plan.tests.clone() {
+            let mut rec = TestRecord::new(t);
+            let r = self.run_test(t, &mut rec);
+            rec.wrong_words = rec.rows.iter().map(|r| r.wrong_words).sum::<u64>()
+                + rec.latency.iter().flat_map(|s| &s.rows).map(|r| r.wrong_words).sum::<u64>();
+            self.print(&report::copy::section(&rec));
+            self.run.wrong_words += rec.wrong_words;
+            self.run.tests.push(rec);
+            if let Err(e) = r {
+                self.run.error = Some(format!("{}: {e}", t.name));
+                outcome = Err(e);
+                break;
+            }
+        }
+        self.run.end_time = Some(now());
+        self.print(&report::copy::footer(&self.run));
+        if let Some(path) = &self.plan.json_path {
+            report::json::write(&self.run, path)?;
+        }
+        if let Some(path) = &self.plan.csv_path {
+            report::copy::write_csv(&self.run, path)?;
+        }
+        if self.plan.json_stdout {
+            println!("{}", report::json::to_string(&self.run)?);
+        }
+        outcome?;
+        if self.run.wrong_words > 0 {
+            let bad: Vec<&str> = self.run.tests.iter().filter(|t| t.wrong_words > 0).map(|t| t.name).collect();
+            return Err(Error::CheckFailed(format!(
+                "{} wrong 8-byte words in the copied data ({}): a copy delivered bytes that differ from its source",
+                self.run.wrong_words,
+                bad.join(", ")
+            )));
+        }
+        if self.run.tests.iter().all(|t| t.status == Status::Unavailable) {
+            let why: Vec<String> =
+                self.run.tests.iter().map(|t| format!("{}: {}", t.name, t.reason.as_deref().unwrap_or("?"))).collect();
+            return Err(Error::Missing(format!("no requested copy test can run on this machine ({})", why.join("; "))));
+        }
+        Ok(())
+    }
+
+    fn run_test(&mut self, t: &Test, rec: &mut TestRecord) -> Result<()> {
+        match t.what {
+            What::HostOneWay { to_gpu, host } => host_device::one_way(self, rec, to_gpu, host)?,
+            What::HostBothWays => host_device::both_ways(self, rec)?,
+            What::HostAllGpus { h2d, d2h } => host_device::all_gpus(self, rec, h2d, d2h)?,
+            What::PeerOneWay { engine, by_destination } => peer::one_way(self, rec, engine, by_destination)?,
+            What::PeerBothWays { engine } => peer::both_ways(self, rec, engine)?,
+            What::Local { engine } => local::run(self, rec, engine)?,
+            What::ZeroCopy { to_gpu } => zero_copy::run(self, rec, to_gpu)?,
+            What::LatencyHost { to_gpu } => latency::host(self, rec, to_gpu)?,
+            What::LatencyPeer => latency::peer(self, rec)?,
+            What::LatencyMapped { to_gpu } => latency::mapped(self, rec, to_gpu)?,
+            What::GdrBandwidth => gdrcopy::bandwidth(self, rec)?,
+            What::GdrLatency => gdrcopy::latency(self, rec)?,
+        }
+        if rec.status == Status::Ran && rec.rows.is_empty() && rec.latency.is_empty() {
+            let why = rec.skipped.first().map(|s| s.reason.clone()).unwrap_or_else(|| "nothing was measured".into());
+            rec.status = Status::Unavailable;
+            rec.reason = Some(why);
+        }
+        Ok(())
+    }
+
+    fn ngpus(&self) -> usize {
+        self.gpus.len()
+    }
+
+    fn config(&self) -> &record::Config {
+        &self.plan.config
+    }
+
+    /// Why GPU `from` cannot reach GPU `to`'s memory, if it cannot.
+    fn blocked(&self, from: usize, to: usize) -> Option<&str> {
+        self.blocked.get(from).and_then(|r| r.get(to)).and_then(|b| b.as_deref())
+    }
+
+    /// The sweep's sizes that fit when each GPU holds `device_buffers`
+    /// buffers of that size and the host `host_buffers` (half of the
+    /// available host memory at most); the rest are noted in `rec`, and a
+    /// test with no size left is unavailable.
+    fn sizes_within(&self, rec: &mut TestRecord, device_buffers: u64, host_buffers: u64) -> Result<Vec<u64>> {
+        let mut cap = u64::MAX;
+        for g in &self.gpus {
+            if let Some(c) = g.free_mem()?.saturating_sub(DEVICE_MARGIN).checked_div(device_buffers) {
+                cap = cap.min(c);
+            }
+        }
+        if let Some(c) = (host_available() / 2).checked_div(host_buffers) {
+            cap = cap.min(c);
+        }
+        let (keep, out): (Vec<u64>, Vec<u64>) = self.plan.sizes.iter().partition(|&&s| s <= cap);
+        if keep.is_empty() {
+            rec.unavailable(
+                format!("free memory holds buffers of {cap} bytes, less than the smallest size (-b)"),
+                "lower -b, or free GPU and host memory",
+            );
+        }
+        rec.sizes_left_out = out;
+        Ok(keep)
+    }
+
+    fn device(&self, gpu: usize, bytes: u64) -> Result<Buffer> {
+        Buffer::device(&self.gpus[gpu], gpu, bytes, 256)
+    }
+
+    fn host(&self, kind: HostKind, bytes: u64) -> Result<Buffer> {
+        match kind {
+            HostKind::Pageable => Ok(Buffer::pageable(bytes)),
+            _ => Buffer::pinned(&self.gpus[0].ctx, kind, bytes),
+        }
+    }
+
+    /// Waits for every GPU's own stream (fills and checks).
+    fn sync_gpus(&self) -> Result<()> {
+        for g in &self.gpus {
+            g.stream.synchronize().map_err(cuda_err(format!("waiting for GPU {}", g.ordinal)))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the end events of `flows`, giving up after `limit`.
+    fn wait(&self, flows: &[&Flow], limit: Duration) -> Result<()> {
+        let ends: Vec<&CudaEvent> = flows.iter().map(|f| &f.end).collect();
+        gpu::wait_events(&ends, Some(limit), || Ok(()))
+    }
+
+    /// Writes the seeded data (or the poison) into the first `bytes` bytes of `buf`.
+    fn fill(&self, buf: &mut Buffer, bytes: u64, seed: u64, invert: bool) -> Result<()> {
+        match buf.place() {
+            Place::Device(g) => {
+                let gpu = &self.gpus[g];
+                self.kernels[g].fill(gpu, buf.device_addr(gpu)?, bytes, seed, invert)
+            }
+            Place::Host(_) => {
+                // SAFETY: no copy touches `buf` now: fills come before a
+                // size's copies are queued and after the last one finished.
+                let s =
+                    unsafe { buf.host_slice(bytes) }.ok_or_else(|| Error::Runtime("internal: no host slice".into()))?;
+                buffer::fill_host(s, seed, invert);
+                Ok(())
+            }
+        }
+    }
+
+    /// Applies the test hook, then counts the wrong words of the first
+    /// `bytes` bytes of `buf`: on its GPU for device memory, on GPU `via`
+    /// for write-combined memory (which the CPU reads very slowly), on the
+    /// host for other host memory.
+    fn verify(&self, buf: &mut Buffer, bytes: u64, seed: u64, via: usize) -> Result<u64> {
+        if let Some(w) = self.plan.config.corrupt_word {
+            self.corrupt(buf, bytes, w)?;
+        }
+        let on = match buf.place() {
+            Place::Device(g) => Some(g),
+            Place::Host(HostKind::WriteCombined) => Some(via),
+            Place::Host(_) => None,
+        };
+        let Some(g) = on else {
+            // SAFETY: the copies into `buf` have finished (their events completed).
+            let s = unsafe { buf.host_slice(bytes) }.ok_or_else(|| Error::Runtime("internal: no host slice".into()))?;
+            return Ok(buffer::count_wrong_host(s, seed));
+        };
+        let gpu = &self.gpus[g];
+        let counter = self.counters[g].device_addr(gpu)?;
+        gpu.memset(counter, 0, 8)?;
+        self.kernels[g].check(gpu, buf.device_addr(gpu)?, bytes, seed, counter)?;
+        gpu.stream.synchronize().map_err(cuda_err(format!("checking data on GPU {g}")))?;
+        let mut wrong = [0u64; 1];
+        // SAFETY: `counter` is one u64 on this GPU, written by the check
+        // kernel the synchronisation above waited for.
+        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut wrong, counter) }
+            .map_err(cuda_err("reading the wrong-word count"))?;
+        Ok(wrong[0])
+    }
+
+    /// The test hook: flips word `word` of the first `bytes` bytes of `buf`.
+    fn corrupt(&self, buf: &mut Buffer, bytes: u64, word: u64) -> Result<()> {
+        match buf.place() {
+            Place::Device(g) => {
+                let gpu = &self.gpus[g];
+                let w = word.min(bytes.saturating_sub(1) / 8);
+                let at = buf.device_addr(gpu)? + w * 8;
+                let mut tmp = vec![0u8; (bytes - w * 8).min(8) as usize];
+                gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                // SAFETY: `at..at+tmp.len()` lies inside the buffer's first
+                // `bytes` bytes; the copies into it have finished.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtoh_sync(&mut tmp, at).map_err(cuda_err("reading a word"))?;
+                    buffer::flip_word(&mut tmp, 0);
+                    cudarc::driver::result::memcpy_htod_sync(at, &tmp).map_err(cuda_err("writing a word"))?;
+                }
+            }
+            Place::Host(_) => {
+                // SAFETY: the copies into `buf` have finished.
+                let s =
+                    unsafe { buf.host_slice(bytes) }.ok_or_else(|| Error::Runtime("internal: no host slice".into()))?;
+                buffer::flip_word(s, word);
+            }
+        }
+        Ok(())
+    }
+
+    /// Measures every size of `sizes` for the flows of one placement,
+    /// adding a row per size to `rec`.
+    fn bandwidth(&self, rec: &mut TestRecord, placement: &str, sizes: &[u64], flows: &mut [Flow]) -> Result<()> {
+        for &size in sizes {
+            rec.rows.push(self.measure(placement, size, flows)?);
+        }
+        Ok(())
+    }
+
+    fn measure(&self, placement: &str, size: u64, flows: &mut [Flow]) -> Result<Row> {
+        let cfg = &self.plan.config;
+        for f in flows.iter_mut() {
+            if size > f.src.bytes() || size > f.dst.bytes() {
+                return Err(Error::Runtime(format!("internal: {size} bytes copied between smaller buffers")));
+            }
+            self.fill(&mut f.src, size, f.seed, false)?;
+            self.fill(&mut f.dst, size, f.seed, true)?;
+        }
+        self.sync_gpus()?;
+        let samples = self.time(size, flows)?;
+        let wrong =
+            flows.iter_mut().map(|f| self.verify(&mut f.dst, size, f.seed, f.issuer)).collect::<Result<Vec<_>>>()?;
+        let metas: Vec<FlowMeta> = flows.iter().map(Flow::meta).collect();
+        Ok(row(size, placement, &metas, &samples, cfg.iters, &wrong))
+    }
+
+    /// Warms up, then times `--samples` samples of `-n` copies per flow:
+    /// each flow's own time per sample, in seconds.
+    fn time(&self, size: u64, flows: &[Flow]) -> Result<Vec<Vec<f64>>> {
+        let cfg = &self.plan.config;
+        let all: Vec<&Flow> = flows.iter().collect();
+        let limit = |copies: u32| Duration::from_secs(60) + Duration::from_secs_f64(copies as f64 * size as f64 / 1e9);
+        for _ in 0..cfg.warmup_iters {
+            for f in flows {
+                self.enqueue(f, size)?;
+            }
+        }
+        for f in flows {
+            f.end.record(&f.stream).map_err(cuda_err("recording an event"))?;
+        }
+        self.wait(&all, limit(cfg.warmup_iters))?;
+        let hold = flows.iter().all(|f| !f.pageable());
+        let mut samples = Vec::with_capacity(cfg.samples as usize);
+        for _ in 0..cfg.samples {
+            let queued = self.queue_sample(flows, size, hold);
+            if hold {
+                self.gate.release();
+            }
+            queued?;
+            self.wait(&all, limit(cfg.iters))?;
+            if hold && self.gate.timed_out() {
+                return Err(Error::Runtime(format!(
+                    "the hold kernel stopped waiting after {} s before all {} copies were queued: lower -n",
+                    HOLD_TIMEOUT_NS / 1_000_000_000,
+                    cfg.iters as usize * flows.len()
+                )));
+            }
+            let times = flows
+                .iter()
+                .map(|f| Ok(f.start.elapsed_ms(&f.end).map_err(cuda_err("reading event times"))? as f64 * 1e-3))
+                .collect::<Result<Vec<f64>>>()?;
+            samples.push(times);
+        }
+        Ok(samples)
+    }
+
+    /// Queues one sample: on every flow's stream the hold kernel (when
+    /// `hold`), the start event, `-n` copies interleaved across flows, the
+    /// end event. The caller opens the gate whatever this returns.
+    fn queue_sample(&self, flows: &[Flow], size: u64, hold: bool) -> Result<()> {
+        if hold {
+            self.gate.arm();
+        }
+        for f in flows {
+            if hold {
+                self.kernels[f.issuer].hold(&f.stream, self.gate.addr[f.issuer])?;
+            }
+            f.start.record(&f.stream).map_err(cuda_err("recording an event"))?;
+        }
+        for _ in 0..self.plan.config.iters {
+            for f in flows {
+                self.enqueue(f, size)?;
+            }
+        }
+        for f in flows {
+            f.end.record(&f.stream).map_err(cuda_err("recording an event"))?;
+        }
+        Ok(())
+    }
+
+    /// One latency table: every latency size, `--lat_iters` copies each,
+    /// one at a time, timed by the host clock and by events.
+    fn latency(&self, label: &str, placement: &str, f: &mut Flow) -> Result<LatencySeries> {
+        let cfg = &self.plan.config;
+        let mut rows = Vec::new();
+        for &size in &cfg.lat_sizes {
+            if size > f.src.bytes() || size > f.dst.bytes() {
+                return Err(Error::Runtime(format!("internal: {size} bytes copied between smaller buffers")));
+            }
+            self.fill(&mut f.src, size, f.seed, false)?;
+            self.fill(&mut f.dst, size, f.seed, true)?;
+            self.sync_gpus()?;
+            for _ in 0..cfg.warmup_iters {
+                self.enqueue(f, size)?;
+            }
+            f.end.record(&f.stream).map_err(cuda_err("recording an event"))?;
+            spin(&f.end, Instant::now())?;
+            let mut host = Vec::with_capacity(cfg.lat_iters as usize);
+            let mut device = Vec::with_capacity(cfg.lat_iters as usize);
+            for _ in 0..cfg.lat_iters {
+                f.start.record(&f.stream).map_err(cuda_err("recording an event"))?;
+                let t0 = Instant::now();
+                self.enqueue(f, size)?;
+                f.end.record(&f.stream).map_err(cuda_err("recording an event"))?;
+                spin(&f.end, t0)?;
+                host.push(t0.elapsed().as_secs_f64());
+                device.push(f.start.elapsed_ms(&f.end).map_err(cuda_err("reading event times"))? as f64 * 1e-3);
+            }
+            let wrong_words = self.verify(&mut f.dst, size, f.seed, f.issuer)?;
+            rows.push(LatencyRow { size, host: iter_stats(&host), device: Some(iter_stats(&device)), wrong_words });
+        }
+        Ok(LatencySeries { label: label.to_string(), placement: placement.to_string(), rows })
+    }
+}
+
+/// Host memory the kernel says is available, in bytes (unbounded when
+/// /proc/meminfo cannot be read).
+fn host_available() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kb| kb * 1024)
+}
+
+/// The current UTC time, RFC 3339.
+fn now() -> String {
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// A latency row timed on the host alone (CPU copies).
+fn cpu_latency_row(size: u64, seconds: &[f64], wrong_words: u64) -> LatencyRow {
+    LatencyRow { size, host: iter_stats(seconds), device: None, wrong_words }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_hook_accepts_copy_and_a_word() {
+        assert_eq!(parse_corrupt(None).unwrap(), None);
+        assert_eq!(parse_corrupt(Some("copy")).unwrap(), Some(0));
+        assert_eq!(parse_corrupt(Some("copy:12")).unwrap(), Some(12));
+        for bad in ["1:5", "copy:x", "copy:", "cpy"] {
+            assert_eq!(parse_corrupt(Some(bad)).unwrap_err().exit_code(), 2, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Zero-copy: the copy kernel reading or writing mapped pinned host memory
+//! directly over PCIe, the path a CPU-visible buffer takes when gdrdrv is
+//! not there to map GPU memory for the CPU.
+
+use super::buffer::HostKind;
+use super::record::TestRecord;
+use super::{Bench, Engine};
+use crate::error::Result;
+
+/// Each GPU in turn: reading host memory into the GPU (`to_gpu`) or writing it.
+pub fn run(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
+    let sizes = b.sizes_within(rec, 1, 1)?;
+    let Some(&max) = sizes.last() else { return Ok(()) };
+    for g in 0..b.ngpus() {
+        let flow = if to_gpu {
+            b.flow(g, "h2d", Engine::Sm, b.host(HostKind::Pinned, max)?, b.device(g, max)?)?
+        } else {
+            b.flow(g, "d2h", Engine::Sm, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?
+        };
+        b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut [flow])?;
+    }
+    Ok(())
+}

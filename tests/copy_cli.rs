@@ -1,0 +1,54 @@
+//! `qbench copy` as a user without a GPU sees it: the test list, one-line
+//! usage errors (exit 2), and exit 3 with one sentence when no GPU is
+//! visible. The measurements themselves need a GPU (results/run-h200x2.sh).
+
+use std::process::{Command, Output};
+
+fn qbench(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_qbench"));
+    cmd.args(args).env_remove("QBENCH_CORRUPT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run qbench")
+}
+
+fn one_line_error(o: &Output, code: i32) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "stderr: {err}");
+    assert!(err.starts_with("qbench: "), "stderr: {err}");
+    err
+}
+
+#[test]
+fn list_names_every_family_and_test() {
+    let o = qbench(&["copy", "--list"], &[]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for name in ["host_device", "h2d_pinned", "bidir_all", "peer_ce_write", "local_sm", "zero_copy_read"] {
+        assert!(text.contains(name), "{name} missing from {text}");
+    }
+    for name in ["latency_peer", "latency_mapped_write", "gdrcopy_bw", "gdrcopy_lat"] {
+        assert!(text.contains(name), "{name} missing from {text}");
+    }
+}
+
+#[test]
+fn no_visible_gpu_is_exit_3_with_a_sentence() {
+    let o = qbench(&["copy", "--test", "h2d_pinned"], &[("CUDA_VISIBLE_DEVICES", "")]);
+    let err = one_line_error(&o, 3);
+    assert!(err.contains("GPU"), "{err}");
+}
+
+#[test]
+fn bad_requests_are_exit_2_with_one_line() {
+    let err = one_line_error(&qbench(&["copy", "--test", "h2d_pinned,warp_drive"], &[]), 2);
+    assert!(err.contains("warp_drive") && err.contains("--list"), "{err}");
+    let err = one_line_error(&qbench(&["copy", "-b", "1G", "-e", "1M"], &[]), 2);
+    assert!(err.contains("-b") && err.contains("-e"), "{err}");
+    one_line_error(&qbench(&["copy", "-b", "1M", "-e", "1G", "-f", "1"], &[]), 2);
+    one_line_error(&qbench(&["copy", "-n", "0"], &[]), 2);
+    let err = one_line_error(&qbench(&["copy"], &[("QBENCH_CORRUPT", "1:7")]), 2);
+    assert!(err.contains("copy:WORD"), "{err}");
+}
