@@ -42,7 +42,9 @@ pub fn parse_wires(text: &str, no_pipeline: bool) -> Result<Vec<Wire>> {
     let mut wires = Vec::new();
     for part in text.split(',').map(str::trim) {
         let add: Vec<Wire> = match part {
-            "all" => vec![Wire::Nccl, Wire::P2p, Wire::P2pCe, Wire::Host, Wire::HostUnpipelined, Wire::Cpu],
+            // Every way of moving GPU amplitudes; host-memory ranks are a
+            // different register, asked for by name.
+            "all" => vec![Wire::Nccl, Wire::P2p, Wire::P2pCe, Wire::Host, Wire::HostUnpipelined],
             "host" if no_pipeline => vec![Wire::HostUnpipelined],
             _ => vec![Wire::parse(part).ok_or_else(|| {
                 Error::Usage(format!(
@@ -345,7 +347,8 @@ mod tests {
         assert_eq!(parse_qubits("20-21").unwrap(), vec![20, 21]);
         assert!(parse_qubits("23..20").is_err() && parse_qubits("x").is_err());
         assert_eq!(parse_wires("host", true).unwrap(), vec![Wire::HostUnpipelined]);
-        assert_eq!(parse_wires("all", false).unwrap().len(), 6);
+        assert_eq!(parse_wires("all", false).unwrap().len(), 5);
+        assert_eq!(parse_wires("all,cpu", false).unwrap().len(), 6);
         assert_eq!(parse_wires("nccl,p2p,nccl", false).unwrap(), vec![Wire::Nccl, Wire::P2p]);
         assert!(parse_wires("rdma", false).is_err());
         assert!(parse_patterns("both").unwrap().len() == 2 && parse_patterns("x").is_err());
