@@ -248,27 +248,24 @@ impl Drop for Pinned {
     }
 }
 
-/// Enables direct access between two GPUs in both directions, or says why
-/// it is not possible.
-pub fn enable_peer_access(a: &Gpu, b: &Gpu) -> std::result::Result<(), String> {
+/// Enables direct access from `from`'s kernels and copies to `to`'s memory,
+/// or says why it is not possible.
+pub fn enable_peer(from: &Gpu, to: &Gpu) -> std::result::Result<(), String> {
     use cudarc::driver::sys;
-    for (x, y) in [(a, b), (b, a)] {
-        let mut can = 0;
-        // SAFETY: plain query with valid device handles and an out-pointer.
-        let r = unsafe { sys::cuDeviceCanAccessPeer(&mut can, x.ctx.cu_device(), y.ctx.cu_device()) };
-        if r != sys::CUresult::CUDA_SUCCESS || can == 0 {
-            return Err(format!(
-                "GPU {} cannot access GPU {} directly (no peer access between them)",
-                x.ordinal, y.ordinal
-            ));
-        }
-        x.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
-        // SAFETY: enables access from the current context (x) to y's; an
-        // already-enabled pair answers PEER_ACCESS_ALREADY_ENABLED.
-        match unsafe { sys::cuCtxEnablePeerAccess(y.ctx.cu_ctx(), 0) } {
-            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
-            e => return Err(format!("enabling peer access from GPU {} to GPU {} failed: {e:?}", x.ordinal, y.ordinal)),
-        }
+    let mut can = 0;
+    // SAFETY: plain query with valid device handles and an out-pointer.
+    let r = unsafe { sys::cuDeviceCanAccessPeer(&mut can, from.ctx.cu_device(), to.ctx.cu_device()) };
+    if r != sys::CUresult::CUDA_SUCCESS || can == 0 {
+        return Err(format!(
+            "GPU {} cannot reach GPU {}'s memory (no NVLink or PCIe peer path, see nvidia-smi topo -m)",
+            from.ordinal, to.ordinal
+        ));
     }
-    Ok(())
+    from.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+    // SAFETY: enables access from the current context (from's) to to's; an
+    // already-enabled pair answers PEER_ACCESS_ALREADY_ENABLED.
+    match unsafe { sys::cuCtxEnablePeerAccess(to.ctx.cu_ctx(), 0) } {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+        e => Err(format!("enabling peer access from GPU {} to GPU {} failed: {e:?}", from.ordinal, to.ordinal)),
+    }
 }

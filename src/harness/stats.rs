@@ -3,6 +3,18 @@
 use super::record::IterStats;
 use hdrhistogram::Histogram;
 
+/// (median, min, max) of a set of samples (zeros when there are none).
+pub fn median_min_max(values: &[f64]) -> (f64, f64, f64) {
+    if values.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    (median, v[0], v[n - 1])
+}
+
 /// Min, median, 99th percentile and max of per-iteration seconds, in µs.
 pub fn iter_stats(seconds: &[f64]) -> IterStats {
     // Nanosecond resolution from 1 ns to one hour, 3 significant digits.

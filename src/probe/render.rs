@@ -6,8 +6,6 @@ use crate::probe::collect::Facts;
 use crate::probe::collect::sysfs::Known;
 use crate::probe::topo::PciPlace;
 use serde::Serialize;
-use tabled::builder::Builder;
-use tabled::settings::Style;
 
 pub const SCHEMA: &str = "qbench.probe.v1";
 
@@ -53,14 +51,7 @@ pub fn text(facts: &Facts, checks: &[Check], verdict: Status) -> String {
 }
 
 fn table(header: &[&str], rows: Vec<Vec<String>>) -> tabled::Table {
-    let mut b = Builder::default();
-    b.push_record(header.iter().map(|s| s.to_string()));
-    for r in rows {
-        b.push_record(r);
-    }
-    let mut t = b.build();
-    t.with(Style::psql());
-    t
+    crate::report::table(header.iter().map(|s| s.to_string()), rows)
 }
 
 /// The value, or "?N" with the reason as note N (printed under the table).

@@ -7,20 +7,14 @@ use crate::workload::copy::Test;
 use crate::workload::copy::record::{CopyRun, Endpoint, Row, Status, TestRecord};
 use std::fmt::Write;
 use std::path::Path;
-use tabled::builder::Builder;
+use tabled::settings::Alignment;
 use tabled::settings::object::Columns;
-use tabled::settings::{Alignment, Style};
 
 /// A psql-style table, numbers right-aligned; column `text` (if any) holds
 /// words and is left-aligned.
 fn table(header: Vec<String>, rows: Vec<Vec<String>>, text: Option<usize>) -> String {
-    let mut b = Builder::default();
-    b.push_record(header);
-    for r in rows {
-        b.push_record(r);
-    }
-    let mut t = b.build();
-    t.with(Style::psql()).with(Alignment::right());
+    let mut t = super::table(header, rows);
+    t.with(Alignment::right());
     if let Some(c) = text {
         t.modify(Columns::one(c), Alignment::left());
     }

@@ -8,18 +8,9 @@ use crate::workload::exchange::compare::Comparison;
 use crate::workload::exchange::record::{ExchangeRun, RegisterRun};
 use crate::workload::exchange::verdict::{Circuit, Verdict};
 use std::fmt::Write;
-use tabled::builder::Builder;
-use tabled::settings::Style;
 
 fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
-    let mut b = Builder::default();
-    b.push_record(header.iter().map(|s| s.to_string()));
-    for r in rows {
-        b.push_record(r);
-    }
-    let mut t = b.build();
-    t.with(Style::psql());
-    t.to_string()
+    super::table(header.iter().map(|s| s.to_string()), rows).to_string()
 }
 
 fn ms(s: f64) -> String {

@@ -298,7 +298,7 @@ pub(super) fn flip_element(op: &Op, r: usize, index: u64, recv: &mut [u64]) {
 }
 
 /// MemAvailable from /proc/meminfo, in bytes.
-pub(super) fn mem_available() -> Option<u64> {
+pub fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

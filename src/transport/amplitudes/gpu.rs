@@ -132,7 +132,9 @@ impl<'w> GpuRegister<'w> {
         } else {
             (0..local).find_map(|r| {
                 let p = layout.partner(r, layout.qubits - 1);
-                gpu::enable_peer_access(&ranks[r].gpu, &ranks[p].gpu).err()
+                gpu::enable_peer(&ranks[r].gpu, &ranks[p].gpu)
+                    .and_then(|_| gpu::enable_peer(&ranks[p].gpu, &ranks[r].gpu))
+                    .err()
             })
         };
         Ok(GpuRegister { comms, layout, world, first_rank, ranks, info, no_peer, flows: Vec::new(), piece })

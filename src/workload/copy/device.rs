@@ -5,7 +5,7 @@
 use super::buffer::{Buffer, HostKind};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, cuda_err, kernels};
-use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use std::time::{Duration, Instant};
 
 /// How long the hold kernel waits for the host before giving up.
@@ -136,28 +136,9 @@ pub(super) fn peer_access(gpus: &[Gpu]) -> Vec<Vec<Option<String>>> {
     for (i, a) in gpus.iter().enumerate() {
         for (j, b) in gpus.iter().enumerate() {
             if i != j {
-                blocked[i][j] = enable_peer(i, a, j, b).err();
+                blocked[i][j] = crate::gpu::enable_peer(a, b).err();
             }
         }
     }
     blocked
-}
-
-fn enable_peer(i: usize, a: &Gpu, j: usize, b: &Gpu) -> std::result::Result<(), String> {
-    let mut can = 0;
-    // SAFETY: `can` is a valid out-pointer; both devices are live handles.
-    unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.ctx.cu_device(), b.ctx.cu_device()) }
-        .result()
-        .map_err(|e| format!("cuDeviceCanAccessPeer failed for GPU {i} -> GPU {j}: {e:?}"))?;
-    if can == 0 {
-        return Err(format!(
-            "GPU {i} cannot reach GPU {j}'s memory (cuDeviceCanAccessPeer = 0: no NVLink or PCIe peer path, see nvidia-smi topo -m)"
-        ));
-    }
-    a.ctx.bind_to_thread().map_err(|e| format!("binding GPU {i}'s context: {e:?}"))?;
-    // SAFETY: the bound context is GPU i's; b's context is live.
-    match unsafe { sys::cuCtxEnablePeerAccess(b.ctx.cu_ctx(), 0) } {
-        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
-        e => Err(format!("enabling peer access from GPU {i} to GPU {j} failed: {e:?}")),
-    }
 }

@@ -213,7 +213,7 @@ impl Bench {
             qbench_version: env!("CARGO_PKG_VERSION"),
             args: std::env::args().collect(),
             host: crate::transport::short_hostname(),
-            start_time: now(),
+            start_time: crate::harness::now(),
             end_time: None,
             config: plan.config.clone(),
             devices,
@@ -250,7 +250,7 @@ impl Bench {
                 break;
             }
         }
-        self.run.end_time = Some(now());
+        self.run.end_time = Some(crate::harness::now());
         self.print(&report::copy::footer(&self.run));
         if let Some(path) = &self.plan.json_path {
             report::json::write(&self.run, path)?;
@@ -325,7 +325,7 @@ impl Bench {
                 cap = cap.min(c);
             }
         }
-        if let Some(c) = (host_available() / 2).checked_div(host_buffers) {
+        if let Some(c) = (crate::transport::cpu::mem_available().unwrap_or(u64::MAX) / 2).checked_div(host_buffers) {
             cap = cap.min(c);
         }
         let (keep, out): (Vec<u64>, Vec<u64>) = self.plan.sizes.iter().partition(|&&s| s <= cap);
@@ -563,24 +563,6 @@ impl Bench {
         }
         Ok(LatencySeries { label: label.to_string(), placement: placement.to_string(), rows })
     }
-}
-
-/// Host memory the kernel says is available, in bytes (unbounded when
-/// /proc/meminfo cannot be read).
-fn host_available() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(u64::MAX, |kb| kb * 1024)
-}
-
-/// The current UTC time, RFC 3339.
-fn now() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 /// A latency row timed on the host alone (CPU copies).

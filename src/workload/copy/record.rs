@@ -68,14 +68,8 @@ pub struct Stat {
 
 impl Stat {
     pub fn of(values: &[f64]) -> Stat {
-        if values.is_empty() {
-            return Stat::default();
-        }
-        let mut v = values.to_vec();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-        Stat { median, min: v[0], max: v[n - 1] }
+        let (median, min, max) = crate::harness::stats::median_min_max(values);
+        Stat { median, min, max }
     }
 }
 
