@@ -115,15 +115,8 @@ pub struct ExchangeArgs {
     /// Circuit models of the verdict: qft, random (gates on random qubits), random:FRACTION of gates global
     #[arg(long, default_value = "qft,random")]
     pub circuit: String,
-    /// Write the run's records as JSON to this file
-    #[arg(short = 'J', long = "output_file", alias = "output-file", value_name = "FILE")]
-    pub output_file: Option<PathBuf>,
-    /// Print the records as JSON on stdout instead of text
-    #[arg(long)]
-    pub json: bool,
-    /// Write one CSV line per global gate measurement to this file
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -139,12 +132,22 @@ pub struct CompareArgs {
     pub iters: u32,
     #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 2)]
     pub warmup_iters: u32,
-    /// Write the comparison as JSON to this file
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Where a run's records go besides the text on stdout.
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Write the run's records as JSON to this file
     #[arg(short = 'J', long = "output_file", alias = "output-file", value_name = "FILE")]
     pub output_file: Option<PathBuf>,
-    /// Print the comparison as JSON on stdout instead of a table
+    /// Print the records as JSON on stdout instead of the tables
     #[arg(long)]
     pub json: bool,
+    /// Write the records as CSV to this file
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
 }
 
 /// Where the ranks' buffers live and what moves them.
@@ -220,15 +223,8 @@ pub struct CollArgs {
     /// Abort the communicator and exit 4 when one operation takes longer than this many seconds (0 = never)
     #[arg(short = 'T', long = "timeout", default_value_t = 0)]
     pub timeout: u64,
-    /// Write the run's records as JSON to this file
-    #[arg(short = 'J', long = "output_file", alias = "output-file", value_name = "FILE")]
-    pub output_file: Option<PathBuf>,
-    /// Print the run's records as JSON on stdout instead of the table
-    #[arg(long)]
-    pub json: bool,
-    /// Write one CSV line per size and placement to this file
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// What moves the data: nccl (GPU buffers) or cpu (host buffers, threads as ranks)
     #[arg(long, value_enum, default_value_t = TransportKind::Nccl)]
     pub transport: TransportKind,
@@ -270,15 +266,8 @@ pub struct CopyArgs {
     /// GPUs to use, the first ones visible (default: all)
     #[arg(short = 'g', long = "ngpus", value_parser = clap::value_parser!(u32).range(1..))]
     pub ngpus: Option<u32>,
-    /// Write the run's records as JSON to this file
-    #[arg(short = 'J', long = "output_file", alias = "output-file", value_name = "FILE")]
-    pub output_file: Option<PathBuf>,
-    /// Print the run's records as JSON on stdout instead of the tables
-    #[arg(long)]
-    pub json: bool,
-    /// Write one CSV line per figure to this file
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Seed of the copied data
     #[arg(long, default_value_t = crate::pattern::DEFAULT_SEED)]
     pub seed: u64,

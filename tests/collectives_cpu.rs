@@ -2,6 +2,9 @@
 //! whole pipeline (sweep, data, checks, table, JSON, CSV, exit codes) as a
 //! user sees it, with no GPU.
 
+mod common;
+
+use common::rows;
 use std::process::{Command, Output};
 
 fn qbench(args: &[&str]) -> Output {
@@ -14,15 +17,6 @@ fn qbench_env(args: &[&str], key: &str, value: &str) -> Output {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// The data rows of a table, split into columns.
-fn rows(o: &Output) -> Vec<Vec<String>> {
-    stdout(o)
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| l.split_whitespace().map(String::from).collect())
-        .collect()
 }
 
 #[test]

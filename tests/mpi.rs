@@ -3,6 +3,9 @@
 //! process count, wrong data and a failing rank ending the job.
 #![cfg(feature = "mpi")]
 
+mod common;
+
+use common::rows;
 use std::process::{Command, Output};
 
 fn mpirun(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -13,14 +16,6 @@ fn mpirun(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     }
     cmd.arg(env!("CARGO_BIN_EXE_qbench")).args(args);
     cmd.env_remove("QBENCH_CORRUPT").output().expect("run mpirun (install openmpi-bin)")
-}
-
-fn rows(o: &Output) -> Vec<Vec<String>> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| l.split_whitespace().map(String::from).collect())
-        .collect()
 }
 
 #[test]

@@ -16,7 +16,7 @@ use crate::transport::{Op, Transport};
 use crate::units::sweep;
 use crate::workload::collective::{Collective, Kind, OpUse};
 use crate::world::{self, World};
-use record::{Cell, CollectiveRun, Config, MinBandwidth, SizeRecord};
+use record::{Cell, CollectiveRun, Config, MinBandwidth, RunHeader, SizeRecord};
 use std::io::Write;
 
 /// Runs one collective subcommand from parsing to exit status, in this
@@ -173,15 +173,10 @@ impl<'a> Bench<'a> {
         let sizes = sweep(min, max, plan.config.step)?;
         transport.allocate(max)?;
         let run = CollectiveRun {
-            schema: record::SCHEMA,
-            qbench_version: env!("CARGO_PKG_VERSION"),
+            header: RunHeader::start(record::SCHEMA),
             collective: plan.spec.kind(),
             program: plan.spec.kind().program(),
             transport: args.transport,
-            args: std::env::args().collect(),
-            host: crate::transport::short_hostname(),
-            start_time: now(),
-            end_time: None,
             config: Config { nranks: n, ..plan.config.clone() },
             library: transport.library().cloned(),
             devices: all_ranks(world, transport.ranks())?,
@@ -198,9 +193,9 @@ impl<'a> Bench<'a> {
             world,
             run,
             sizes,
-            json_path: args.output_file.clone(),
-            json_stdout: args.json,
-            csv_path: args.csv.clone(),
+            json_path: args.out.output_file.clone(),
+            json_stdout: args.out.json,
+            csv_path: args.out.csv.clone(),
             busbw_sum: 0.0,
             busbw_cells: 0,
         })
@@ -338,7 +333,7 @@ impl<'a> Bench<'a> {
         let avg = if self.busbw_cells > 0 { self.busbw_sum / self.busbw_cells as f64 } else { 0.0 };
         self.run.avg_busbw_gbps = avg;
         self.run.min_bandwidth = self.plan.min_bw.map(|m| MinBandwidth { required_gbps: m, ok: avg >= 0.9 * m });
-        self.run.end_time = Some(now());
+        self.run.header.finish();
         self.print(&report::table::footer(&self.run));
         if self.world.rank() == 0 {
             if let Some(path) = &self.json_path {

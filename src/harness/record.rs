@@ -10,6 +10,35 @@ use serde::Serialize;
 
 pub const SCHEMA: &str = "qbench.collective.v1";
 
+/// What every run's record starts with: which schema, which qbench, the
+/// command line, where and when.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunHeader {
+    pub schema: &'static str,
+    pub qbench_version: &'static str,
+    pub args: Vec<String>,
+    pub host: String,
+    pub start_time: String,
+    pub end_time: Option<String>,
+}
+
+impl RunHeader {
+    pub fn start(schema: &'static str) -> RunHeader {
+        RunHeader {
+            schema,
+            qbench_version: env!("CARGO_PKG_VERSION"),
+            args: std::env::args().collect(),
+            host: crate::transport::short_hostname(),
+            start_time: super::now(),
+            end_time: None,
+        }
+    }
+
+    pub fn finish(&mut self) {
+        self.end_time = Some(super::now());
+    }
+}
+
 /// The options of a run, as resolved (defaults applied, "all" expanded).
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {
@@ -81,15 +110,11 @@ pub struct MinBandwidth {
 /// A whole collective run.
 #[derive(Debug, Clone, Serialize)]
 pub struct CollectiveRun {
-    pub schema: &'static str,
-    pub qbench_version: &'static str,
+    #[serde(flatten)]
+    pub header: RunHeader,
     pub collective: Kind,
     pub program: &'static str,
     pub transport: TransportKind,
-    pub args: Vec<String>,
-    pub host: String,
-    pub start_time: String,
-    pub end_time: Option<String>,
     pub config: Config,
     pub library: Option<LibraryInfo>,
     pub devices: Vec<RankInfo>,

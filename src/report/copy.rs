@@ -40,7 +40,7 @@ pub fn header(run: &CopyRun) -> String {
     let _ = writeln!(
         s,
         "# qbench copy version {}: {} GPU{}, sizes {}..{} (x{}), {} copies per sample after {} warm-up copies, median of {} samples",
-        run.qbench_version,
+        run.header.qbench_version,
         c.ngpus,
         if c.ngpus == 1 { "" } else { "s" },
         c.minbytes,
@@ -497,12 +497,14 @@ mod tests {
     fn csv_has_a_line_per_figure() {
         let (h, g0) = (Endpoint::Host, Endpoint::Gpu(0));
         let run = CopyRun {
-            schema: crate::workload::copy::record::SCHEMA,
-            qbench_version: "0",
-            args: Vec::new(),
-            host: "h".into(),
-            start_time: String::new(),
-            end_time: None,
+            header: crate::harness::record::RunHeader {
+                schema: crate::workload::copy::record::SCHEMA,
+                qbench_version: "0",
+                args: Vec::new(),
+                host: "h".into(),
+                start_time: String::new(),
+                end_time: None,
+            },
             config: Config {
                 tests: vec!["bidir_pinned", "latency_h2d"],
                 ngpus: 1,

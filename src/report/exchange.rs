@@ -183,6 +183,33 @@ pub fn comparison(c: &Comparison) -> String {
     )
 }
 
+/// One CSV line per transport of a comparison.
+pub fn write_comparison_csv(c: &Comparison, path: &std::path::Path) -> Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let enc = |e: csv::Error| Error::Runtime(format!("cannot encode CSV: {e}"));
+    w.write_record(["transport", "bytes_per_rank", "ranks", "gbps_per_direction", "vs_best", "wrong", "unavailable"])
+        .map_err(enc)?;
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    for r in &c.rows {
+        w.write_record([
+            r.transport.clone(),
+            c.bytes_per_rank.to_string(),
+            c.ranks.to_string(),
+            opt(r.gbps),
+            opt(r.vs_best),
+            r.wrong.map_or(String::new(), |x| x.to_string()),
+            r.unavailable.clone().unwrap_or_default(),
+        ])
+        .map_err(enc)?;
+    }
+    finish_csv(w, path)
+}
+
+fn finish_csv(w: csv::Writer<Vec<u8>>, path: &std::path::Path) -> Result<()> {
+    let bytes = w.into_inner().map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))?;
+    std::fs::write(path, bytes).map_err(|e| Error::Usage(format!("cannot write CSV to {}: {e}", path.display())))
+}
+
 pub fn write_csv(run: &ExchangeRun, path: &std::path::Path) -> Result<()> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let enc = |e: csv::Error| Error::Runtime(format!("cannot encode CSV: {e}"));
@@ -220,6 +247,5 @@ pub fn write_csv(run: &ExchangeRun, path: &std::path::Path) -> Result<()> {
             .map_err(enc)?;
         }
     }
-    let bytes = w.into_inner().map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))?;
-    std::fs::write(path, bytes).map_err(|e| Error::Usage(format!("cannot write CSV to {}: {e}", path.display())))
+    finish_csv(w, path)
 }

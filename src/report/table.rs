@@ -16,7 +16,7 @@ pub fn header(run: &CollectiveRun) -> String {
         .as_ref()
         .map(|l| format!(" {}-library={}", l.name.to_lowercase(), l.version_code))
         .unwrap_or_default();
-    let _ = writeln!(s, "# qbench version {} transport={}{lib}", run.qbench_version, run.transport.name());
+    let _ = writeln!(s, "# qbench version {} transport={}{lib}", run.header.qbench_version, run.transport.name());
     let _ = writeln!(s, "# Collective test starting: {}", run.program);
     let (step, how) = match c.step {
         Step::Factor(f) => (f, "factor"),
@@ -122,7 +122,7 @@ mod tests {
     use super::*;
     use crate::cli::{Average, TransportKind};
     use crate::dtype::{DataType, RedOp};
-    use crate::harness::record::{Config, IterStats};
+    use crate::harness::record::{Config, IterStats, RunHeader};
     use crate::transport::{LibraryInfo, RankInfo};
     use crate::workload::collective::Kind;
 
@@ -149,15 +149,17 @@ mod tests {
             name: "NVIDIA H200".into(),
         };
         let run = CollectiveRun {
-            schema: crate::harness::record::SCHEMA,
-            qbench_version: "0.1.0",
+            header: RunHeader {
+                schema: crate::harness::record::SCHEMA,
+                qbench_version: "0.1.0",
+                args: vec![],
+                host: "gpuhost".into(),
+                start_time: String::new(),
+                end_time: None,
+            },
             collective: Kind::AllReduce,
             program: "all_reduce_perf",
             transport: TransportKind::Nccl,
-            args: vec![],
-            host: "gpuhost".into(),
-            start_time: String::new(),
-            end_time: None,
             config: Config {
                 nranks: 2,
                 nthreads: 1,

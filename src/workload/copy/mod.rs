@@ -98,9 +98,9 @@ impl Plan {
             ngpus: args.ngpus.map(|n| n as usize),
             sizes,
             config,
-            json_path: args.output_file.clone(),
-            json_stdout: args.json,
-            csv_path: args.csv.clone(),
+            json_path: args.out.output_file.clone(),
+            json_stdout: args.out.json,
+            csv_path: args.out.csv.clone(),
         })
     }
 }
@@ -209,12 +209,7 @@ impl Bench {
             })
             .collect();
         let run = CopyRun {
-            schema: record::SCHEMA,
-            qbench_version: env!("CARGO_PKG_VERSION"),
-            args: std::env::args().collect(),
-            host: crate::transport::short_hostname(),
-            start_time: crate::harness::now(),
-            end_time: None,
+            header: crate::harness::record::RunHeader::start(record::SCHEMA),
             config: plan.config.clone(),
             devices,
             definitions: DEFINITIONS.to_vec(),
@@ -250,7 +245,7 @@ impl Bench {
                 break;
             }
         }
-        self.run.end_time = Some(crate::harness::now());
+        self.run.header.finish();
         self.print(&report::copy::footer(&self.run));
         if let Some(path) = &self.plan.json_path {
             report::json::write(&self.run, path)?;

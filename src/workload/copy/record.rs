@@ -181,12 +181,8 @@ pub struct Definition {
 /// A whole copy run.
 #[derive(Debug, Clone, Serialize)]
 pub struct CopyRun {
-    pub schema: &'static str,
-    pub qbench_version: &'static str,
-    pub args: Vec<String>,
-    pub host: String,
-    pub start_time: String,
-    pub end_time: Option<String>,
+    #[serde(flatten)]
+    pub header: crate::harness::record::RunHeader,
     pub config: Config,
     pub devices: Vec<Device>,
     /// What each kind of figure means.

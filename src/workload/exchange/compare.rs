@@ -29,10 +29,8 @@ pub struct Row {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
-    pub schema: &'static str,
-    pub qbench_version: &'static str,
-    pub host: String,
-    pub start_time: String,
+    #[serde(flatten)]
+    pub header: crate::harness::record::RunHeader,
     pub bytes_per_rank: u64,
     pub ranks: usize,
     pub devices: Vec<crate::transport::RankInfo>,
@@ -137,10 +135,7 @@ fn compare(args: &CompareArgs, local_qubits: u32, world: &dyn World) -> Result<(
     }
     let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
     let out = Comparison {
-        schema: SCHEMA,
-        qbench_version: env!("CARGO_PKG_VERSION"),
-        host: crate::transport::short_hostname(),
-        start_time: crate::harness::now(),
+        header: crate::harness::record::RunHeader::start(SCHEMA),
         bytes_per_rank: bytes,
         ranks,
         devices: crate::harness::all_ranks(world, reg.ranks())?,
@@ -149,13 +144,16 @@ fn compare(args: &CompareArgs, local_qubits: u32, world: &dyn World) -> Result<(
         rows,
     };
     if world.rank() == 0 {
-        if args.json {
+        if args.out.json {
             println!("{}", crate::report::json::to_string(&out)?);
         } else {
             print!("{}", crate::report::exchange::comparison(&out));
         }
-        if let Some(path) = &args.output_file {
+        if let Some(path) = &args.out.output_file {
             crate::report::json::write(&out, path)?;
+        }
+        if let Some(path) = &args.out.csv {
+            crate::report::exchange::write_comparison_csv(&out, path)?;
         }
     }
     if wrong > 0 {

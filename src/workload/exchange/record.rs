@@ -117,12 +117,8 @@ impl RegisterRun {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ExchangeRun {
-    pub schema: &'static str,
-    pub qbench_version: &'static str,
-    pub args: Vec<String>,
-    pub host: String,
-    pub start_time: String,
-    pub end_time: Option<String>,
+    #[serde(flatten)]
+    pub header: crate::harness::record::RunHeader,
     pub devices: Vec<RankInfo>,
     pub library: Option<LibraryInfo>,
     pub iters: u32,

@@ -228,12 +228,7 @@ fn exchange(
     let ranks = world.size() * args.ngpus as usize;
     let main = world.rank() == 0;
     let mut out = ExchangeRun {
-        schema: SCHEMA,
-        qbench_version: env!("CARGO_PKG_VERSION"),
-        args: std::env::args().collect(),
-        host: crate::transport::short_hostname(),
-        start_time: crate::harness::now(),
-        end_time: None,
+        header: crate::harness::record::RunHeader::start(SCHEMA),
         devices: Vec::new(),
         library: None,
         iters: s.iters,
@@ -242,7 +237,7 @@ fn exchange(
         verdict: None,
     };
     let print = |text: String| {
-        if main && !args.json {
+        if main && !args.out.json {
             print!("{text}");
         }
     };
@@ -292,18 +287,18 @@ fn exchange(
         .rev()
         .find(|r| r.memory == "gpu" && !r.global_gates.is_empty())
         .and_then(|r| judge(r, gpu_memory, circuits));
-    out.end_time = Some(crate::harness::now());
+    out.header.finish();
     if let Some(v) = &out.verdict {
         print(crate::report::exchange::verdict(v));
     }
     if main {
-        if let Some(path) = &args.output_file {
+        if let Some(path) = &args.out.output_file {
             crate::report::json::write(&out, path)?;
         }
-        if let Some(path) = &args.csv {
+        if let Some(path) = &args.out.csv {
             crate::report::exchange::write_csv(&out, path)?;
         }
-        if args.json {
+        if args.out.json {
             println!("{}", crate::report::json::to_string(&out)?);
         }
     }
