@@ -357,9 +357,9 @@ mod tests {
             .expect("libm");
         std::fs::copy(&libc_path, dir.join("libnccl.so.2")).unwrap();
         std::fs::write(dir.join("libnccl.so.2.bad"), b"not an ELF file").unwrap();
-        let found = find_in(Library::Nccl, &[dir.clone()]).unwrap();
+        let found = find_in(Library::Nccl, std::slice::from_ref(&dir)).unwrap();
         assert_eq!(found.file_name().unwrap(), "libnccl.so.2");
-        assert!(find_in(Library::Nvrtc, &[dir.clone()]).is_none());
+        assert!(find_in(Library::Nvrtc, std::slice::from_ref(&dir)).is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

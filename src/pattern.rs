@@ -8,7 +8,7 @@
 use crate::dtype::{DataType, Element, RedOp};
 
 /// The seed of a run unless the user gives another (`--seed`).
-pub const DEFAULT_SEED: u64 = 0x5eed_0f_9b3e;
+pub const DEFAULT_SEED: u64 = 0x005e_ed0f_9b3e;
 
 /// splitmix64's finaliser: a bijective 64-bit mixer.
 pub fn mix(mut z: u64) -> u64 {

@@ -40,7 +40,7 @@ pub fn parse_size(text: &str) -> Result<u64> {
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [(u64, &str); 4] = [(1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
     for (mult, unit) in UNITS {
-        if bytes >= mult && bytes % mult == 0 {
+        if bytes >= mult && bytes.is_multiple_of(mult) {
             return format!("{}{}", bytes / mult, unit);
         }
     }

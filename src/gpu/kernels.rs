@@ -16,7 +16,9 @@ const BLOCK: u32 = 256;
 
 /// PTX of one source for one compute capability, compiled on first use.
 fn ptx(name: &str, source: &str, cc: (i32, i32)) -> Result<Ptx> {
-    static CACHE: Mutex<Vec<((String, (i32, i32)), Ptx)>> = Mutex::new(Vec::new());
+    /// (source name, compute capability) → its PTX.
+    type Cache = Vec<((String, (i32, i32)), Ptx)>;
+    static CACHE: Mutex<Cache> = Mutex::new(Vec::new());
     let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((_, p)) = cache.iter().find(|(k, _)| k.0 == name && k.1 == cc) {
         return Ok(p.clone());
@@ -87,6 +89,7 @@ impl PatternKernels {
         unsafe { l.launch(grid(gpu, n)) }.map(|_| ()).map_err(cuda_err("launching the fill kernel"))
     }
 
+    #[allow(clippy::too_many_arguments)]
     /// Adds to the u64 at `wrong` the number of `rank`'s output elements of
     /// `op` (n elements at `ptr`) that differ from their expected values.
     pub fn check(&self, gpu: &Gpu, ptr: u64, n: u64, op: &Op, rank: usize, nranks: usize, wrong: u64) -> Result<()> {

@@ -34,12 +34,7 @@ pub fn run_collective(kind: Kind, args: &CollArgs) -> Result<()> {
         bench.run()?;
         bench.finish()
     })();
-    match result {
-        // Every rank reaches the same verdict on the data; rank 0 says it.
-        Err(Error::CheckFailed(_)) if world.rank() != 0 => Err(Error::CheckFailed(String::new())),
-        Err(e) if world.size() > 1 && !matches!(e, Error::CheckFailed(_)) => world::fail_job(world.as_ref(), &e),
-        r => r,
-    }
+    world::conclude(world.as_ref(), result)
 }
 
 fn open_transport<'w>(args: &CollArgs, world: &'w dyn World) -> Result<Box<dyn Transport + 'w>> {

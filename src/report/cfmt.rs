@@ -25,7 +25,7 @@ pub fn g(value: f64) -> String {
     // The exponent after rounding to P significant digits.
     let rounded = format!("{value:.prec$e}", prec = (P - 1) as usize);
     let x: i32 = rounded.split_once('e').map_or(0, |(_, e)| e.parse().unwrap_or(0));
-    if x < -4 || x >= P {
+    if !(-4..P).contains(&x) {
         let s = exp(value, (P - 1) as usize);
         let (m, e) = s.split_once('e').unwrap_or((&s, ""));
         format!("{}e{e}", strip_zeros(m))

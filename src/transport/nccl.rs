@@ -371,7 +371,7 @@ impl Nccl {
         }
         std::thread::scope(|s| {
             let handles: Vec<_> = ranges.into_iter().map(|r| s.spawn(|| f(r, &barrier))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+            handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
         })
     }
 

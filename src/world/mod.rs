@@ -103,6 +103,17 @@ pub fn detect() -> Result<Box<dyn World>> {
     )))
 }
 
+/// How a job's outcome ends this process. Every rank reaches the same
+/// verdict on the data, and rank 0 says it; any other failure of a rank
+/// ends the whole job.
+pub fn conclude(world: &dyn World, result: Result<()>) -> Result<()> {
+    match result {
+        Err(Error::CheckFailed(_)) if world.rank() != 0 => Err(Error::CheckFailed(String::new())),
+        Err(e) if world.size() > 1 && !matches!(e, Error::CheckFailed(_)) => fail_job(world, &e),
+        r => r,
+    }
+}
+
 /// Reports a failure of this rank and ends the whole job: a rank that stops
 /// alone would leave the others waiting for it.
 pub fn fail_job(world: &dyn World, e: &Error) -> ! {

@@ -167,7 +167,8 @@ impl<T: Real> Register for CpuRegister<T> {
                 .filter(|(i, a)| {
                     let e = expected(&lo, &hi, split, r as u64 * n + *i as u64);
                     let d = num_complex::Complex64::new(a.re.f64(), a.im.f64()) - e;
-                    !(d.norm() <= rel * e.norm())
+                    // NaN counts as wrong.
+                    d.norm().is_nan() || d.norm() > rel * e.norm()
                 })
                 .count() as u64;
             wrong.fetch_add(bad, std::sync::atomic::Ordering::Relaxed);

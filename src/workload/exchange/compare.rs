@@ -61,13 +61,11 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     libs::require(&[Library::Driver, Library::Nvrtc, Library::Nccl])?;
     let world = world::detect()?;
     let result = compare(args, amps.trailing_zeros(), world.as_ref());
-    match result {
-        Err(e) if world.size() > 1 => world::fail_job(world.as_ref(), &e),
-        r => r,
-    }
+    world::conclude(world.as_ref(), result)
 }
 
 fn compare(args: &CompareArgs, local_qubits: u32, world: &dyn World) -> Result<()> {
+    let mut header = crate::harness::record::RunHeader::start(SCHEMA);
     let ranks = world.size() * args.ngpus as usize;
     if ranks < 2 {
         return Err(Error::Usage("compare needs two GPUs or more (-g 2, or two processes)".into()));
@@ -134,8 +132,9 @@ fn compare(args: &CompareArgs, local_qubits: u32, world: &dyn World) -> Result<(
         r.vs_best = r.gbps.map(|g| g / best);
     }
     let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
+    header.finish();
     let out = Comparison {
-        header: crate::harness::record::RunHeader::start(SCHEMA),
+        header,
         bytes_per_rank: bytes,
         ranks,
         devices: crate::harness::all_ranks(world, reg.ranks())?,

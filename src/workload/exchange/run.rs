@@ -210,11 +210,7 @@ pub fn run(args: &ExchangeArgs) -> Result<()> {
     }
     let world = world::detect()?;
     let result = exchange(args, &sizes, &circuits, &settings, &gpu_wires, world.as_ref());
-    match result {
-        Err(Error::CheckFailed(_)) if world.rank() != 0 => Err(Error::CheckFailed(String::new())),
-        Err(e) if world.size() > 1 && !matches!(e, Error::CheckFailed(_)) => world::fail_job(world.as_ref(), &e),
-        r => r,
-    }
+    world::conclude(world.as_ref(), result)
 }
 
 fn exchange(
