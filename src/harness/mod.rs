@@ -83,6 +83,9 @@ impl Plan {
             return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));
         }
         sweep(args.minbytes, args.maxbytes, args.step())?;
+        if args.cudagraph > 0 && args.transport == TransportKind::Cpu {
+            return Err(Error::Usage("CUDA graphs (-G) need a GPU transport; drop -G for --transport cpu".into()));
+        }
         if args.cudagraph > 0 && args.ngpus > 1 {
             return Err(Error::Usage(
                 "CUDA graphs (-G) capture one GPU per thread: use -t N -g 1, or one process per GPU under mpirun"
