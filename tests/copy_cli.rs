@@ -52,3 +52,15 @@ fn bad_requests_are_exit_2_with_one_line() {
     let err = one_line_error(&qbench(&["copy"], &[("QBENCH_CORRUPT", "1:7")]), 2);
     assert!(err.contains("copy:WORD"), "{err}");
 }
+
+#[test]
+fn several_processes_on_one_node_are_refused() {
+    // Two copies of the test on one node would measure each other.
+    for var in ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"] {
+        let err = one_line_error(&qbench(&["copy"], &[(var, "2")]), 2);
+        assert!(err.contains("one per node") && err.contains(var), "{err}");
+    }
+    // One process per node is a plain run (here: no GPU, exit 3).
+    let o = qbench(&["copy"], &[("OMPI_COMM_WORLD_LOCAL_SIZE", "1"), ("CUDA_VISIBLE_DEVICES", "")]);
+    one_line_error(&o, 3);
+}

@@ -1,6 +1,7 @@
 //! Multi-process runs under mpirun (cargo feature `mpi`, Open MPI): the
 //! cpu transport across processes, one table, busbw factors for the
-//! process count, wrong data and a failing rank ending the job.
+//! process count, wrong data and a failing rank ending the job; copy
+//! refusing to run twice on one node.
 #![cfg(feature = "mpi")]
 
 mod common;
@@ -91,4 +92,12 @@ fn a_failing_rank_ends_the_job_with_its_name() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("qbench: rank 1 on "), "{err}");
+}
+
+#[test]
+fn copy_refuses_several_processes_on_one_node() {
+    let o = mpirun(2, &["copy"], &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("one per node"), "{err}");
 }

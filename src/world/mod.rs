@@ -88,6 +88,15 @@ pub fn launched_as_many() -> Option<(&'static str, usize)> {
     size("PMIX_RANK").filter(|&r| r > 0).map(|r| ("PMIX_RANK", r + 1))
 }
 
+/// How many processes the launcher started on this node, where it says and
+/// there are several: Open MPI and MPICH/Hydra (Intel MPI) say.
+pub fn launched_on_this_node() -> Option<(&'static str, usize)> {
+    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"].into_iter().find_map(|var| {
+        let n = std::env::var(var).ok()?.trim().parse::<usize>().ok()?;
+        (n > 1).then_some((var, n))
+    })
+}
+
 /// The world this process is part of. Under a launcher without MPI
 /// support, refuses rather than run as one of N unrelated jobs.
 pub fn detect() -> Result<Box<dyn World>> {
