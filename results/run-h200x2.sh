@@ -2,17 +2,18 @@
 # The runs behind results/h200x2-*.json, on the 2xH200 machine.
 # Usage: bash results/run-h200x2.sh BIN_DIR OUT_DIR [PART...]
 #   BIN_DIR holds qbench (no MPI) and qbench-mpi (built with --features mpi);
-#   PART is any of probe, collectives, graphs, exchange, compare, copy (default: all).
+#   PART is any of probe, collectives, graphs, exchange, sweep, compare, copy,
+#   copysmall (default: all).
 # Every step runs under `timeout` so that one hang cannot eat the lease.
 set -u
 BIN=$1 OUT=$2
 shift 2
-PARTS=${*:-probe collectives graphs exchange compare copy}
+PARTS=${*:-probe collectives graphs exchange sweep compare copy copysmall}
 mkdir -p "$OUT"
 Q="$BIN/qbench" QM="$BIN/qbench-mpi"
 export NCCL_NVLS_ENABLE=0
 MPI="mpirun --allow-run-as-root -np 2 -x NCCL_NVLS_ENABLE=0"
-step() { echo; echo "=== $*"; }
+step() { echo; echo "=== $(date +%T) $*"; }
 
 step "machine"
 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total --format=csv | tee "$OUT/machine.txt"
@@ -75,16 +76,22 @@ timeout 120 $Q exchange --qubits 24 -g 2 --transport all -n 2; echo "rc=$?"
 step "exchange: 33 qubits double over 2 GPUs, every transport, both patterns"
 timeout 300 $Q exchange --qubits 33 -g 2 --transport all --pattern both -n 3 -J "$OUT/h200x2-exchange-33q-double.json"; echo "rc=$?"
 
-step "exchange: every size 20..33 in single and 20..32 in double, one repetition each, checked"
-timeout 240 $Q exchange --qubits 20..33 -g 2 --precision single --transport all -n 1 -w 0 -J "$OUT/h200x2-exchange-20-33q-single.json" | grep -E "^check|^unavailable|^==" ; echo "rc=${PIPESTATUS[0]}"
-timeout 240 $Q exchange --qubits 20..32 -g 2 --precision double --transport all -n 1 -w 0 -J "$OUT/h200x2-exchange-20-32q-double.json" | grep -E "^check|^unavailable|^==" ; echo "rc=${PIPESTATUS[0]}"
-
-step "exchange: a wrong partner and a wrong half are caught on the GPUs"
-QBENCH_CORRUPT=partner timeout 60 $Q exchange --qubits 24 -g 2 --transport nccl,p2p,host -n 1 | grep -E "^check"; echo "rc=${PIPESTATUS[0]} (want 1)"
-QBENCH_CORRUPT=half timeout 60 $Q exchange --qubits 24 -g 2 --transport nccl,p2p,host --pattern swap -n 1 | grep -E "^check"; echo "rc=${PIPESTATUS[0]} (want 1)"
-
 step "exchange under mpirun, one GPU per process"
 timeout 120 $MPI $QM exchange --qubits 30 -g 1 --transport nccl,host -n 3; echo "rc=$?"
+}
+
+part_sweep() {
+step "exchange: a wrong partner and a wrong half are caught on the GPUs"
+QBENCH_CORRUPT=partner timeout 60 $Q exchange --qubits 24 -g 2 --transport all -n 1 | grep -E "^check"; echo "rc=${PIPESTATUS[0]} (want 1)"
+QBENCH_CORRUPT=half timeout 60 $Q exchange --qubits 24 -g 2 --transport all --pattern swap -n 1 | grep -E "^check"; echo "rc=${PIPESTATUS[0]} (want 1)"
+
+step "exchange: every size 20..33, both precisions, both patterns, one repetition each, checked"
+for p in single double; do
+    timeout 270 $Q exchange --qubits 20..33 -g 2 --precision $p --pattern both --transport all -n 1 -w 0 \
+        -J "$OUT/h200x2-exchange-20-33q-$p.json" | tee "$OUT/exchange-20-33q-$p.txt" \
+        | grep --line-buffered -E "^check|^unavailable|^==" | while IFS= read -r l; do echo "$(date +%T) $l"; done
+    echo "rc=${PIPESTATUS[0]}"
+done
 }
 
 part_compare() {
@@ -102,7 +109,7 @@ part_copy() {
 # Every command has a time limit, so that nothing can hang the lease.
 T="timeout 120"
 step "copy: every test (host<->GPU, peer, local, zero-copy, latency, gdrcopy)"
-$T $Q copy --test all -J "$OUT/h200x2-copy.json" --csv "$OUT/h200x2-copy.csv" > "$OUT/h200x2-copy.txt"
+timeout 240 $Q copy --test all -J "$OUT/h200x2-copy.json" --csv "$OUT/h200x2-copy.csv" > "$OUT/h200x2-copy.txt"
 echo "rc=$? (want 0)"; cat "$OUT/h200x2-copy.txt"
 
 step "copy: the latency table alone, 1 B..16 MiB"
@@ -121,6 +128,19 @@ $T $Q copy --test warp_drive; echo "rc=$? (want 2)"
 CUDA_VISIBLE_DEVICES= $T $Q copy; echo "rc=$? (want 3)"
 $T $Q copy --test gdrcopy_bw; echo "rc=$? (want 3: no gdrdrv here)"
 $T $Q copy -g 1 --test peer_ce_write,h2d_pinned -b 256M -e 256M; echo "rc=$? (want 0, peer listed as needing two GPUs)"
+}
+
+part_copysmall() {
+step "copy: 1M..16M host<->GPU with 100 copies per sample, then PyTorch the same way; three rounds"
+for r in 1 2 3; do
+    echo "-- round $r: qbench, then PyTorch"
+    timeout 60 $Q copy --test h2d_pinned,d2h_pinned -g 1 -b 1M -e 16M -f 4 -n 100 -J "$OUT/small-$r.json" | grep -E "^ +[0-9]+ \|"
+    timeout 60 python3 results/torch_copy.py -b 1M -e 16M -f 4 -n 100 --out "$OUT/torch-small-$r.json" \
+        --qbench "$OUT/small-$r.json" 2>&1 | grep -v Warning
+done
+
+step "copy: two processes on one node are refused"
+timeout 60 $MPI $QM copy 2>&1 | grep qbench | head -2; echo "rc=${PIPESTATUS[0]} (want 2)"
 }
 
 # Run the parts in the order asked; pack what exists after each, so that
