@@ -5,7 +5,7 @@
 
 use super::buffer::HostKind;
 use super::record::TestRecord;
-use super::{Bench, Engine, FIX_TWO_GPUS, NEEDS_TWO_GPUS};
+use super::{Bench, Engine};
 use crate::error::Result;
 
 fn largest(b: &Bench) -> u64 {
@@ -26,8 +26,7 @@ pub fn host(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
 
 /// A copy by GPU 0's copy engine into GPU 1's memory.
 pub fn peer(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
-    if b.ngpus() < 2 {
-        rec.unavailable(format!("{NEEDS_TWO_GPUS} ({} in this run)", b.ngpus()), FIX_TWO_GPUS);
+    if !b.has_peer(rec) {
         return Ok(());
     }
     if let Some(why) = b.blocked(0, 1) {

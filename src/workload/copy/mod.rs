@@ -176,10 +176,6 @@ impl TestRecord {
     }
 }
 
-/// The reason peer tests give on a machine with one GPU.
-pub const NEEDS_TWO_GPUS: &str = "needs two GPUs";
-pub const FIX_TWO_GPUS: &str = "run on a machine with two or more GPUs (and -g 2 or more)";
-
 /// The GPUs of the run and everything the tests share.
 pub struct Bench {
     plan: Plan,
@@ -303,6 +299,18 @@ impl Bench {
 
     fn ngpus(&self) -> usize {
         self.gpus.len()
+    }
+
+    /// Whether the run has a second GPU; if not, marks the test unavailable.
+    fn has_peer(&self, rec: &mut TestRecord) -> bool {
+        let two = self.ngpus() >= 2;
+        if !two {
+            rec.unavailable(
+                format!("needs two GPUs ({} in this run)", self.ngpus()),
+                "run on a machine with two or more GPUs (and -g 2 or more)",
+            );
+        }
+        two
     }
 
     fn config(&self) -> &record::Config {

@@ -4,13 +4,12 @@
 //! whose GPUs cannot reach each other is listed with the reason, never timed.
 
 use super::record::TestRecord;
-use super::{Bench, Engine, FIX_TWO_GPUS, NEEDS_TWO_GPUS};
+use super::{Bench, Engine};
 use crate::error::Result;
 
 /// Every ordered pair (source, destination), one direction.
 pub fn one_way(b: &mut Bench, rec: &mut TestRecord, engine: Engine, by_destination: bool) -> Result<()> {
-    if b.ngpus() < 2 {
-        rec.unavailable(format!("{NEEDS_TWO_GPUS} ({} in this run)", b.ngpus()), FIX_TWO_GPUS);
+    if !b.has_peer(rec) {
         return Ok(());
     }
     let sizes = b.sizes_within(rec, 1, 0)?;
@@ -32,8 +31,7 @@ pub fn one_way(b: &mut Bench, rec: &mut TestRecord, engine: Engine, by_destinati
 
 /// Every pair at once both ways, each source writing to its peer.
 pub fn both_ways(b: &mut Bench, rec: &mut TestRecord, engine: Engine) -> Result<()> {
-    if b.ngpus() < 2 {
-        rec.unavailable(format!("{NEEDS_TWO_GPUS} ({} in this run)", b.ngpus()), FIX_TWO_GPUS);
+    if !b.has_peer(rec) {
         return Ok(());
     }
     let sizes = b.sizes_within(rec, 2, 0)?;
