@@ -14,14 +14,8 @@ fn largest(b: &Bench) -> u64 {
 
 /// cuMemcpyHtoDAsync (`to_gpu`) or cuMemcpyDtoHAsync, pinned memory.
 pub fn host(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
-    let max = largest(b);
-    let (mut flow, label) = if to_gpu {
-        (b.flow(0, "h2d", Engine::Ce, b.host(HostKind::Pinned, max)?, b.device(0, max)?)?, "cuMemcpyHtoDAsync")
-    } else {
-        (b.flow(0, "d2h", Engine::Ce, b.device(0, max)?, b.host(HostKind::Pinned, max)?)?, "cuMemcpyDtoHAsync")
-    };
-    rec.latency.push(b.latency(label, "GPU 0", &mut flow)?);
-    Ok(())
+    let label = if to_gpu { "cuMemcpyHtoDAsync" } else { "cuMemcpyDtoHAsync" };
+    pinned_and_gpu0(b, rec, Engine::Ce, to_gpu, label)
 }
 
 /// A copy by GPU 0's copy engine into GPU 1's memory.
@@ -41,12 +35,16 @@ pub fn peer(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
 
 /// The copy kernel on GPU 0 reading (`to_gpu`) or writing mapped pinned memory.
 pub fn mapped(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
+    let label = if to_gpu { "kernel reads host" } else { "kernel writes host" };
+    pinned_and_gpu0(b, rec, Engine::Sm, to_gpu, label)
+}
+
+/// One latency table of copies by `engine` between pinned host memory and
+/// GPU 0, towards the GPU when `to_gpu`.
+fn pinned_and_gpu0(b: &mut Bench, rec: &mut TestRecord, engine: Engine, to_gpu: bool, label: &str) -> Result<()> {
     let max = largest(b);
-    let (mut flow, label) = if to_gpu {
-        (b.flow(0, "h2d", Engine::Sm, b.host(HostKind::Pinned, max)?, b.device(0, max)?)?, "kernel reads host")
-    } else {
-        (b.flow(0, "d2h", Engine::Sm, b.device(0, max)?, b.host(HostKind::Pinned, max)?)?, "kernel writes host")
-    };
+    let (host, gpu) = (b.host(HostKind::Pinned, max)?, b.device(0, max)?);
+    let mut flow = if to_gpu { b.flow(0, "h2d", engine, host, gpu)? } else { b.flow(0, "d2h", engine, gpu, host)? };
     rec.latency.push(b.latency(label, "GPU 0", &mut flow)?);
     Ok(())
 }
