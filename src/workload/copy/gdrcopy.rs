@@ -52,6 +52,11 @@ struct Gdr {
 }
 
 impl Gdr {
+    /// The library, or None with `rec` marked unavailable, why and the fix.
+    fn open_for(rec: &mut TestRecord) -> Option<Gdr> {
+        Gdr::load().map_err(|(reason, fix)| rec.unavailable(reason, fix)).ok()
+    }
+
     /// The library with gdrdrv opened, or why not and the fix.
     fn load() -> std::result::Result<Gdr, (String, String)> {
         if !std::path::Path::new("/dev/gdrdrv").exists() {
@@ -270,13 +275,7 @@ fn timed(way: Way, m: &Mapping, host: &Buffer, bytes: u64, n: u32) -> Result<f64
 /// copybw: the sweep's sizes up to 16 MiB, each way in turn, with at most
 /// 64 MiB moved per sample (fewer than -n copies at the largest sizes).
 pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
-    let gdr = match Gdr::load() {
-        Ok(g) => g,
-        Err((reason, fix)) => {
-            rec.unavailable(reason, fix);
-            return Ok(());
-        }
-    };
+    let Some(gdr) = Gdr::open_for(rec) else { return Ok(()) };
     let (sizes, out): (Vec<u64>, Vec<u64>) = b.plan.sizes.iter().partition(|&&s| s <= MAX_BYTES);
     rec.sizes_left_out = out;
     let Some(&max) = sizes.last() else {
@@ -303,13 +302,7 @@ pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
 /// copylat: 1 B to 16 MiB, one copy at a time, each way in turn; at most
 /// 64 MiB moved per size (at least 10 copies).
 pub fn latency(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
-    let gdr = match Gdr::load() {
-        Ok(g) => g,
-        Err((reason, fix)) => {
-            rec.unavailable(reason, fix);
-            return Ok(());
-        }
-    };
+    let Some(gdr) = Gdr::open_for(rec) else { return Ok(()) };
     let cfg = b.config().clone();
     let max = cfg.lat_sizes.iter().copied().max().unwrap_or(1);
     let mut m = Mapping::new(&gdr, b, max)?;
