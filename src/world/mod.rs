@@ -78,23 +78,26 @@ impl World for Solo {
 /// The launcher variable that shows this process is one of several, and how
 /// many: Open MPI, MPICH/Intel MPI (PMI), PMIx and Slurm's srun.
 pub fn launched_as_many() -> Option<(&'static str, usize)> {
-    let size = |var: &str| std::env::var(var).ok().and_then(|v| v.trim().parse::<usize>().ok());
-    for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"] {
-        if let Some(n) = size(var).filter(|&n| n > 1) {
-            return Some((var, n));
-        }
-    }
-    // PMIx gives each process its rank; any rank above 0 means several.
-    size("PMIX_RANK").filter(|&r| r > 0).map(|r| ("PMIX_RANK", r + 1))
+    several(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"]).or_else(|| {
+        // PMIx gives each process its rank; any rank above 0 means several.
+        count("PMIX_RANK").filter(|&r| r > 0).map(|r| ("PMIX_RANK", r + 1))
+    })
 }
 
 /// How many processes the launcher started on this node, where it says and
 /// there are several: Open MPI and MPICH/Hydra (Intel MPI) say.
 pub fn launched_on_this_node() -> Option<(&'static str, usize)> {
-    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"].into_iter().find_map(|var| {
-        let n = std::env::var(var).ok()?.trim().parse::<usize>().ok()?;
-        (n > 1).then_some((var, n))
-    })
+    several(&["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"])
+}
+
+/// The first of `vars` that holds a count above 1, and the count.
+fn several(vars: &[&'static str]) -> Option<(&'static str, usize)> {
+    vars.iter().find_map(|&var| count(var).filter(|&n| n > 1).map(|n| (var, n)))
+}
+
+/// The number in environment variable `var`, if it holds one.
+fn count(var: &str) -> Option<usize> {
+    std::env::var(var).ok()?.trim().parse().ok()
 }
 
 /// The world this process is part of. Under a launcher without MPI
