@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::rows;
+use common::{EVERY_TYPE_AND_OP, assert_clean, rows};
 use std::process::{Command, Output};
 
 fn qbench(args: &[&str]) -> Output {
@@ -42,33 +42,11 @@ fn allreduce_table_on_four_host_ranks() {
 fn every_collective_type_and_op_checks_clean() {
     for coll in ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"] {
         for g in ["3", "4"] {
-            let o = qbench(&[
-                coll,
-                "--transport",
-                "cpu",
-                "-g",
-                g,
-                "-b",
-                "8",
-                "-e",
-                "64K",
-                "-f",
-                "8",
-                "-d",
-                "all",
-                "-o",
-                "all",
-                "-r",
-                "-1",
-                "-n",
-                "2",
-            ]);
+            let o = qbench(&[&[coll, "-g", g][..], &EVERY_TYPE_AND_OP].concat());
             assert!(o.status.success(), "{coll} -g {g}: {}", String::from_utf8_lossy(&o.stderr));
             let rows = rows(&o);
             assert!(!rows.is_empty());
-            for r in &rows {
-                assert!(r[8] == "0" && (r[12] == "0" || r[12] == "N/A"), "{coll} -g {g}: {r:?}");
-            }
+            assert_clean(&rows, &format!("{coll} -g {g}"));
         }
     }
 }
