@@ -12,14 +12,10 @@ import argparse
 import json
 import os
 
+import sweep
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
-
-def parse_size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units else int(text)
 
 
 def worker(rank, world, sizes, iters, warmup, queue):
@@ -60,10 +56,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--qbench")
     a = ap.parse_args()
-    sizes, s = [], parse_size(a.b)
-    while s <= parse_size(a.e):
-        sizes.append(s)
-        s *= a.f
+    sizes = sweep.sizes(a.b, a.e, a.f)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = [ctx.Process(target=worker, args=(r, a.gpus, sizes, a.n, a.w, queue)) for r in range(a.gpus)]

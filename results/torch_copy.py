@@ -17,12 +17,8 @@ import argparse
 import json
 import statistics
 
+import sweep
 import torch
-
-
-def parse_size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units else int(text)
 
 
 def sync_all():
@@ -73,10 +69,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--qbench")
     a = ap.parse_args()
-    sizes, s = [], parse_size(a.b)
-    while s <= parse_size(a.e):
-        sizes.append(s)
-        s *= a.f
+    sizes = sweep.sizes(a.b, a.e, a.f)
     two = torch.cuda.device_count() >= 2
     rows = []
     for size in sizes:
