@@ -1,7 +1,9 @@
 // Fill and check kernels of qbench's collectives, compiled at run time with
-// NVRTC. The data formulas are those of src/pattern.rs, the expected-value
-// rules those of src/workload/collective/*.rs: change them together.
-// Every kernel is a grid-stride loop over 64-bit indices.
+// NVRTC once per collective. The data formulas are those of src/pattern.rs;
+// the expected-value rule of the collective comes from its file in
+// src/workload/collective/ (Collective::source_cu), defined as QB_SOURCE
+// before this source is compiled. Every kernel is a grid-stride loop over
+// 64-bit indices.
 
 typedef unsigned long long u64;
 typedef long long i64;
@@ -115,13 +117,10 @@ template <typename S> struct FloatT {
     }
 };
 
-// ---- what an output element must hold (src/workload/collective/*.rs).
-// Collective codes: 0 all_reduce, 1 all_gather, 2 reduce_scatter,
-// 3 broadcast, 4 reduce, 5 alltoall, 6 sendrecv.
+// ---- what an output element must hold.
 struct Check {
     u64 seed;
     Draw draw;
-    int coll;
     int op;
     int nranks;
     int rank;
@@ -142,18 +141,12 @@ __device__ __forceinline__ typename E::storage reduced(const Check& c, u64 index
     return c.op == 4 ? E::average(acc, c.nranks) : acc;
 }
 
+// The expected value of output element j of rank c.rank (blk: the count).
 template <typename E>
 __device__ __forceinline__ typename E::storage expected(const Check& c, u64 j) {
     u64 blk = c.count;
-    switch (c.coll) {
-    case 0: return reduced<E>(c, j);
-    case 1: return input<E>(c, (int)(j / blk), j % blk);
-    case 2: return reduced<E>(c, (u64)c.rank * blk + j);
-    case 3: return input<E>(c, c.root, j);
-    case 4: return reduced<E>(c, j);
-    case 5: return input<E>(c, (int)(j / blk), (u64)c.rank * blk + j % blk);
-    default: return input<E>(c, (c.rank + c.nranks - 1) % c.nranks, j);
-    }
+    (void)blk;
+    QB_SOURCE
 }
 
 template <typename E>
@@ -189,10 +182,10 @@ typedef FloatT<double> F64;
         fill<E>(buf, n, seed, d, rank);                                                           \
     }                                                                                             \
     extern "C" __global__ void qb_check_##NAME(const E::storage* buf, u64 n, u64 seed,            \
-                                               unsigned kind, i64 a, u64 b, int coll, int op,     \
-                                               int nranks, int rank, int root, u64 count,         \
-                                               double tol, u64* wrong) {                          \
-        Check c = {seed, {kind, a, b}, coll, op, nranks, rank, root, count, tol};                 \
+                                               unsigned kind, i64 a, u64 b, int op, int nranks,   \
+                                               int rank, int root, u64 count, double tol,         \
+                                               u64* wrong) {                                      \
+        Check c = {seed, {kind, a, b}, op, nranks, rank, root, count, tol};                       \
         check<E>(buf, n, c, wrong);                                                               \
     }
 

@@ -1,12 +1,20 @@
-//! The command line: one subcommand per job. The collective subcommands take
-//! nccl-tests' letters and long names, so that existing habits and scripts
-//! carry over.
+//! The command line: one subcommand per job, each turned into a validated
+//! plan that knows nothing of clap. The collective subcommands are made
+//! from the list of collectives and take nccl-tests' letters and long
+//! names, so that existing habits and scripts carry over.
 
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
+use crate::output::OutputPlan;
+use crate::record::collective::{Average, Config, TransportKind};
+use crate::record::exchange::Circuit;
+use crate::statevec::layout::{Pattern, Precision};
 use crate::units::{Step, parse_size};
 use crate::workload::collective::Kind;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::workload::collective::plan::CollectivePlan;
+use crate::workload::copy::{CopyOptions, CopyPlan};
+use crate::workload::exchange::plan::{ComparePlan, ExchangePlan, check_chunk, parse_qubits, parse_wires};
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -25,27 +33,8 @@ pub struct Cli {
 pub enum Command {
     /// Report this node's GPUs, RDMA adapters, GPUDirect and NCCL setup, with a verdict and fixes
     Probe(ProbeArgs),
-    /// NCCL all_reduce benchmark (nccl-tests all_reduce_perf)
-    #[command(visible_alias = "all_reduce", alias = "all_reduce_perf")]
-    Allreduce(CollArgs),
-    /// NCCL all_gather benchmark (nccl-tests all_gather_perf)
-    #[command(visible_alias = "all_gather", alias = "all_gather_perf")]
-    Allgather(CollArgs),
-    /// NCCL reduce_scatter benchmark (nccl-tests reduce_scatter_perf)
-    #[command(visible_alias = "reduce_scatter", alias = "reduce_scatter_perf")]
-    Reducescatter(CollArgs),
-    /// NCCL broadcast benchmark (nccl-tests broadcast_perf)
-    #[command(alias = "broadcast_perf")]
-    Broadcast(CollArgs),
-    /// NCCL reduce benchmark (nccl-tests reduce_perf)
-    #[command(alias = "reduce_perf")]
-    Reduce(CollArgs),
-    /// NCCL alltoall benchmark (nccl-tests alltoall_perf)
-    #[command(alias = "alltoall_perf")]
-    Alltoall(CollArgs),
-    /// NCCL send/recv ring benchmark (nccl-tests sendrecv_perf)
-    #[command(alias = "sendrecv_perf")]
-    Sendrecv(CollArgs),
+    #[command(flatten)]
+    Collective(CollectiveCommand),
     /// A distributed state vector's amplitude exchange: timed, checked amplitude by amplitude, judged
     Exchange(ExchangeArgs),
     /// The same bytes over every transport between partner GPUs, side by side
@@ -57,19 +46,46 @@ pub enum Command {
     Copy(CopyArgs),
 }
 
-impl Command {
-    /// The collective a collective subcommand runs, with its arguments.
-    pub fn collective(&self) -> Option<(Kind, &CollArgs)> {
-        Some(match self {
-            Command::Allreduce(a) => (Kind::AllReduce, a),
-            Command::Allgather(a) => (Kind::AllGather, a),
-            Command::Reducescatter(a) => (Kind::ReduceScatter, a),
-            Command::Broadcast(a) => (Kind::Broadcast, a),
-            Command::Reduce(a) => (Kind::Reduce, a),
-            Command::Alltoall(a) => (Kind::AllToAll, a),
-            Command::Sendrecv(a) => (Kind::SendRecv, a),
-            Command::Probe(_) | Command::Exchange(_) | Command::Compare(_) | Command::Copy(_) => return None,
-        })
+/// A collective subcommand: which collective, with nccl-tests' options.
+#[derive(Debug)]
+pub struct CollectiveCommand {
+    pub kind: Kind,
+    pub args: CollArgs,
+}
+
+impl FromArgMatches for CollectiveCommand {
+    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let (name, sub) = m.subcommand().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
+        let kind =
+            Kind::from_command(name).ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(CollectiveCommand { kind, args: CollArgs::from_arg_matches(sub)? })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
+        *self = CollectiveCommand::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for CollectiveCommand {
+    fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
+        for &kind in Kind::ALL {
+            let spec = kind.spec();
+            let mut sub = CollArgs::augment_args(clap::Command::new(spec.command())).about(spec.about());
+            if spec.name() != spec.command() {
+                sub = sub.visible_alias(spec.name());
+            }
+            cmd = cmd.subcommand(sub.alias(kind.program()));
+        }
+        cmd
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        CollectiveCommand::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        Kind::from_command(name).is_some()
     }
 }
 
@@ -83,6 +99,12 @@ pub struct ProbeArgs {
     pub sysfs_root: Option<PathBuf>,
 }
 
+impl ProbeArgs {
+    pub fn plan(&self) -> crate::probe::ProbePlan {
+        crate::probe::ProbePlan { json: self.json, sysfs_root: self.sysfs_root.clone() }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct ExchangeArgs {
     /// Qubits of the register: N, or a range A..B to run every size from A to B
@@ -92,8 +114,8 @@ pub struct ExchangeArgs {
     #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub ngpus: u32,
     /// Bytes per amplitude: single (complex<float>, 8) or double (complex<double>, 16)
-    #[arg(long, value_enum, default_value_t = crate::workload::exchange::layout::Precision::Double)]
-    pub precision: crate::workload::exchange::layout::Precision,
+    #[arg(long, default_value = "double", value_parser = ["single", "double"])]
+    pub precision: String,
     /// gate (whole chunk exchanged, as QuEST), swap (half, as cuStateVec) or both
     #[arg(long, default_value = "both")]
     pub pattern: String,
@@ -119,6 +141,25 @@ pub struct ExchangeArgs {
     pub out: OutputArgs,
 }
 
+impl ExchangeArgs {
+    pub fn plan(&self) -> Result<ExchangePlan> {
+        let patterns = Pattern::parse_list(&self.pattern)?;
+        Ok(ExchangePlan {
+            qubits: parse_qubits(&self.qubits)?,
+            ngpus: self.ngpus as usize,
+            precision: Precision::parse(&self.precision)?,
+            wires: parse_wires(&self.transport, self.no_pipeline)?,
+            chunk: check_chunk(self.chunk)?,
+            iters: self.iters,
+            warmup: self.warmup_iters,
+            circuits: self.circuit.split(',').map(|c| Circuit::parse(c.trim())).collect::<Result<_>>()?,
+            fault: ExchangePlan::fault_for(&patterns)?,
+            patterns,
+            output: self.out.plan(),
+        })
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Bytes each rank sends to its partner (and receives)
@@ -136,6 +177,12 @@ pub struct CompareArgs {
     pub out: OutputArgs,
 }
 
+impl CompareArgs {
+    pub fn plan(&self) -> Result<ComparePlan> {
+        ComparePlan::new(self.bytes, self.ngpus as usize, self.iters, self.warmup_iters, self.out.plan())
+    }
+}
+
 /// Where a run's records go besides the text on stdout.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
@@ -150,22 +197,9 @@ pub struct OutputArgs {
     pub csv: Option<PathBuf>,
 }
 
-/// Where the ranks' buffers live and what moves them.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TransportKind {
-    /// GPU buffers, NCCL collectives
-    Nccl,
-    /// Host buffers, ranks as threads, collectives on the CPU
-    Cpu,
-}
-
-impl TransportKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            TransportKind::Nccl => "nccl",
-            TransportKind::Cpu => "cpu",
-        }
+impl OutputArgs {
+    pub fn plan(&self) -> OutputPlan {
+        OutputPlan { json_file: self.output_file.clone(), csv_file: self.csv.clone(), json_stdout: self.json }
     }
 }
 
@@ -226,11 +260,41 @@ pub struct CollArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     /// What moves the data: nccl (GPU buffers) or cpu (host buffers, threads as ranks)
-    #[arg(long, value_enum, default_value_t = TransportKind::Nccl)]
-    pub transport: TransportKind,
+    #[arg(long, default_value = "nccl", value_parser = ["nccl", "cpu"])]
+    pub transport: String,
     /// Seed of the input data
     #[arg(long, default_value_t = crate::pattern::DEFAULT_SEED)]
     pub seed: u64,
+}
+
+impl CollArgs {
+    pub fn plan(&self, kind: Kind) -> Result<CollectivePlan> {
+        if self.stepfactor == 0 {
+            return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));
+        }
+        let transport = if self.transport == "cpu" { TransportKind::Cpu } else { TransportKind::Nccl };
+        let config = Config {
+            nranks: (self.nthreads * self.ngpus) as usize,
+            nthreads: self.nthreads as usize,
+            ngpus: self.ngpus as usize,
+            minbytes: self.minbytes,
+            maxbytes: self.maxbytes,
+            step: if self.stepfactor > 1 { Step::Factor(self.stepfactor) } else { Step::Bytes(self.stepbytes) },
+            warmup_iters: self.warmup_iters,
+            iters: self.iters,
+            agg_iters: self.agg_iters,
+            run_cycles: self.run_cycles,
+            check: self.check,
+            cudagraph: self.cudagraph,
+            average: Average::from_code(self.average),
+            timeout_s: self.timeout,
+            datatypes: DataType::parse(&self.datatype)?,
+            ops: RedOp::parse(&self.op)?,
+            root: self.root,
+            seed: self.seed,
+        };
+        CollectivePlan::new(kind, transport, config, self.out.plan())
+    }
 }
 
 /// `qbench copy`: nccl-tests' letters where they mean the same thing.
@@ -273,56 +337,24 @@ pub struct CopyArgs {
     pub seed: u64,
 }
 
+impl CopyArgs {
+    pub fn plan(&self) -> Result<CopyPlan> {
+        let options = CopyOptions {
+            tests: self.test.clone(),
+            minbytes: self.minbytes,
+            maxbytes: self.maxbytes,
+            stepfactor: self.stepfactor,
+            iters: self.iters,
+            warmup_iters: self.warmup_iters,
+            samples: self.samples,
+            lat_iters: self.lat_iters,
+            ngpus: self.ngpus.map(|n| n as usize),
+            seed: self.seed,
+        };
+        CopyPlan::new(&options, self.out.plan())
+    }
+}
+
 fn size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
-}
-
-/// How per-rank times combine into the reported time (`-a`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Average {
-    Rank0,
-    Mean,
-    Min,
-    Max,
-}
-
-impl CollArgs {
-    pub fn step(&self) -> Step {
-        if self.stepfactor > 1 { Step::Factor(self.stepfactor) } else { Step::Bytes(self.stepbytes) }
-    }
-
-    pub fn dtypes(&self) -> Result<Vec<DataType>> {
-        DataType::parse(&self.datatype)
-    }
-
-    pub fn ops(&self) -> Result<Vec<RedOp>> {
-        RedOp::parse(&self.op)
-    }
-
-    pub fn average(&self) -> Average {
-        match self.average {
-            0 => Average::Rank0,
-            2 => Average::Min,
-            3 => Average::Max,
-            _ => Average::Mean,
-        }
-    }
-
-    /// Checks what clap cannot: combinations and ranges that depend on each other.
-    pub fn validate(&self) -> Result<()> {
-        if self.root < -1 {
-            return Err(Error::Usage(format!(
-                "invalid root {} (-r): use a rank number, or -1 for every rank",
-                self.root
-            )));
-        }
-        if self.stepfactor == 0 {
-            return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));
-        }
-        self.dtypes()?;
-        self.ops()?;
-        crate::units::sweep(self.minbytes, self.maxbytes, self.step())?;
-        Ok(())
-    }
 }

@@ -4,10 +4,10 @@
 
 use crate::error::{Error, Result};
 use half::{bf16, f16};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An element type of a collective buffer (nccl-tests `-d`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DataType {
     Int8,
@@ -135,7 +135,7 @@ impl DataType {
 }
 
 /// A reduction operation (nccl-tests `-o`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RedOp {
     Sum,

@@ -1,6 +1,7 @@
 //! One error type for the whole tool, so that every failure maps onto the
-//! documented exit codes (DESIGN.md): 1 check failed, 2 bad usage, 3 hardware
-//! or library missing, 4 runtime failure.
+//! documented exit codes: 1 check failed, 2 bad usage, 3 hardware or
+//! library missing, 4 runtime failure; 128 + N when signal N stopped the
+//! run, 0 when stdout's reader went away.
 
 use std::fmt;
 
@@ -15,6 +16,10 @@ pub enum Error {
     Missing(String),
     /// Something broke while running: a timeout, a CUDA or NCCL error.
     Runtime(String),
+    /// A signal stopped the run at this step.
+    Interrupted { signal: i32, step: String },
+    /// Nobody reads stdout any more: the run ends quietly.
+    StdoutClosed,
 }
 
 impl Error {
@@ -25,19 +30,28 @@ impl Error {
             Error::Usage(_) => 2,
             Error::Missing(_) => 3,
             Error::Runtime(_) => 4,
+            Error::Interrupted { signal, .. } => 128 + signal,
+            Error::StdoutClosed => 0,
         }
     }
 
-    pub fn message(&self) -> &str {
+    pub fn message(&self) -> String {
         match self {
-            Error::CheckFailed(m) | Error::Usage(m) | Error::Missing(m) | Error::Runtime(m) => m,
+            Error::CheckFailed(m) | Error::Usage(m) | Error::Missing(m) | Error::Runtime(m) => m.clone(),
+            Error::Interrupted { signal, step } => crate::interrupt::message(*signal, step),
+            Error::StdoutClosed => String::new(),
         }
+    }
+
+    /// Whether the run stopped early on request rather than failing.
+    pub fn is_interruption(&self) -> bool {
+        matches!(self, Error::Interrupted { .. } | Error::StdoutClosed)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.message())
+        f.write_str(&self.message())
     }
 }
 
@@ -49,14 +63,4 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[macro_export]
 macro_rules! usage {
     ($($arg:tt)*) => { $crate::error::Error::Usage(format!($($arg)*)) };
-}
-
-#[macro_export]
-macro_rules! missing {
-    ($($arg:tt)*) => { $crate::error::Error::Missing(format!($($arg)*)) };
-}
-
-#[macro_export]
-macro_rules! runtime {
-    ($($arg:tt)*) => { $crate::error::Error::Runtime(format!($($arg)*)) };
 }

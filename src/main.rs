@@ -1,8 +1,8 @@
-//! The qbench binary: parse the command line, run the job, map the outcome
-//! onto the exit codes of DESIGN.md.
+//! The qbench binary: parse the command line, run the command, map the
+//! outcome onto the exit codes (docs/ARCHITECTURE.md).
 
 use clap::Parser;
-use qbench::cli::{Cli, Command};
+use qbench::cli::Cli;
 use qbench::error::Error;
 
 fn main() {
@@ -28,25 +28,13 @@ fn main() {
         }
         Err(e) => e.exit(),
     };
-    let result =
-        std::panic::catch_unwind(|| run(&cli.command)).unwrap_or_else(|_| Err(Error::Runtime("aborted".into())));
+    let result = std::panic::catch_unwind(|| qbench::command::run(cli.command))
+        .unwrap_or_else(|_| Err(Error::Runtime(String::new())));
     if let Err(e) = result {
-        if !(e.message().is_empty() || e.message() == "aborted") {
-            eprintln!("qbench: {e}");
+        let message = e.message();
+        if !message.is_empty() {
+            eprintln!("qbench: {message}");
         }
         std::process::exit(e.exit_code());
-    }
-}
-
-fn run(command: &Command) -> qbench::error::Result<()> {
-    match command {
-        Command::Probe(args) => qbench::probe::run(args),
-        Command::Exchange(args) => qbench::workload::exchange::run(args),
-        Command::Compare(args) => qbench::workload::exchange::compare::run(args),
-        Command::Copy(args) => qbench::workload::copy::run(args),
-        _ => {
-            let (kind, args) = command.collective().expect("every other subcommand is a collective");
-            qbench::harness::run_collective(kind, args)
-        }
     }
 }

@@ -48,7 +48,7 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 /// How sizes grow between -b and -e: by a factor (-f > 1) or by a step (-i).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
     Factor(u64),

@@ -95,7 +95,7 @@ fn json_and_csv_carry_the_same_records() {
     ]);
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["schema"], "qbench.collective.v1");
+    assert_eq!(v["schema"], "qbench.collective.v2");
     assert_eq!(v["collective"], "reduce_scatter");
     assert_eq!(v["config"]["nranks"], 2);
     let results = v["results"].as_array().unwrap();
@@ -106,8 +106,9 @@ fn json_and_csv_carry_the_same_records() {
         for side in ["out_of_place", "in_place"] {
             assert_eq!(r[side]["wrong"], 0);
             let it = &r[side]["iterations"];
-            assert!(it["p50_us"].as_f64().unwrap() <= it["p99_us"].as_f64().unwrap());
-            assert!(it["p99_us"].as_f64().unwrap() <= it["max_us"].as_f64().unwrap());
+            assert!(it["min"].as_f64().unwrap() <= it["median"].as_f64().unwrap());
+            assert!(it["median"].as_f64().unwrap() <= it["p99"].as_f64().unwrap());
+            assert!(it["p99"].as_f64().unwrap() <= it["max"].as_f64().unwrap());
             assert_eq!(it["samples"], 20);
         }
     }

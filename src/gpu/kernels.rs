@@ -5,7 +5,7 @@ use super::{Gpu, cuda_err};
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::pattern::Pattern;
-use crate::transport::Op;
+use crate::transport::{Collective, Op};
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 use std::collections::HashMap;
@@ -54,20 +54,24 @@ pub fn load(gpu: &Gpu, file: &str, source: &str, names: &[String]) -> Result<Has
         .collect()
 }
 
-/// The fill and check kernels of kernels/pattern.cu on one GPU.
+/// kernels/pattern.cu with the expected-value rule of `collective`.
+pub fn pattern_source(collective: &dyn Collective) -> String {
+    format!("#define QB_SOURCE {}\n{}", collective.source_cu(), include_str!("../../kernels/pattern.cu"))
+}
+
+/// The fill and check kernels of kernels/pattern.cu for one collective on one GPU.
 pub struct PatternKernels {
     functions: HashMap<String, CudaFunction>,
 }
 
 impl PatternKernels {
-    pub fn load(gpu: &Gpu) -> Result<PatternKernels> {
+    pub fn load(gpu: &Gpu, collective: &dyn Collective) -> Result<PatternKernels> {
         let names: Vec<String> = DataType::ALL
             .iter()
             .flat_map(|t| [format!("qb_fill_{}", t.name()), format!("qb_check_{}", t.name())])
             .collect();
-        Ok(PatternKernels {
-            functions: load(gpu, "kernels/pattern.cu", include_str!("../../kernels/pattern.cu"), &names)?,
-        })
+        let file = format!("kernels/pattern.cu ({})", collective.name());
+        Ok(PatternKernels { functions: load(gpu, &file, &pattern_source(collective), &names)? })
     }
 
     fn function(&self, kind: &str, t: DataType) -> &CudaFunction {
@@ -98,12 +102,12 @@ impl PatternKernels {
         }
         let p = &op.pattern;
         let (kind, a, b) = p.draw.encode();
-        let (coll, redop) = (op.kind().kernel_code(), op.redop as i32);
+        let redop = op.redop as i32;
         let (nranks, rank, root) = (nranks as i32, rank as i32, op.root as i32);
         let f = self.function("check", p.dtype);
         let mut l = gpu.stream.launch_builder(f);
         l.arg(&ptr).arg(&n).arg(&p.seed).arg(&kind).arg(&a).arg(&b);
-        l.arg(&coll).arg(&redop).arg(&nranks).arg(&rank).arg(&root).arg(&op.counts.param).arg(&p.tolerance).arg(&wrong);
+        l.arg(&redop).arg(&nranks).arg(&rank).arg(&root).arg(&op.counts.param).arg(&p.tolerance).arg(&wrong);
         // SAFETY: the argument list matches qb_check_* in kernels/pattern.cu;
         // `ptr` addresses n elements and `wrong` one u64 on this GPU.
         unsafe { l.launch(grid(gpu, n)) }.map(|_| ()).map_err(cuda_err("launching the check kernel"))
@@ -126,7 +130,9 @@ mod tests {
             return;
         }
         for cc in [(7, 0), (9, 0)] {
-            ptx("kernels/pattern.cu", include_str!("../../kernels/pattern.cu"), cc).unwrap();
+            for kind in crate::workload::collective::Kind::ALL {
+                ptx(kind.name(), &pattern_source(kind.spec()), cc).unwrap();
+            }
             ptx("kernels/statevec.cu", include_str!("../../kernels/statevec.cu"), cc).unwrap();
             ptx("kernels/copy.cu", include_str!("../../kernels/copy.cu"), cc).unwrap();
         }

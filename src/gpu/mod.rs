@@ -106,12 +106,12 @@ impl Gpu {
     }
 
     /// This GPU as rank `rank` of the `# Using devices` block.
-    pub fn rank_info(&self, rank: usize) -> crate::transport::RankInfo {
-        crate::transport::RankInfo {
+    pub fn rank_info(&self, rank: usize) -> crate::record::RankInfo {
+        crate::record::RankInfo {
             rank,
             group: 0,
             pid: std::process::id(),
-            host: crate::transport::short_hostname(),
+            host: crate::host::short_hostname(),
             device: self.ordinal,
             bus_id: self.bus_id.clone(),
             name: self.name.clone(),

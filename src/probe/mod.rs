@@ -8,14 +8,22 @@ pub mod nccl_env;
 pub mod render;
 pub mod topo;
 
-use crate::cli::ProbeArgs;
 use crate::error::{Error, Result};
 use crate::usage;
 use checks::Status;
 use collect::Host;
-use std::io::Write;
+use std::path::PathBuf;
 
-pub fn run(args: &ProbeArgs) -> Result<()> {
+/// What `qbench probe` reads and how it reports.
+#[derive(Debug, Clone, Default)]
+pub struct ProbePlan {
+    /// JSON on stdout instead of tables.
+    pub json: bool,
+    /// Read /sys, /dev and /proc under this directory instead of /.
+    pub sysfs_root: Option<PathBuf>,
+}
+
+pub fn run(args: &ProbePlan) -> Result<()> {
     if let Some(root) = &args.sysfs_root {
         std::fs::read_dir(root).map_err(|e| usage!("--sysfs-root {}: {e}", root.display()))?;
     }
@@ -26,13 +34,6 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
     let verdict = checks::verdict(&checks);
     let report =
         if args.json { render::json(&facts, &checks, verdict) } else { render::text(&facts, &checks, verdict) };
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`| head`) is the reader's choice, not an error.
-    match writeln!(stdout, "{report}").and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(Error::Runtime(format!("cannot write the report: {e}")));
-        }
-        _ => {}
-    }
+    crate::output::write_stdout(&format!("{report}\n"))?;
     if verdict == Status::Fail { Err(Error::CheckFailed(String::new())) } else { Ok(()) }
 }

@@ -2,13 +2,24 @@
 //! matrices at the largest size, gdrcopy copylat-style latency tables, the
 //! test list, and CSV.
 
-use crate::error::{Error, Result};
-use crate::workload::copy::Test;
-use crate::workload::copy::record::{CopyRun, Endpoint, Row, Status, TestRecord};
+use super::{Csv, Table, csv_lines};
+use crate::error::Result;
+use crate::record::copy::{CopyRun, Endpoint, Row, Status, TestInfo, TestRecord};
 use std::fmt::Write;
-use std::path::Path;
 use tabled::settings::Alignment;
 use tabled::settings::object::Columns;
+
+impl Table for CopyRun {
+    fn head(&self) -> String {
+        header(self)
+    }
+    fn part(&self, t: &TestRecord) -> String {
+        section(t)
+    }
+    fn tail(&self) -> String {
+        footer(self)
+    }
+}
 
 /// A psql-style table, numbers right-aligned; column `text` (if any) holds
 /// words and is left-aligned.
@@ -22,7 +33,7 @@ fn table(header: Vec<String>, rows: Vec<Vec<String>>, text: Option<usize>) -> St
 }
 
 /// `qbench copy --list`.
-pub fn list(tests: &[Test], families: &[&str]) -> String {
+pub fn list(tests: &[TestInfo], families: &[&str]) -> String {
     let mut s = String::from("qbench copy tests (--test NAME,... | FAMILY | all):\n");
     for f in families {
         let _ = writeln!(s, "\n{f}");
@@ -34,7 +45,7 @@ pub fn list(tests: &[Test], families: &[&str]) -> String {
 }
 
 /// Everything above the first test.
-pub fn header(run: &CopyRun) -> String {
+fn header(run: &CopyRun) -> String {
     let c = &run.config;
     let mut s = String::new();
     let _ = writeln!(
@@ -68,7 +79,7 @@ fn gbps(v: f64) -> String {
 }
 
 /// One test: its sweep table, matrices and latency tables, or why it did not run.
-pub fn section(t: &TestRecord) -> String {
+fn section(t: &TestRecord) -> String {
     let mut s = format!("\n## {}: {}\n", t.name, t.description);
     if t.status == Status::Unavailable {
         let _ = writeln!(s, "#  unavailable: {}", t.reason.as_deref().unwrap_or("unknown"));
@@ -95,10 +106,10 @@ pub fn section(t: &TestRecord) -> String {
             .map(|r| {
                 vec![
                     r.size.to_string(),
-                    format!("{:.2}", r.host.min_us),
-                    format!("{:.2}", r.host.p50_us),
-                    format!("{:.2}", r.host.p99_us),
-                    r.device.map_or("-".into(), |d| format!("{:.2}", d.p50_us)),
+                    format!("{:.2}", r.host.min),
+                    format!("{:.2}", r.host.median),
+                    format!("{:.2}", r.host.p99),
+                    r.device.map_or("-".into(), |d| format!("{:.2}", d.median)),
                     r.wrong_words.to_string(),
                 ]
             })
@@ -124,8 +135,8 @@ fn sweep_table(rows: &[Row]) -> String {
     let mut dirs: Vec<&str> = Vec::new();
     for r in rows {
         for d in &r.directions {
-            if !dirs.contains(&d.direction) {
-                dirs.push(d.direction);
+            if !dirs.contains(&d.direction.as_str()) {
+                dirs.push(&d.direction);
             }
         }
     }
@@ -214,7 +225,7 @@ fn matrices(t: &TestRecord) -> String {
             };
             m[r][c] = Some(f.gbps.median);
         }
-        let engine = match first.engine {
+        let engine = match first.engine.as_str() {
             "ce" => "memcpy CE",
             "sm" => "memcpy SM",
             _ => "CPU copy",
@@ -254,9 +265,10 @@ fn matrix_text(m: &[Vec<Option<f64>>]) -> String {
 }
 
 /// Everything after the last test.
-pub fn footer(run: &CopyRun) -> String {
+fn footer(run: &CopyRun) -> String {
     let mut s = String::from("\n");
-    let unavailable: Vec<&str> = run.tests.iter().filter(|t| t.status == Status::Unavailable).map(|t| t.name).collect();
+    let unavailable: Vec<&str> =
+        run.tests.iter().filter(|t| t.status == Status::Unavailable).map(|t| t.name.as_str()).collect();
     if !unavailable.is_empty() {
         let _ = writeln!(s, "# Unavailable here: {}", unavailable.join(", "));
     }
@@ -285,82 +297,76 @@ struct CsvLine<'a> {
 
 /// One line per direction (and total) of each bandwidth row, and per
 /// latency row (host clock, and device events where timed).
-pub fn csv(run: &CopyRun) -> Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut put = |l: CsvLine| w.serialize(l).map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")));
-    for t in &run.tests {
-        for r in &t.rows {
-            let mut figures: Vec<(String, _)> =
-                r.directions.iter().map(|d| (d.direction.to_string(), d.gbps)).collect();
-            if r.flows.len() > 1 {
-                figures.push(("total".into(), r.total_gbps));
-            }
-            for (quantity, g) in figures {
-                put(CsvLine {
-                    test: t.name,
-                    family: t.family,
-                    placement: &r.placement,
-                    size: r.size,
-                    quantity,
-                    unit: "GB/s",
-                    median: g.median,
-                    min: g.min,
-                    max: g.max,
-                    p99: None,
-                    wrong_words: r.wrong_words,
-                })?;
-            }
-        }
-        for series in &t.latency {
-            for r in &series.rows {
-                let clocks = [(series.label.clone(), Some(r.host)), (format!("{} (device)", series.label), r.device)];
-                for (quantity, st) in clocks {
-                    let Some(st) = st else { continue };
-                    put(CsvLine {
-                        test: t.name,
-                        family: t.family,
-                        placement: &series.placement,
+impl Csv for CopyRun {
+    fn csv(&self) -> Result<Vec<u8>> {
+        let mut lines = Vec::new();
+        for t in &self.tests {
+            for r in &t.rows {
+                let mut figures: Vec<(String, _)> =
+                    r.directions.iter().map(|d| (d.direction.clone(), d.gbps)).collect();
+                if r.flows.len() > 1 {
+                    figures.push(("total".into(), r.total_gbps));
+                }
+                for (quantity, g) in figures {
+                    lines.push(CsvLine {
+                        test: &t.name,
+                        family: &t.family,
+                        placement: &r.placement,
                         size: r.size,
                         quantity,
-                        unit: "us",
-                        median: st.p50_us,
-                        min: st.min_us,
-                        max: st.max_us,
-                        p99: Some(st.p99_us),
+                        unit: "GB/s",
+                        median: g.median,
+                        min: g.min,
+                        max: g.max,
+                        p99: None,
                         wrong_words: r.wrong_words,
-                    })?;
+                    });
+                }
+            }
+            for series in &t.latency {
+                for r in &series.rows {
+                    let clocks =
+                        [(series.label.clone(), Some(r.host)), (format!("{} (device)", series.label), r.device)];
+                    for (quantity, st) in clocks {
+                        let Some(st) = st else { continue };
+                        lines.push(CsvLine {
+                            test: &t.name,
+                            family: &t.family,
+                            placement: &series.placement,
+                            size: r.size,
+                            quantity,
+                            unit: "us",
+                            median: st.median,
+                            min: st.min,
+                            max: st.max,
+                            p99: Some(st.p99),
+                            wrong_words: r.wrong_words,
+                        });
+                    }
                 }
             }
         }
+        csv_lines(lines)
     }
-    let bytes = w.into_inner().map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-pub fn write_csv(run: &CopyRun, path: &Path) -> Result<()> {
-    std::fs::write(path, csv(run)?)
-        .map_err(|e| Error::Usage(format!("cannot write CSV results to {}: {e}", path.display())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::record::IterStats;
-    use crate::workload::copy::record::{
-        Config, DirResult, FlowResult, LatencyRow, LatencySeries, Skipped, Stat, Status, TestRecord,
-    };
+    use crate::record::copy::{Config, DirResult, FlowResult, LatencyRow, LatencySeries, Skipped};
+    use crate::stats::Summary;
 
-    fn stat(v: f64) -> Stat {
-        Stat { median: v, min: v, max: v }
+    fn stat(v: f64) -> Summary {
+        Summary::of(&[v])
     }
 
-    fn flow(src: Endpoint, dst: Endpoint, direction: &'static str, gbps: f64) -> FlowResult {
+    fn flow(src: Endpoint, dst: Endpoint, direction: &str, gbps: f64) -> FlowResult {
         FlowResult {
             src,
             dst,
-            direction,
+            direction: direction.into(),
             issued_by: 0,
-            engine: "ce",
+            engine: "ce".into(),
             host_memory: None,
             bytes_counted: 1 << 30,
             gbps: stat(gbps),
@@ -369,13 +375,13 @@ mod tests {
         }
     }
 
-    fn record(name: &'static str, rows: Vec<Row>) -> TestRecord {
+    fn record(name: &str, rows: Vec<Row>) -> TestRecord {
         TestRecord {
-            name,
-            family: "peer",
-            description: "a test",
-            figure: "bytes / time",
-            timing: "events",
+            name: name.into(),
+            family: "peer".into(),
+            description: "a test".into(),
+            figure: "bytes / time".into(),
+            timing: "events".into(),
             status: Status::Ran,
             reason: None,
             fix: None,
@@ -392,7 +398,7 @@ mod tests {
         for f in &flows {
             match directions.iter_mut().find(|d| d.direction == f.direction) {
                 Some(d) => d.gbps.median += f.gbps.median,
-                None => directions.push(DirResult { direction: f.direction, gbps: f.gbps }),
+                None => directions.push(DirResult { direction: f.direction.clone(), gbps: f.gbps }),
             }
         }
         let total = flows.iter().map(|f| f.gbps.median).sum();
@@ -464,12 +470,14 @@ mod tests {
     }
 
     fn latency_record() -> TestRecord {
-        let st = |p50: f64| IterStats {
+        let st = |p50: f64| Summary {
             samples: 1000,
-            min_us: p50 - 0.5,
-            p50_us: p50,
-            p99_us: p50 + 1.0,
-            max_us: p50 + 9.0,
+            min: p50 - 0.5,
+            median: p50,
+            mean: p50,
+            p99: p50 + 1.0,
+            p999: p50 + 2.0,
+            max: p50 + 9.0,
         };
         let mut t = record("latency_h2d", Vec::new());
         t.latency.push(LatencySeries {
@@ -497,16 +505,9 @@ mod tests {
     fn csv_has_a_line_per_figure() {
         let (h, g0) = (Endpoint::Host, Endpoint::Gpu(0));
         let run = CopyRun {
-            header: crate::harness::record::RunHeader {
-                schema: crate::workload::copy::record::SCHEMA,
-                qbench_version: "0",
-                args: Vec::new(),
-                host: "h".into(),
-                start_time: String::new(),
-                end_time: None,
-            },
+            header: crate::record::Header::start(crate::record::copy::KIND, None),
             config: Config {
-                tests: vec!["bidir_pinned", "latency_h2d"],
+                tests: vec!["bidir_pinned".into(), "latency_h2d".into()],
                 ngpus: 1,
                 minbytes: 1,
                 maxbytes: 1,
@@ -531,16 +532,12 @@ mod tests {
             wrong_words: 0,
             error: None,
         };
-        let text = csv(&run).unwrap();
+        let text = String::from_utf8(run.csv().unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "test,family,placement,size,quantity,unit,median,min,max,p99,wrong_words");
         // h2d, d2h, total; two latency rows with host and (for one) device clocks.
         assert_eq!(lines.len(), 1 + 3 + 3, "{text}");
         assert!(lines[3].starts_with("bidir_pinned,peer,GPU 0,1073741824,total,GB/s,105.5,"), "{text}");
-        assert!(json_schema_is_named(&run));
-    }
-
-    fn json_schema_is_named(run: &CopyRun) -> bool {
-        crate::report::json::to_string(run).unwrap().contains("\"schema\": \"qbench.copy.v1\"")
+        assert!(serde_json::to_string(&run).unwrap().contains("\"schema\":\"qbench.copy.v2\""));
     }
 }

@@ -1,10 +1,10 @@
 //! CSV rendering of a collective run: one line per size and placement, for
 //! spreadsheets and plotting scripts.
 
-use crate::error::{Error, Result};
-use crate::harness::record::{Cell, CollectiveRun};
+use super::{Csv, csv_lines};
+use crate::error::Result;
+use crate::record::collective::{Cell, CollectiveRun};
 use serde::Serialize;
-use std::path::Path;
 
 #[derive(Serialize)]
 struct Line<'a> {
@@ -29,39 +29,32 @@ struct Line<'a> {
     max_us: f64,
 }
 
-pub fn to_string(run: &CollectiveRun) -> Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in &run.results {
-        for (placement, c) in [("out-of-place", &r.out_of_place), ("in-place", &r.in_place)] {
-            let Cell { time_us, algbw_gbps, busbw_gbps, wrong, iterations: it } = *c;
-            w.serialize(Line {
-                collective: run.program.trim_end_matches("_perf"),
-                transport: run.transport.name(),
-                nranks: run.config.nranks,
-                cycle: r.cycle,
-                size: r.size,
-                count: r.count,
-                dtype: r.dtype.name(),
-                redop: r.redop.map_or("none", |o| o.name()),
-                root: r.root,
-                placement,
-                time_us,
-                algbw_gbps,
-                busbw_gbps,
-                wrong,
-                min_us: it.min_us,
-                p50_us: it.p50_us,
-                p99_us: it.p99_us,
-                max_us: it.max_us,
+impl Csv for CollectiveRun {
+    fn csv(&self) -> Result<Vec<u8>> {
+        csv_lines(self.results.iter().flat_map(|r| {
+            [("out-of-place", &r.out_of_place), ("in-place", &r.in_place)].map(|(placement, c)| {
+                let Cell { time_us, algbw_gbps, busbw_gbps, wrong, iterations: it } = *c;
+                Line {
+                    collective: &self.collective,
+                    transport: self.transport.name(),
+                    nranks: self.config.nranks,
+                    cycle: r.cycle,
+                    size: r.size,
+                    count: r.count,
+                    dtype: r.dtype.name(),
+                    redop: r.redop.map_or("none", |o| o.name()),
+                    root: r.root,
+                    placement,
+                    time_us,
+                    algbw_gbps,
+                    busbw_gbps,
+                    wrong,
+                    min_us: it.min,
+                    p50_us: it.median,
+                    p99_us: it.p99,
+                    max_us: it.max,
+                }
             })
-            .map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))?;
-        }
+        }))
     }
-    let bytes = w.into_inner().map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-pub fn write(run: &CollectiveRun, path: &Path) -> Result<()> {
-    std::fs::write(path, to_string(run)?)
-        .map_err(|e| Error::Usage(format!("cannot write CSV results to {}: {e}", path.display())))
 }

@@ -1,15 +1,15 @@
-//! Text and CSV renderings of exchange and compare runs: what a simulation
-//! user reads first is the verdict; the tables above it say where it comes
-//! from.
+//! Text and CSV renderings of exchange runs: what a simulation user reads
+//! first is the verdict; the tables above it say where it comes from.
 
-use crate::error::{Error, Result};
+use super::{Csv, Table, csv_lines};
+use crate::error::Result;
+use crate::record::exchange::{Circuit, ExchangeRun, RegisterRun, Verdict};
 use crate::units::format_size;
-use crate::workload::exchange::compare::Comparison;
-use crate::workload::exchange::record::{ExchangeRun, RegisterRun};
-use crate::workload::exchange::verdict::{Circuit, Verdict};
+use serde::Serialize;
 use std::fmt::Write;
 
-fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+/// A summary table with these column names.
+pub(super) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     super::table(header.iter().map(|s| s.to_string()), rows).to_string()
 }
 
@@ -17,7 +17,20 @@ fn ms(s: f64) -> String {
     format!("{:.3}", s * 1e3)
 }
 
-pub fn header(run: &ExchangeRun) -> String {
+impl Table for ExchangeRun {
+    /// The devices of GPU registers; host ranks are described with each register.
+    fn head(&self) -> String {
+        if self.devices.is_empty() { String::new() } else { header(self) }
+    }
+    fn part(&self, r: &RegisterRun) -> String {
+        register(r)
+    }
+    fn tail(&self) -> String {
+        self.verdict.as_ref().map(verdict).unwrap_or_default()
+    }
+}
+
+fn header(run: &ExchangeRun) -> String {
     let mut s =
         String::from("# qbench exchange: the amplitude exchange of a distributed state vector\n# Using devices\n");
     for d in &run.devices {
@@ -34,7 +47,7 @@ pub fn header(run: &ExchangeRun) -> String {
     s
 }
 
-pub fn register(r: &RegisterRun) -> String {
+fn register(r: &RegisterRun) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -71,7 +84,7 @@ pub fn register(r: &RegisterRun) -> String {
             .map(|g| {
                 vec![
                     g.qubit.to_string(),
-                    ms(g.time.median_s),
+                    ms(g.time.median),
                     format!("{:.1}", g.gbps),
                     format!("{:.0}%", 100.0 * g.of_copy),
                 ]
@@ -89,14 +102,14 @@ pub fn register(r: &RegisterRun) -> String {
             .iter()
             .map(|g| {
                 vec![
-                    g.transport.name().to_string(),
+                    g.transport.clone(),
                     g.pattern.name().to_string(),
                     g.qubit.to_string(),
                     format_size(g.bytes),
-                    ms(g.exchange.median_s),
+                    ms(g.exchange.median),
                     format!("{:.1}", g.gbps_per_direction),
-                    ms(g.update.median_s),
-                    ms(g.exchange.median_s + g.update.median_s),
+                    ms(g.update.median),
+                    ms(g.exchange.median + g.update.median),
                     format!("×{:.1}", g.vs_local),
                 ]
             })
@@ -121,23 +134,23 @@ pub fn register(r: &RegisterRun) -> String {
         );
     }
     for u in &r.unavailable {
-        let _ = writeln!(s, "unavailable: {}: {}", u.transport.name(), u.reason);
+        let _ = writeln!(s, "unavailable: {}: {}", u.transport, u.reason);
     }
     for c in &r.checks {
-        let what = c.transport.map_or("local gates".to_string(), |w| w.name().to_string());
+        let what = c.transport.as_deref().unwrap_or("local gates");
         let _ = writeln!(s, "check: {what}: {} amplitudes, {} wrong", c.amplitudes, c.wrong);
     }
     s
 }
 
-pub fn verdict(v: &Verdict) -> String {
+fn verdict(v: &Verdict) -> String {
     let mut s = String::from("\n== verdict\n");
     let _ = writeln!(s, "local gate: {} ms on one GPU's chunk", ms(v.local_gate_s));
     let _ = writeln!(
         s,
         "global gate: {} ms over {} (best), ×{:.1} a local gate",
         ms(v.global_gate_s),
-        v.best_transport.name(),
+        v.best_transport,
         v.global_vs_local
     );
     let _ = writeln!(
@@ -160,92 +173,40 @@ pub fn verdict(v: &Verdict) -> String {
     s
 }
 
-pub fn comparison(c: &Comparison) -> String {
-    let rows = c
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.transport.clone(),
-                r.gbps.map_or("-".into(), |g| format!("{g:.1}")),
-                r.vs_best.map_or("-".into(), |v| format!("{:.2}", v)),
-                r.wrong.map_or("-".into(), |w| w.to_string()),
-                r.unavailable.as_ref().map_or(r.how.clone(), |u| format!("unavailable: {u}")),
-            ]
-        })
-        .collect();
-    format!(
-        "# qbench compare: {} per rank to its partner, {} ranks, medians of {}\n{}\n",
-        format_size(c.bytes_per_rank),
-        c.ranks,
-        c.iters,
-        table(&["transport", "GB/s/dir", "vs best", "wrong", "how"], rows)
-    )
+#[derive(Serialize)]
+struct Line<'a> {
+    qubits: u32,
+    precision: &'a str,
+    ranks: usize,
+    memory: &'a str,
+    transport: &'a str,
+    pattern: &'a str,
+    qubit: u32,
+    bytes: u64,
+    exchange_s: f64,
+    update_s: f64,
+    gbps_per_direction: f64,
+    vs_local: f64,
 }
 
-/// One CSV line per transport of a comparison.
-pub fn write_comparison_csv(c: &Comparison, path: &std::path::Path) -> Result<()> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let enc = |e: csv::Error| Error::Runtime(format!("cannot encode CSV: {e}"));
-    w.write_record(["transport", "bytes_per_rank", "ranks", "gbps_per_direction", "vs_best", "wrong", "unavailable"])
-        .map_err(enc)?;
-    let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
-    for r in &c.rows {
-        w.write_record([
-            r.transport.clone(),
-            c.bytes_per_rank.to_string(),
-            c.ranks.to_string(),
-            opt(r.gbps),
-            opt(r.vs_best),
-            r.wrong.map_or(String::new(), |x| x.to_string()),
-            r.unavailable.clone().unwrap_or_default(),
-        ])
-        .map_err(enc)?;
+/// One line per global gate.
+impl Csv for ExchangeRun {
+    fn csv(&self) -> Result<Vec<u8>> {
+        csv_lines(self.registers.iter().flat_map(|r| {
+            r.global_gates.iter().map(move |g| Line {
+                qubits: r.qubits,
+                precision: r.precision.name(),
+                ranks: r.ranks,
+                memory: &r.memory,
+                transport: &g.transport,
+                pattern: g.pattern.name(),
+                qubit: g.qubit,
+                bytes: g.bytes,
+                exchange_s: g.exchange.median,
+                update_s: g.update.median,
+                gbps_per_direction: g.gbps_per_direction,
+                vs_local: g.vs_local,
+            })
+        }))
     }
-    finish_csv(w, path)
-}
-
-fn finish_csv(w: csv::Writer<Vec<u8>>, path: &std::path::Path) -> Result<()> {
-    let bytes = w.into_inner().map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))?;
-    std::fs::write(path, bytes).map_err(|e| Error::Usage(format!("cannot write CSV to {}: {e}", path.display())))
-}
-
-pub fn write_csv(run: &ExchangeRun, path: &std::path::Path) -> Result<()> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let enc = |e: csv::Error| Error::Runtime(format!("cannot encode CSV: {e}"));
-    w.write_record([
-        "qubits",
-        "precision",
-        "ranks",
-        "memory",
-        "transport",
-        "pattern",
-        "qubit",
-        "bytes",
-        "exchange_s",
-        "update_s",
-        "gbps_per_direction",
-        "vs_local",
-    ])
-    .map_err(enc)?;
-    for r in &run.registers {
-        for g in &r.global_gates {
-            w.write_record([
-                r.qubits.to_string(),
-                r.precision.name().into(),
-                r.ranks.to_string(),
-                r.memory.into(),
-                g.transport.name().into(),
-                g.pattern.name().into(),
-                g.qubit.to_string(),
-                g.bytes.to_string(),
-                g.exchange.median_s.to_string(),
-                g.update.median_s.to_string(),
-                g.gbps_per_direction.to_string(),
-                g.vs_local.to_string(),
-            ])
-            .map_err(enc)?;
-        }
-    }
-    finish_csv(w, path)
 }

@@ -1,11 +1,29 @@
-//! Renderings of run records: the nccl-tests table, the copy tables, JSON and CSV.
+//! Renderings of run records, one place per format: the nccl-tests table
+//! (table.rs), the exchange, compare and copy tables, and CSV. Each reads a
+//! record and nothing else; JSON is the record itself (serde).
 
 pub mod cfmt;
+pub mod compare;
 pub mod copy;
 pub mod csv;
 pub mod exchange;
-pub mod json;
 pub mod table;
+
+use crate::error::{Error, Result};
+use crate::record::Streamed;
+
+/// The text a run prints: its head once the run is set up, each part as it
+/// is measured, and its tail at the end.
+pub trait Table: Streamed {
+    fn head(&self) -> String;
+    fn part(&self, part: &Self::Part) -> String;
+    fn tail(&self) -> String;
+}
+
+/// The run as CSV lines.
+pub trait Csv {
+    fn csv(&self) -> Result<Vec<u8>>;
+}
 
 /// A psql-style table with a header row: every summary table qbench prints.
 pub fn table(header: impl IntoIterator<Item = String>, rows: Vec<Vec<String>>) -> tabled::Table {
@@ -17,4 +35,14 @@ pub fn table(header: impl IntoIterator<Item = String>, rows: Vec<Vec<String>>) -
     let mut t = b.build();
     t.with(tabled::settings::Style::psql());
     t
+}
+
+/// CSV text from serialisable lines.
+pub fn csv_lines<L: serde::Serialize>(lines: impl IntoIterator<Item = L>) -> Result<Vec<u8>> {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    let enc = |e: ::csv::Error| Error::Runtime(format!("cannot encode CSV: {e}"));
+    for l in lines {
+        w.serialize(l).map_err(enc)?;
+    }
+    w.into_inner().map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))
 }

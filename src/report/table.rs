@@ -2,13 +2,25 @@
 //! one row per size with out-of-place and in-place halves, footer), so that
 //! parsers written for nccl-tests read qbench's output.
 
-use super::cfmt;
-use crate::harness::record::{Cell, CollectiveRun, SizeRecord};
+use super::{Table, cfmt};
+use crate::record::collective::{Cell, CollectiveRun, SizeRecord};
 use crate::units::Step;
 use std::fmt::Write;
 
+impl Table for CollectiveRun {
+    fn head(&self) -> String {
+        header(self)
+    }
+    fn part(&self, r: &SizeRecord) -> String {
+        row(r)
+    }
+    fn tail(&self) -> String {
+        footer(self)
+    }
+}
+
 /// Everything above the first row.
-pub fn header(run: &CollectiveRun) -> String {
+fn header(run: &CollectiveRun) -> String {
     let c = &run.config;
     let mut s = String::new();
     let lib = run
@@ -88,7 +100,7 @@ fn cell(c: &Cell) -> String {
 }
 
 /// One row.
-pub fn row(r: &SizeRecord) -> String {
+fn row(r: &SizeRecord) -> String {
     format!(
         "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}\n",
         r.size,
@@ -102,7 +114,7 @@ pub fn row(r: &SizeRecord) -> String {
 }
 
 /// Everything below the last row.
-pub fn footer(run: &CollectiveRun) -> String {
+fn footer(run: &CollectiveRun) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -120,14 +132,21 @@ pub fn footer(run: &CollectiveRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Average, TransportKind};
     use crate::dtype::{DataType, RedOp};
-    use crate::harness::record::{Config, IterStats, RunHeader};
-    use crate::transport::{LibraryInfo, RankInfo};
-    use crate::workload::collective::Kind;
+    use crate::record::collective::{Average, Config, TransportKind};
+    use crate::record::{Header, LibraryInfo, RankInfo};
+    use crate::stats::Summary;
 
     fn cell(time_us: f64, algbw_gbps: f64, busbw_gbps: f64, wrong: Option<u64>) -> Cell {
-        let iterations = IterStats { samples: 20, min_us: time_us, p50_us: time_us, p99_us: time_us, max_us: time_us };
+        let iterations = Summary {
+            samples: 20,
+            min: time_us,
+            median: time_us,
+            mean: time_us,
+            p99: time_us,
+            p999: time_us,
+            max: time_us,
+        };
         Cell { time_us, algbw_gbps, busbw_gbps, wrong, iterations }
     }
 
@@ -136,7 +155,8 @@ mod tests {
     }
 
     /// The golden file is rendered by an independent implementation of
-    /// nccl-tests 2.19's printf calls (Python's % operator is C printf).
+    /// nccl-tests 2.19's printf calls (Python's % operator is C printf):
+    /// tests/golden/README.md says how it was made.
     #[test]
     fn layout_matches_nccl_tests_golden() {
         let device = |rank: usize, bus: &str| RankInfo {
@@ -148,17 +168,12 @@ mod tests {
             bus_id: bus.into(),
             name: "NVIDIA H200".into(),
         };
+        let mut header = Header::start("collective", None);
+        header.qbench_version = "0.1.0".into();
         let run = CollectiveRun {
-            header: RunHeader {
-                schema: crate::harness::record::SCHEMA,
-                qbench_version: "0.1.0",
-                args: vec![],
-                host: "gpuhost".into(),
-                start_time: String::new(),
-                end_time: None,
-            },
-            collective: Kind::AllReduce,
-            program: "all_reduce_perf",
+            header,
+            collective: "all_reduce".into(),
+            program: "all_reduce_perf".into(),
             transport: TransportKind::Nccl,
             config: Config {
                 nranks: 2,
@@ -222,11 +237,11 @@ mod tests {
             avg_busbw_gbps: 275.71543,
             min_bandwidth: None,
         };
-        let mut text = header(&run);
+        let mut text = run.head();
         for r in &run.results {
-            text.push_str(&super::row(r));
+            text.push_str(&run.part(r));
         }
-        text.push_str(&footer(&run));
+        text.push_str(&run.tail());
         let golden = include_str!("../../tests/golden/all_reduce_table.txt");
         for (i, (got, want)) in text.lines().zip(golden.lines()).enumerate() {
             assert_eq!(got, want, "line {}", i + 1);

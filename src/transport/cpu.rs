@@ -1,14 +1,15 @@
 //! The cpu transport: ranks are threads of this process, buffers are host
-//! memory, and every collective runs in two phases through shared memory
-//! (each rank first writes its own staging buffer from the inputs, then its
-//! output from the staging buffers), with a barrier after each phase. It is
-//! the path CI runs end to end and a baseline for CPU-only nodes.
+//! memory, and NCCL's primitives run in two phases through shared staging
+//! buffers: each rank first stages what it contributes (its share of a
+//! reduction, a block it sends), then, after a barrier, writes its output
+//! from the stages of the ranks it reads. It is the path CI runs end to end
+//! and a baseline for CPU-only nodes.
 
-use super::{LibraryInfo, Op, RankInfo, Timing, Transport, short_hostname};
+use super::{Buf, Op, Primitives, Region, Timing, Transport};
 use crate::dtype::{Element, RedOp};
 use crate::error::{Error, Result};
+use crate::record::{LibraryInfo, RankInfo};
 use crate::with_element;
-use crate::workload::collective::{Kind, Source};
 use std::sync::{Barrier, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
@@ -16,11 +17,24 @@ use std::time::Instant;
 /// element the operation never writes is caught.
 const POISON: u8 = 0xff;
 
+/// Host ranks one process runs as threads, at most: beyond that the
+/// threads, not the data, are what would be measured.
+pub const MAX_RANKS: usize = 1024;
+
 #[derive(Default)]
 struct RankBuffers {
     send: RwLock<Vec<u64>>,
     recv: RwLock<Vec<u64>>,
     stage: RwLock<Vec<u64>>,
+}
+
+impl RankBuffers {
+    fn get(&self, b: Buf) -> &RwLock<Vec<u64>> {
+        match b {
+            Buf::Send => &self.send,
+            Buf::Recv => &self.recv,
+        }
+    }
 }
 
 pub struct Cpu {
@@ -58,11 +72,112 @@ pub(super) fn combine<T: Element>(acc: &mut [T], x: &[T], op: RedOp) {
     }
 }
 
+/// One primitive call as a rank issued it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Prim {
+    AllReduce { input: Region, output: Region, count: u64 },
+    AllGather { input: Region, output: Region, count: u64 },
+    ReduceScatter { input: Region, output: Region, count: u64 },
+    Broadcast { input: Region, output: Region, count: u64, root: usize },
+    Reduce { input: Region, output: Region, count: u64, root: usize },
+    Send { input: Region, count: u64, peer: usize },
+    Recv { output: Region, count: u64, peer: usize },
+}
+
+/// The primitives of one rank's part of an operation, in issue order.
+#[derive(Default)]
+pub(super) struct Issued(pub(super) Vec<Prim>);
+
+impl Primitives for Issued {
+    fn all_reduce(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
+        self.0.push(Prim::AllReduce { input, output, count });
+        Ok(())
+    }
+    fn all_gather(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
+        self.0.push(Prim::AllGather { input, output, count });
+        Ok(())
+    }
+    fn reduce_scatter(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
+        self.0.push(Prim::ReduceScatter { input, output, count });
+        Ok(())
+    }
+    fn broadcast(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()> {
+        self.0.push(Prim::Broadcast { input, output, count, root });
+        Ok(())
+    }
+    fn reduce(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()> {
+        self.0.push(Prim::Reduce { input, output, count, root });
+        Ok(())
+    }
+    fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()> {
+        self.0.push(Prim::Send { input, count, peer });
+        Ok(())
+    }
+    fn recv(&mut self, output: Region, count: u64, peer: usize) -> Result<()> {
+        self.0.push(Prim::Recv { output, count, peer });
+        Ok(())
+    }
+}
+
+impl Issued {
+    /// Rank `rank`'s primitives for `op`.
+    pub(super) fn of(op: &Op, rank: usize, nranks: usize) -> Result<Issued> {
+        let mut issued = Issued::default();
+        op.collective.issue(&mut issued, &op.call(rank, nranks))?;
+        Ok(issued)
+    }
+}
+
+/// Every rank's primitives for one operation, each with the element offset
+/// in the rank's staging buffer where it stages what it contributes.
+struct Schedule {
+    ranks: Vec<Vec<(Prim, u64)>>,
+}
+
+impl Schedule {
+    fn new(op: &Op, n: usize) -> Result<Schedule> {
+        let mut ranks = Vec::with_capacity(n);
+        for r in 0..n {
+            let mut at = 0;
+            let mut placed = Vec::new();
+            for p in Issued::of(op, r, n)?.0 {
+                placed.push((p, at));
+                at += match p {
+                    Prim::AllReduce { count, .. } | Prim::Reduce { count, .. } => {
+                        let (lo, hi) = share(count, n, r);
+                        hi - lo
+                    }
+                    Prim::Broadcast { count, root, .. } if root == r => count,
+                    Prim::AllGather { count, .. } | Prim::ReduceScatter { count, .. } | Prim::Send { count, .. } => {
+                        count
+                    }
+                    Prim::Broadcast { .. } | Prim::Recv { .. } => 0,
+                };
+            }
+            ranks.push(placed);
+        }
+        Ok(Schedule { ranks })
+    }
+
+    /// The stage offset of the `k`-th send from `from` to `to`.
+    fn send_stage(&self, from: usize, to: usize, k: usize) -> Option<u64> {
+        self.ranks[from]
+            .iter()
+            .filter_map(|&(p, at)| matches!(p, Prim::Send { peer, .. } if peer == to).then_some(at))
+            .nth(k)
+    }
+}
+
 impl Cpu {
     pub fn new(nranks: usize) -> Result<Cpu> {
+        if nranks > MAX_RANKS {
+            return Err(Error::Usage(format!(
+                "{nranks} host ranks in one process: the cpu transport runs a thread per rank, at most {MAX_RANKS} (lower -t × -g, or use more processes)"
+            )));
+        }
         let pid = std::process::id();
-        let host = short_hostname();
-        let name = cpu_model();
+        let host = crate::host::short_hostname();
+        let name = crate::host::cpu_model();
         let ranks = (0..nranks)
             .map(|r| RankInfo {
                 rank: r,
@@ -77,101 +192,117 @@ impl Cpu {
         Ok(Cpu { ranks, bufs: (0..nranks).map(|_| RankBuffers::default()).collect() })
     }
 
-    /// Runs `f(rank)` on one thread per rank and collects the results.
-    fn on_ranks<R: Send>(&self, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..self.bufs.len())
-                .map(|r| {
-                    let f = &f;
-                    s.spawn(move || f(r))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-        })
+    /// Reads `len` elements of rank `s`'s region `at` + `from`.
+    fn with_input<T: Element, R>(&self, s: usize, at: Region, from: u64, len: u64, f: impl FnOnce(&[T]) -> R) -> R {
+        let guard = read(self.bufs[s].get(at.buffer));
+        f(view::<T>(&guard, at.offset + from, len))
     }
 
-    /// Rank `s`'s input of `op`, under a read lock.
-    fn input<T: Element, R>(&self, op: &Op, s: usize, f: impl FnOnce(&[T]) -> R) -> R {
-        let b = &self.bufs[s];
-        let guard = if op.in_place { read(&b.recv) } else { read(&b.send) };
-        f(view::<T>(&guard, op.input_offset(s), op.counts.send))
+    /// Reduces elements [lo, hi) of every rank's `k`-th primitive's input into `acc`.
+    fn reduce_into<T: Element>(&self, sched: &Schedule, k: usize, lo: u64, acc: &mut [T], op: RedOp) {
+        let n = self.bufs.len();
+        let input = |s: usize| match sched.ranks[s][k].0 {
+            Prim::AllReduce { input, .. } | Prim::Reduce { input, .. } | Prim::ReduceScatter { input, .. } => input,
+            _ => unreachable!("every rank issues the same primitive at the same place"),
+        };
+        let len = acc.len() as u64;
+        self.with_input::<T, _>(0, input(0), lo, len, |x| acc.copy_from_slice(x));
+        for s in 1..n {
+            self.with_input::<T, _>(s, input(s), lo, len, |x| combine(acc, x, op));
+        }
+        if op == RedOp::Avg {
+            acc.iter_mut().for_each(|v| *v = T::average(*v, n));
+        }
     }
 
     /// One operation on rank `r`; every rank calls it together.
-    fn step<T: Element>(&self, op: &Op, r: usize, barrier: &Barrier) {
+    fn step<T: Element>(&self, op: &Op, sched: &Schedule, r: usize, barrier: &Barrier) {
         let n = self.bufs.len();
-        let c = op.counts;
-        let kind = op.kind();
         {
             let mut stage = write(&self.bufs[r].stage);
-            match kind {
-                Kind::AllReduce | Kind::Reduce | Kind::ReduceScatter => {
-                    let (lo, hi) = if kind == Kind::ReduceScatter {
-                        (r as u64 * c.recv, (r as u64 + 1) * c.recv)
-                    } else {
-                        share(c.param, n, r)
-                    };
-                    let (lo_u, hi_u) = (lo as usize, hi as usize);
-                    let acc = view_mut::<T>(&mut stage, 0, hi - lo);
-                    self.input::<T, _>(op, 0, |x| acc.copy_from_slice(&x[lo_u..hi_u]));
-                    for s in 1..n {
-                        self.input::<T, _>(op, s, |x| combine(acc, &x[lo_u..hi_u], op.redop));
+            for (k, &(p, at)) in sched.ranks[r].iter().enumerate() {
+                match p {
+                    Prim::AllReduce { count, .. } | Prim::Reduce { count, .. } => {
+                        let (lo, hi) = share(count, n, r);
+                        self.reduce_into::<T>(sched, k, lo, view_mut(&mut stage, at, hi - lo), op.redop);
                     }
-                    if op.redop == RedOp::Avg {
-                        acc.iter_mut().for_each(|v| *v = T::average(*v, n));
+                    Prim::ReduceScatter { count, .. } => {
+                        self.reduce_into::<T>(sched, k, r as u64 * count, view_mut(&mut stage, at, count), op.redop);
                     }
-                }
-                Kind::Broadcast if r != op.root => {}
-                Kind::Broadcast | Kind::AllGather | Kind::AllToAll | Kind::SendRecv => {
-                    let dst = view_mut::<T>(&mut stage, 0, c.send);
-                    self.input::<T, _>(op, r, |x| dst.copy_from_slice(x));
+                    Prim::Broadcast { input, count, root, .. } if root == r => {
+                        let dst = view_mut::<T>(&mut stage, at, count);
+                        self.with_input::<T, _>(r, input, 0, count, |x| dst.copy_from_slice(x));
+                    }
+                    Prim::AllGather { input, count, .. } | Prim::Send { input, count, .. } => {
+                        let dst = view_mut::<T>(&mut stage, at, count);
+                        self.with_input::<T, _>(r, input, 0, count, |x| dst.copy_from_slice(x));
+                    }
+                    Prim::Broadcast { .. } | Prim::Recv { .. } => {}
                 }
             }
         }
         barrier.wait();
         {
             let mut recv = write(&self.bufs[r].recv);
-            let out = view_mut::<T>(&mut recv, op.output_offset(r), c.recv);
             let stage_of = |s: usize| read(&self.bufs[s].stage);
-            match kind {
-                Kind::AllReduce | Kind::Reduce => {
-                    if kind == Kind::AllReduce || r == op.root {
+            let at_of = |s: usize, k: usize| sched.ranks[s][k].1;
+            let mut received = vec![0usize; n];
+            for (k, &(p, _)) in sched.ranks[r].iter().enumerate() {
+                match p {
+                    Prim::AllReduce { output, count, .. } => {
                         for q in 0..n {
-                            let (lo, hi) = share(c.param, n, q);
-                            out[lo as usize..hi as usize].copy_from_slice(view::<T>(&stage_of(q), 0, hi - lo));
+                            let (lo, hi) = share(count, n, q);
+                            let out = view_mut::<T>(&mut recv, output.offset + lo, hi - lo);
+                            out.copy_from_slice(view::<T>(&stage_of(q), at_of(q, k), hi - lo));
                         }
                     }
-                }
-                Kind::ReduceScatter => out.copy_from_slice(view::<T>(&stage_of(r), 0, c.recv)),
-                Kind::Broadcast => out.copy_from_slice(view::<T>(&stage_of(op.root), 0, c.recv)),
-                Kind::SendRecv => out.copy_from_slice(view::<T>(&stage_of((r + n - 1) % n), 0, c.recv)),
-                Kind::AllGather => {
-                    for (s, block) in out.chunks_exact_mut(c.param.max(1) as usize).enumerate() {
-                        block.copy_from_slice(view::<T>(&stage_of(s), 0, c.param));
+                    Prim::Reduce { output, count, root, .. } if root == r => {
+                        for q in 0..n {
+                            let (lo, hi) = share(count, n, q);
+                            let out = view_mut::<T>(&mut recv, output.offset + lo, hi - lo);
+                            out.copy_from_slice(view::<T>(&stage_of(q), at_of(q, k), hi - lo));
+                        }
                     }
-                }
-                Kind::AllToAll => {
-                    for (s, block) in out.chunks_exact_mut(c.param.max(1) as usize).enumerate() {
-                        block.copy_from_slice(view::<T>(&stage_of(s), r as u64 * c.param, c.param));
+                    Prim::ReduceScatter { output, count, .. } => view_mut::<T>(&mut recv, output.offset, count)
+                        .copy_from_slice(view::<T>(&stage_of(r), at_of(r, k), count)),
+                    Prim::Broadcast { output, count, root, .. } => view_mut::<T>(&mut recv, output.offset, count)
+                        .copy_from_slice(view::<T>(&stage_of(root), at_of(root, k), count)),
+                    Prim::AllGather { output, count, .. } => {
+                        for s in 0..n {
+                            view_mut::<T>(&mut recv, output.offset + s as u64 * count, count)
+                                .copy_from_slice(view::<T>(&stage_of(s), at_of(s, k), count));
+                        }
                     }
+                    Prim::Recv { output, count, peer } => {
+                        let nth = received[peer];
+                        received[peer] += 1;
+                        if let Some(at) = sched.send_stage(peer, r, nth) {
+                            view_mut::<T>(&mut recv, output.offset, count).copy_from_slice(view::<T>(
+                                &stage_of(peer),
+                                at,
+                                count,
+                            ));
+                        }
+                    }
+                    Prim::Reduce { .. } | Prim::Send { .. } => {}
                 }
             }
         }
         barrier.wait();
     }
 
-    fn timed<T: Element>(&self, op: &Op, warmup: u32, iters: u32) -> Vec<Vec<f64>> {
+    fn timed<T: Element>(&self, op: &Op, sched: &Schedule, warmup: u32, iters: u32) -> Vec<Vec<f64>> {
         let barrier = Barrier::new(self.bufs.len());
-        self.on_ranks(|r| {
+        crate::threads::per_rank(self.bufs.len(), |r| {
             for _ in 0..warmup * op.agg {
-                self.step::<T>(op, r, &barrier);
+                self.step::<T>(op, sched, r, &barrier);
             }
             barrier.wait();
             (0..iters)
                 .map(|_| {
                     let t0 = Instant::now();
                     for _ in 0..op.agg {
-                        self.step::<T>(op, r, &barrier);
+                        self.step::<T>(op, sched, r, &barrier);
                     }
                     t0.elapsed().as_secs_f64() / op.agg as f64
                 })
@@ -195,7 +326,7 @@ impl Transport for Cpu {
 
     fn buffer_limit(&self) -> u64 {
         // Send, receive and staging buffers for every rank, plus 1 GiB for the rest.
-        let avail = mem_available().unwrap_or(u64::MAX / 2);
+        let avail = crate::host::mem_available().unwrap_or(u64::MAX / 2);
         avail.saturating_sub(1 << 30) / (3 * self.bufs.len() as u64)
     }
 
@@ -216,7 +347,7 @@ impl Transport for Cpu {
 
     fn fill(&mut self, op: &Op) -> Result<()> {
         let keys = op.pattern.keys();
-        self.on_ranks(|r| {
+        crate::threads::per_rank(self.bufs.len(), |r| {
             let b = &self.bufs[r];
             with_element!(op.dtype, T => fill_rank::<T>(op, r, &keys, &mut write(&b.send), &mut write(&b.recv)))
         });
@@ -225,13 +356,15 @@ impl Transport for Cpu {
 
     /// Host ranks have no CUDA graphs; the plan refuses -G for them.
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, _graph: u32) -> Result<Timing> {
-        let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, warmup, iters));
+        let sched = Schedule::new(op, self.bufs.len())?;
+        let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, &sched, warmup, iters));
         Ok(Timing::from_threads(&per_rank))
     }
 
     fn run_once(&mut self, op: &Op) -> Result<()> {
+        let sched = Schedule::new(op, self.bufs.len())?;
         let barrier = Barrier::new(self.bufs.len());
-        with_element!(op.dtype, T => self.on_ranks(|r| self.step::<T>(op, r, &barrier)));
+        with_element!(op.dtype, T => crate::threads::per_rank(self.bufs.len(), |r| self.step::<T>(op, &sched, r, &barrier)));
         Ok(())
     }
 
@@ -245,8 +378,10 @@ impl Transport for Cpu {
     fn count_wrong(&mut self, op: &Op) -> Result<u64> {
         let keys = op.pattern.keys();
         let n = self.bufs.len();
-        let wrong = self
-            .on_ranks(|r| with_element!(op.dtype, T => wrong_on_rank::<T>(op, r, n, &keys, &read(&self.bufs[r].recv))));
+        let wrong = crate::threads::per_rank(
+            n,
+            |r| with_element!(op.dtype, T => wrong_on_rank::<T>(op, r, n, &keys, &read(&self.bufs[r].recv))),
+        );
         Ok(wrong.iter().sum())
     }
 }
@@ -271,47 +406,22 @@ pub(super) fn wrong_on_rank<T: Element>(op: &Op, r: usize, n: usize, keys: &[u64
         return 0;
     }
     let out = view::<T>(recv, op.output_offset(r), op.counts.recv);
-    let p = &op.pattern;
     let mut wrong = 0;
     for (j, &actual) in out.iter().enumerate() {
-        let expected: T = match op.spec.source(&op.counts, r, op.root, n, j as u64) {
-            Source::Reduced { index } => p.reduced(keys, op.redop, index),
-            Source::Copied { rank, index } => p.element(keys, rank, index),
-            Source::Unchecked => continue,
-        };
-        if !p.matches(actual, expected) {
+        if let Some(expected) = op.expected::<T>(keys, r, n, j as u64)
+            && !op.pattern.matches(actual, expected)
+        {
             wrong += 1;
         }
     }
     wrong
 }
 
-/// Flips every bit of output element `index` of rank `r` (the test hook).
+/// Flips every bit of output element `index` of rank `r` (the fault hook).
 pub(super) fn flip_element(op: &Op, r: usize, index: u64, recv: &mut [u64]) {
     if index < op.counts.recv {
         let size = op.dtype.size();
         let at = (op.output_offset(r) + index) as usize * size;
         bytemuck::cast_slice_mut::<u64, u8>(recv)[at..at + size].iter_mut().for_each(|x| *x = !*x);
     }
-}
-
-/// MemAvailable from /proc/meminfo, in bytes.
-pub fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// The CPU model from /proc/cpuinfo, for the device column.
-pub(super) fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "host memory".into())
 }

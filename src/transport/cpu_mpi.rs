@@ -1,18 +1,19 @@
 //! The cpu transport across MPI processes: one rank per process, host
-//! buffers, data moved by MPI collectives on bytes and reduced on the CPU
-//! (reductions as an MPI all-to-all of slices, a local reduction, then an
-//! all-gather), so that multi-node CPU clusters get the same table.
+//! buffers, NCCL's primitives done by MPI on bytes: reductions as an MPI
+//! all-to-all of slices, a local reduction, then an all-gather (or gather);
+//! a group of sends and receives as immediate MPI operations completed
+//! together. Multi-node CPU clusters get the same table.
 
-use super::cpu::{combine, cpu_model, fill_rank, flip_element, mem_available, share, view_mut, wrong_on_rank};
-use super::{LibraryInfo, Op, RankInfo, Timing, Transport, short_hostname};
+use super::cpu::{Issued, Prim, combine, fill_rank, flip_element, share, view_mut, wrong_on_rank};
+use super::{Buf, Op, Region, Timing, Transport};
 use crate::dtype::{Element, RedOp};
 use crate::error::{Error, Result};
+use crate::record::{LibraryInfo, RankInfo};
 use crate::with_element;
-use crate::workload::collective::Kind;
 use crate::world::World;
 use crate::world::mpi::{Mpi, partition};
 use mpi::datatype::{Partition, PartitionMut};
-use mpi::point_to_point::send_receive_into;
+use mpi::request::{Request, scope};
 use mpi::topology::Communicator;
 use mpi::traits::*;
 use std::time::Instant;
@@ -27,12 +28,42 @@ pub struct CpuMpi<'w> {
     scratch: Vec<u64>,
 }
 
-fn bytes(words: &[u64], elems: u64, size: usize) -> &[u8] {
-    &bytemuck::cast_slice::<u64, u8>(words)[..elems as usize * size]
+fn bytes(words: &[u64], offset: u64, elems: u64, size: usize) -> &[u8] {
+    &bytemuck::cast_slice::<u64, u8>(words)[offset as usize * size..(offset + elems) as usize * size]
 }
 
 fn bytes_mut(words: &mut [u64], offset: u64, elems: u64, size: usize) -> &mut [u8] {
     &mut bytemuck::cast_slice_mut::<u64, u8>(words)[offset as usize * size..(offset + elems) as usize * size]
+}
+
+/// The bytes of `count` elements of an input region: the send buffer, or
+/// the copy of the in-place input (which started at element `base` of the
+/// receive buffer) taken at the operation's start.
+fn input<'b>(send: &'b [u64], scratch: &'b [u64], base: u64, at: Region, count: u64, ws: usize) -> &'b [u8] {
+    match at.buffer {
+        Buf::Send => bytes(send, at.offset, count, ws),
+        Buf::Recv => bytes(scratch, at.offset - base, count, ws),
+    }
+}
+
+/// Disjoint byte ranges (start, len) of `buf` as slices, in the given order.
+fn disjoint_mut<'b>(buf: &'b mut [u8], ranges: &[(usize, usize)]) -> Result<Vec<&'b mut [u8]>> {
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_by_key(|&i| ranges[i].0);
+    let mut slots: Vec<Option<&'b mut [u8]>> = (0..ranges.len()).map(|_| None).collect();
+    let (mut rest, mut at) = (buf, 0usize);
+    for i in order {
+        let (start, len) = ranges[i];
+        if start < at {
+            return Err(Error::Runtime("internal: overlapping receive regions in one group".into()));
+        }
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - at);
+        let (piece, tail) = tail.split_at_mut(len);
+        slots[i] = Some(piece);
+        rest = tail;
+        at = start + len;
+    }
+    Ok(slots.into_iter().flatten().collect())
 }
 
 impl<'w> CpuMpi<'w> {
@@ -41,89 +72,148 @@ impl<'w> CpuMpi<'w> {
             rank: mpi.rank(),
             group: 0,
             pid: std::process::id(),
-            host: short_hostname(),
+            host: crate::host::short_hostname(),
             device: mpi.local_rank(),
             bus_id: "host".into(),
-            name: cpu_model(),
+            name: crate::host::cpu_model(),
         }];
         CpuMpi { mpi, info, send: Vec::new(), recv: Vec::new(), stage: Vec::new(), scratch: Vec::new() }
     }
 
     /// One operation; every process calls it together.
-    fn step<T: Element>(&mut self, op: &Op) {
+    fn step<T: Element>(&mut self, op: &Op, prims: &[Prim]) -> Result<()> {
+        let ws = T::TYPE.size();
+        let r = self.mpi.rank();
+        if op.in_place {
+            let (off, len) = (op.input_offset(r), op.counts.send);
+            let src = bytes(&self.recv, off, len, ws).to_vec();
+            bytes_mut(&mut self.scratch, 0, len, ws).copy_from_slice(&src);
+        }
+        let mut k = 0;
+        while k < prims.len() {
+            if matches!(prims[k], Prim::Send { .. } | Prim::Recv { .. }) {
+                let end = prims[k..].iter().position(|p| !matches!(p, Prim::Send { .. } | Prim::Recv { .. }));
+                let end = end.map_or(prims.len(), |e| k + e);
+                self.point_to_point(op, &prims[k..end], ws)?;
+                k = end;
+            } else {
+                self.collective::<T>(op, prims[k], ws);
+                k += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A group of sends and receives, started together and waited for.
+    fn point_to_point(&mut self, op: &Op, group: &[Prim], ws: usize) -> Result<()> {
+        let comm = self.mpi.comm();
+        let targets: Vec<(usize, usize, usize)> = group
+            .iter()
+            .filter_map(|p| match *p {
+                Prim::Recv { output, count, peer } => Some((output.offset as usize * ws, count as usize * ws, peer)),
+                _ => None,
+            })
+            .collect();
+        let ranges: Vec<(usize, usize)> = targets.iter().map(|&(s, l, _)| (s, l)).collect();
+        let base = op.input_offset(self.mpi.rank());
+        let sends: Vec<(&[u8], usize)> = group
+            .iter()
+            .filter_map(|p| match *p {
+                Prim::Send { input: at, count, peer } => {
+                    Some((input(&self.send, &self.scratch, base, at, count, ws), peer))
+                }
+                _ => None,
+            })
+            .collect();
+        let recv = bytemuck::cast_slice_mut::<u64, u8>(&mut self.recv);
+        let outs = disjoint_mut(recv, &ranges)?;
+        scope(|s| {
+            let mut reqs: Vec<Request<'_, [u8], _>> = Vec::with_capacity(sends.len() + outs.len());
+            for (buf, (_, _, peer)) in outs.into_iter().zip(&targets) {
+                reqs.push(comm.process_at_rank(*peer as i32).immediate_receive_into(s, buf));
+            }
+            for (buf, peer) in &sends {
+                reqs.push(comm.process_at_rank(*peer as i32).immediate_send(s, *buf));
+            }
+            for req in reqs {
+                req.wait();
+            }
+        });
+        Ok(())
+    }
+
+    /// One collective primitive, by MPI collectives on bytes.
+    fn collective<T: Element>(&mut self, op: &Op, p: Prim, ws: usize) {
         let comm = self.mpi.comm();
         let (r, n) = (self.mpi.rank(), self.mpi.size());
-        let c = op.counts;
-        let ws = T::TYPE.size();
-        let input: &[u8] = if op.in_place {
-            let off = op.input_offset(r) as usize * ws;
-            let len = c.send as usize * ws;
-            bytemuck::cast_slice_mut::<u64, u8>(&mut self.scratch)[..len]
-                .copy_from_slice(&bytemuck::cast_slice::<u64, u8>(&self.recv)[off..off + len]);
-            bytes(&self.scratch, c.send, ws)
-        } else {
-            bytes(&self.send, c.send, ws)
-        };
-        let out = bytes_mut(&mut self.recv, op.output_offset(r), c.recv, ws);
-        match op.kind() {
-            Kind::AllReduce | Kind::Reduce => {
-                let shares: Vec<(u64, u64)> = (0..n).map(|q| share(c.param, n, q)).collect();
+        let base = op.input_offset(r);
+        let (send, scratch) = (&self.send, &self.scratch);
+        let inp = |at: Region, count: u64| input(send, scratch, base, at, count, ws);
+        match p {
+            Prim::AllReduce { input: at, output, count } | Prim::Reduce { input: at, output, count, .. } => {
+                let shares: Vec<(u64, u64)> = (0..n).map(|q| share(count, n, q)).collect();
                 let mine = (shares[r].1 - shares[r].0) as usize;
                 let (counts, displs) =
                     partition(&shares.iter().map(|(lo, hi)| (hi - lo) as usize * ws).collect::<Vec<_>>());
                 let (rcounts, rdispls) = partition(&vec![mine * ws; n]);
                 let stage = bytes_mut(&mut self.stage, 0, (mine * n) as u64, ws);
                 comm.all_to_all_varcount_into(
-                    &Partition::new(input, &counts[..], &displs[..]),
+                    &Partition::new(inp(at, count), &counts[..], &displs[..]),
                     &mut PartitionMut::new(stage, &rcounts[..], &rdispls[..]),
                 );
                 reduce_blocks::<T>(&mut self.stage, mine, n, op.redop);
-                let acc = bytes(&self.stage, mine as u64, ws);
-                if op.kind() == Kind::AllReduce {
-                    comm.all_gather_varcount_into(acc, &mut PartitionMut::new(out, &counts[..], &displs[..]));
-                } else if r == op.root {
-                    comm.this_process()
-                        .gather_varcount_into_root(acc, &mut PartitionMut::new(out, &counts[..], &displs[..]));
-                } else {
-                    comm.process_at_rank(op.root as i32).gather_varcount_into(acc);
+                let acc = bytes(&self.stage, 0, mine as u64, ws);
+                let out = bytes_mut(&mut self.recv, output.offset, count, ws);
+                match p {
+                    Prim::AllReduce { .. } => {
+                        comm.all_gather_varcount_into(acc, &mut PartitionMut::new(out, &counts[..], &displs[..]))
+                    }
+                    Prim::Reduce { root, .. } if root == r => comm
+                        .this_process()
+                        .gather_varcount_into_root(acc, &mut PartitionMut::new(out, &counts[..], &displs[..])),
+                    Prim::Reduce { root, .. } => comm.process_at_rank(root as i32).gather_varcount_into(acc),
+                    _ => {}
                 }
             }
-            Kind::ReduceScatter => {
-                let b = c.recv as usize;
-                comm.all_to_all_into(input, bytes_mut(&mut self.stage, 0, c.send, ws));
-                reduce_blocks::<T>(&mut self.stage, b, n, op.redop);
-                out.copy_from_slice(bytes(&self.stage, b as u64, ws));
+            Prim::ReduceScatter { input: at, output, count } => {
+                comm.all_to_all_into(inp(at, count * n as u64), bytes_mut(&mut self.stage, 0, count * n as u64, ws));
+                reduce_blocks::<T>(&mut self.stage, count as usize, n, op.redop);
+                let acc = bytes(&self.stage, 0, count, ws).to_vec();
+                bytes_mut(&mut self.recv, output.offset, count, ws).copy_from_slice(&acc);
             }
-            Kind::AllGather => comm.all_gather_into(input, out),
-            Kind::AllToAll => comm.all_to_all_into(input, out),
-            Kind::Broadcast => {
-                if r == op.root {
-                    out.copy_from_slice(input);
+            Prim::AllGather { input: at, output, count } => {
+                let mine = inp(at, count).to_vec();
+                comm.all_gather_into(&mine[..], bytes_mut(&mut self.recv, output.offset, count * n as u64, ws));
+            }
+            Prim::Broadcast { input: at, output, count, root } => {
+                if r == root {
+                    let mine = inp(at, count).to_vec();
+                    bytes_mut(&mut self.recv, output.offset, count, ws).copy_from_slice(&mine);
                 }
-                comm.process_at_rank(op.root as i32).broadcast_into(out);
+                comm.process_at_rank(root as i32).broadcast_into(bytes_mut(&mut self.recv, output.offset, count, ws));
             }
-            Kind::SendRecv => {
-                let (to, from) =
-                    (comm.process_at_rank(((r + 1) % n) as i32), comm.process_at_rank(((r + n - 1) % n) as i32));
-                send_receive_into(input, &to, out, &from);
-            }
+            Prim::Send { .. } | Prim::Recv { .. } => {}
         }
     }
 
-    fn timed<T: Element>(&mut self, op: &Op, warmup: u32, iters: u32) -> Vec<f64> {
+    fn timed<T: Element>(&mut self, op: &Op, prims: &[Prim], warmup: u32, iters: u32) -> Result<Vec<f64>> {
         for _ in 0..warmup * op.agg {
-            self.step::<T>(op);
+            self.step::<T>(op, prims)?;
         }
         self.mpi.barrier();
-        (0..iters)
-            .map(|_| {
-                let t0 = Instant::now();
-                for _ in 0..op.agg {
-                    self.step::<T>(op);
-                }
-                t0.elapsed().as_secs_f64() / op.agg as f64
-            })
-            .collect()
+        let mut times = Vec::with_capacity(iters as usize);
+        for _ in 0..iters {
+            let t0 = Instant::now();
+            for _ in 0..op.agg {
+                self.step::<T>(op, prims)?;
+            }
+            times.push(t0.elapsed().as_secs_f64() / op.agg as f64);
+        }
+        Ok(times)
+    }
+
+    fn prims(&self, op: &Op) -> Result<Vec<Prim>> {
+        Ok(Issued::of(op, self.mpi.rank(), self.mpi.size())?.0)
     }
 }
 
@@ -155,7 +245,7 @@ impl Transport for CpuMpi<'_> {
     fn buffer_limit(&self) -> u64 {
         // Four buffers per process, every process of this node, 1 GiB spare;
         // MPI counts are 32-bit.
-        let avail = mem_available().unwrap_or(u64::MAX / 2);
+        let avail = crate::host::mem_available().unwrap_or(u64::MAX / 2);
         (avail.saturating_sub(1 << 30) / (4 * self.mpi.local_size() as u64)).min(i32::MAX as u64)
     }
 
@@ -180,13 +270,14 @@ impl Transport for CpuMpi<'_> {
 
     /// Host ranks have no CUDA graphs; the plan refuses -G for them.
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, _graph: u32) -> Result<Timing> {
-        let times = with_element!(op.dtype, T => self.timed::<T>(op, warmup, iters));
+        let prims = self.prims(op)?;
+        let times = with_element!(op.dtype, T => self.timed::<T>(op, &prims, warmup, iters))?;
         Ok(Timing::from_threads(&[times]))
     }
 
     fn run_once(&mut self, op: &Op) -> Result<()> {
-        with_element!(op.dtype, T => self.step::<T>(&Op { agg: 1, ..*op }));
-        Ok(())
+        let prims = self.prims(op)?;
+        with_element!(op.dtype, T => self.step::<T>(op, &prims))
     }
 
     fn corrupt(&mut self, op: &Op, rank: usize, index: u64) -> Result<()> {
@@ -200,5 +291,18 @@ impl Transport for CpuMpi<'_> {
         let keys = op.pattern.keys();
         let (r, n) = (self.mpi.rank(), self.mpi.size());
         Ok(with_element!(op.dtype, T => wrong_on_rank::<T>(op, r, n, &keys, &self.recv)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::disjoint_mut;
+
+    #[test]
+    fn disjoint_ranges_come_back_in_order() {
+        let mut buf: Vec<u8> = (0..10).collect();
+        let parts = disjoint_mut(&mut buf, &[(6, 2), (0, 3), (3, 1)]).unwrap();
+        assert_eq!(parts.iter().map(|p| p.to_vec()).collect::<Vec<_>>(), vec![vec![6, 7], vec![0, 1, 2], vec![3]]);
+        assert!(disjoint_mut(&mut buf, &[(0, 4), (3, 2)]).is_err());
     }
 }

@@ -1,14 +1,14 @@
 //! The nccl transport: each rank is one GPU with device buffers, and every
-//! collective is one NCCL call per GPU inside ncclGroupStart/End. Timing is
-//! by CUDA events recorded between iterations on each GPU's stream.
+//! collective is its NCCL calls on every GPU inside one ncclGroupStart/End.
+//! Timing is by CUDA events recorded between iterations on each GPU's stream.
 
-use super::{LibraryInfo, Op, RankInfo, Timing, Transport};
+use super::{Buf, Op, Primitives, Region, Timing, Transport};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::PatternKernels;
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::libs::{self, Library};
-use crate::workload::collective::Kind;
+use crate::record::{LibraryInfo, RankInfo};
 use crate::world::World;
 use cudarc::driver::CudaEvent;
 use cudarc::nccl::result as nccl;
@@ -200,9 +200,23 @@ pub fn library_info() -> Result<LibraryInfo> {
     })
 }
 
+/// A rank's GPU with the fill and check kernels of `op`'s collective,
+/// compiled on first use.
+fn kernels<'a>(r: &'a mut Rank, op: &Op) -> Result<(&'a Gpu, &'a PatternKernels)> {
+    let name = op.collective.name();
+    if r.kernels.as_ref().is_none_or(|(n, _)| *n != name) {
+        r.kernels = Some((name, PatternKernels::load(&r.gpu, op.collective)?));
+    }
+    match &r.kernels {
+        Some((_, k)) => Ok((&r.gpu, k)),
+        None => Err(Error::Runtime("internal: kernels missing after loading".into())),
+    }
+}
+
 struct Rank {
     gpu: Gpu,
-    kernels: PatternKernels,
+    /// The fill and check kernels of the collective last checked, by name.
+    kernels: Option<(&'static str, PatternKernels)>,
     send: Option<DeviceBuffer>,
     recv: Option<DeviceBuffer>,
     wrong: DeviceBuffer,
@@ -228,7 +242,6 @@ impl Nccl {
     /// them); each of `threads` threads launches on its `per_thread` GPUs.
     pub fn new(threads: usize, per_thread: usize, timeout_s: u64, world: &dyn World) -> Result<Nccl> {
         let local = threads * per_thread;
-        libs::require(&[Library::Driver, Library::Nccl, Library::Nvrtc])?;
         let gpus = gpu::open_local_gpus(local, world)?;
         let library = library_info()?;
         let comms = Communicators::new(&gpus, world)?;
@@ -237,9 +250,8 @@ impl Nccl {
         let mut info = Vec::with_capacity(local);
         for (i, gpu) in gpus.into_iter().enumerate() {
             info.push(gpu.rank_info(first_rank + i));
-            let kernels = PatternKernels::load(&gpu)?;
             let wrong = gpu.alloc(8)?;
-            ranks.push(Rank { gpu, kernels, send: None, recv: None, wrong });
+            ranks.push(Rank { gpu, kernels: None, send: None, recv: None, wrong });
         }
         Ok(Nccl {
             ranks,
@@ -264,81 +276,22 @@ impl Nccl {
     /// Enqueues `op.agg` operations of `op` on the GPUs of local ranks
     /// `local`, as one group.
     fn launch(&self, op: &Op, local: std::ops::Range<usize>) -> Result<()> {
-        let ws = op.dtype.size() as u64;
-        let c = op.counts;
-        let t = nccl_type(op.dtype);
-        let n = self.nranks as i32;
         nccl::group_start().map_err(nccl_err("starting a group"))?;
         for _ in 0..op.agg {
             for i in local.clone() {
                 let r = &self.ranks[i];
                 let rank = self.first_rank + i;
                 let (send, recv) = self.buffers(i)?;
-                let recv_ptr = recv + op.output_offset(rank) * ws;
-                let send_ptr = if op.in_place { recv + op.input_offset(rank) * ws } else { send };
-                let (sp, rp) = (send_ptr as *const c_void, recv_ptr as *mut c_void);
-                let s = r.gpu.stream.cu_stream() as sys::cudaStream_t;
-                let what =
-                    || format!("launching {} on GPU {}", op.kind().program().trim_end_matches("_perf"), r.gpu.ordinal);
-                // SAFETY: every pointer lies in this rank's buffers, which
-                // hold the operation's send and receive counts (allocated
-                // for the largest size); the communicator and stream belong
-                // to this rank's GPU.
-                unsafe {
-                    match op.kind() {
-                        Kind::AllReduce => {
-                            nccl::all_reduce(sp, rp, c.param as usize, t, nccl_op(op.redop), self.comms.get(i), s)
-                        }
-                        Kind::AllGather => nccl::all_gather(sp, rp, c.param as usize, t, self.comms.get(i), s),
-                        Kind::ReduceScatter => {
-                            nccl::reduce_scatter(sp, rp, c.param as usize, t, nccl_op(op.redop), self.comms.get(i), s)
-                        }
-                        Kind::Broadcast => {
-                            nccl::broadcast(sp, rp, c.param as usize, t, op.root as i32, self.comms.get(i), s)
-                        }
-                        Kind::Reduce => nccl::reduce(
-                            sp,
-                            rp,
-                            c.param as usize,
-                            t,
-                            nccl_op(op.redop),
-                            op.root as i32,
-                            self.comms.get(i),
-                            s,
-                        ),
-                        Kind::AllToAll => {
-                            let chunk = c.param * ws;
-                            for peer in 0..n {
-                                let off = peer as u64 * chunk;
-                                nccl::send(
-                                    (send_ptr + off) as *const c_void,
-                                    c.param as usize,
-                                    t,
-                                    peer,
-                                    self.comms.get(i),
-                                    s,
-                                )
-                                .map_err(nccl_err(what()))?;
-                                nccl::recv(
-                                    (recv_ptr + off) as *mut c_void,
-                                    c.param as usize,
-                                    t,
-                                    peer,
-                                    self.comms.get(i),
-                                    s,
-                                )
-                                .map_err(nccl_err(what()))?;
-                            }
-                            Ok(nccl::NcclStatus::Success)
-                        }
-                        Kind::SendRecv => {
-                            let (to, from) = ((rank as i32 + 1) % n, (rank as i32 + n - 1) % n);
-                            nccl::send(sp, c.param as usize, t, to, self.comms.get(i), s).map_err(nccl_err(what()))?;
-                            nccl::recv(rp, c.param as usize, t, from, self.comms.get(i), s)
-                        }
-                    }
-                }
-                .map_err(nccl_err(what()))?;
+                let mut calls = Calls {
+                    comm: self.comms.get(i),
+                    stream: r.gpu.stream.cu_stream() as sys::cudaStream_t,
+                    send,
+                    recv,
+                    dtype: op.dtype,
+                    redop: op.redop,
+                    what: format!("launching {} on GPU {}", op.collective.name(), r.gpu.ordinal),
+                };
+                op.collective.issue(&mut calls, &op.call(rank, self.nranks))?;
             }
         }
         nccl::group_end().map_err(nccl_err("launching a group"))?;
@@ -366,13 +319,7 @@ impl Nccl {
     fn on_threads(&self, f: impl Fn(std::ops::Range<usize>, &Barrier) -> Result<()> + Sync) -> Result<()> {
         let ranges = self.thread_ranges();
         let barrier = Barrier::new(ranges.len());
-        if ranges.len() == 1 {
-            return f(ranges[0].clone(), &barrier);
-        }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = ranges.into_iter().map(|r| s.spawn(|| f(r, &barrier))).collect();
-            handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-        })
+        crate::threads::each(ranges, |_, r| f(r, &barrier)).into_iter().collect()
     }
 
     /// Times `samples` samples on every GPU: plain iterations of `op.agg`
@@ -507,15 +454,15 @@ impl Transport for Nccl {
         for i in 0..self.ranks.len() {
             let rank = self.first_rank + i;
             let (send, recv) = self.buffers(i)?;
-            let r = &self.ranks[i];
             let (in_ptr, poison_len) = if op.in_place {
                 let end = (op.input_offset(rank) + c.send).max(op.output_offset(rank) + c.recv);
                 (recv + op.input_offset(rank) * ws, end)
             } else {
                 (send, c.recv)
             };
-            r.gpu.memset(recv, POISON, poison_len * ws)?;
-            r.kernels.fill(&r.gpu, in_ptr, c.send, &op.pattern, rank)?;
+            let (gpu, k) = kernels(&mut self.ranks[i], op)?;
+            gpu.memset(recv, POISON, poison_len * ws)?;
+            k.fill(gpu, in_ptr, c.send, &op.pattern, rank)?;
         }
         self.sync()
     }
@@ -557,12 +504,13 @@ impl Transport for Nccl {
         for i in 0..self.ranks.len() {
             let rank = self.first_rank + i;
             let (_, recv) = self.buffers(i)?;
-            let r = &self.ranks[i];
-            let counter = r.wrong.ptr();
-            r.gpu.memset(counter, 0, 8)?;
-            if op.checks_rank(rank, self.nranks) {
+            let counter = self.ranks[i].wrong.ptr();
+            let nranks = self.nranks;
+            let (gpu, k) = kernels(&mut self.ranks[i], op)?;
+            gpu.memset(counter, 0, 8)?;
+            if op.checks_rank(rank, nranks) {
                 let out = recv + op.output_offset(rank) * ws;
-                r.kernels.check(&r.gpu, out, op.counts.recv, op, rank, self.nranks, counter)?;
+                k.check(gpu, out, op.counts.recv, op, rank, nranks, counter)?;
             }
         }
         self.sync()?;
@@ -577,5 +525,83 @@ impl Transport for Nccl {
             total += w[0];
         }
         Ok(total)
+    }
+}
+
+/// One rank's NCCL calls of one operation, inside the group its launch opened.
+struct Calls {
+    comm: sys::ncclComm_t,
+    stream: sys::cudaStream_t,
+    /// Device addresses of the rank's send and receive buffers.
+    send: u64,
+    recv: u64,
+    dtype: DataType,
+    redop: RedOp,
+    what: String,
+}
+
+impl Calls {
+    fn addr(&self, at: Region) -> u64 {
+        let base = match at.buffer {
+            Buf::Send => self.send,
+            Buf::Recv => self.recv,
+        };
+        base + at.offset * self.dtype.size() as u64
+    }
+
+    fn ptrs(&self, input: Region, output: Region) -> (*const c_void, *mut c_void) {
+        (self.addr(input) as *const c_void, self.addr(output) as *mut c_void)
+    }
+
+    fn done(&self, r: std::result::Result<nccl::NcclStatus, nccl::NcclError>) -> Result<()> {
+        r.map(|_| ()).map_err(nccl_err(&self.what))
+    }
+}
+
+// SAFETY (every call below): the regions lie in this rank's buffers, which
+// hold the operation's send and receive counts (allocated for the largest
+// size, counts from the collective's own Counts); the communicator and the
+// stream belong to this rank's GPU, and the calls run inside a group.
+impl Primitives for Calls {
+    fn all_reduce(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
+        let (s, r) = self.ptrs(input, output);
+        let (t, op) = (nccl_type(self.dtype), nccl_op(self.redop));
+        // SAFETY: see above.
+        self.done(unsafe { nccl::all_reduce(s, r, count as usize, t, op, self.comm, self.stream) })
+    }
+    fn all_gather(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
+        let (s, r) = self.ptrs(input, output);
+        // SAFETY: see above.
+        self.done(unsafe { nccl::all_gather(s, r, count as usize, nccl_type(self.dtype), self.comm, self.stream) })
+    }
+    fn reduce_scatter(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
+        let (s, r) = self.ptrs(input, output);
+        let (t, op) = (nccl_type(self.dtype), nccl_op(self.redop));
+        // SAFETY: see above.
+        self.done(unsafe { nccl::reduce_scatter(s, r, count as usize, t, op, self.comm, self.stream) })
+    }
+    fn broadcast(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()> {
+        let (s, r) = self.ptrs(input, output);
+        let t = nccl_type(self.dtype);
+        // SAFETY: see above.
+        self.done(unsafe { nccl::broadcast(s, r, count as usize, t, root as i32, self.comm, self.stream) })
+    }
+    fn reduce(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()> {
+        let (s, r) = self.ptrs(input, output);
+        let (t, op) = (nccl_type(self.dtype), nccl_op(self.redop));
+        // SAFETY: see above.
+        self.done(unsafe { nccl::reduce(s, r, count as usize, t, op, root as i32, self.comm, self.stream) })
+    }
+    fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()> {
+        let s = self.addr(input) as *const c_void;
+        let t = nccl_type(self.dtype);
+        // SAFETY: see above.
+        self.done(unsafe { nccl::send(s, count as usize, t, peer as i32, self.comm, self.stream) })
+    }
+    fn recv(&mut self, output: Region, count: u64, peer: usize) -> Result<()> {
+        let r = self.addr(output) as *mut c_void;
+        let t = nccl_type(self.dtype);
+        // SAFETY: see above.
+        self.done(unsafe { nccl::recv(r, count as usize, t, peer as i32, self.comm, self.stream) })
     }
 }

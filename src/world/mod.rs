@@ -7,6 +7,7 @@
 pub mod mpi;
 
 use crate::error::{Error, Result};
+use crate::record::RankInfo;
 
 pub trait World {
     /// This process's index in the job.
@@ -41,6 +42,19 @@ pub fn gather_f64(world: &dyn World, mine: &[f64]) -> Vec<f64> {
         .iter()
         .flat_map(|b| b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect::<Vec<_>>())
         .collect()
+}
+
+/// Every process's ranks, in rank order, for the `# Using devices` block.
+pub fn all_ranks(world: &dyn World, mine: &[RankInfo]) -> Result<Vec<RankInfo>> {
+    let bytes = serde_json::to_vec(mine).map_err(|e| Error::Runtime(format!("cannot encode the device list: {e}")))?;
+    let mut all = Vec::new();
+    for b in world.all_gather(&bytes) {
+        let ranks: Vec<RankInfo> =
+            serde_json::from_slice(&b).map_err(|e| Error::Runtime(format!("cannot decode a device list: {e}")))?;
+        all.extend(ranks);
+    }
+    all.sort_by_key(|r| r.rank);
+    Ok(all)
 }
 
 /// This process alone.
@@ -129,6 +143,6 @@ pub fn conclude(world: &dyn World, result: Result<()>) -> Result<()> {
 /// Reports a failure of this rank and ends the whole job: a rank that stops
 /// alone would leave the others waiting for it.
 pub fn fail_job(world: &dyn World, e: &Error) -> ! {
-    eprintln!("qbench: rank {} on {}: {e}", world.rank(), crate::transport::short_hostname());
+    eprintln!("qbench: rank {} on {}: {e}", world.rank(), crate::host::short_hostname());
     world.abort(e.exit_code())
 }

@@ -1,21 +1,24 @@
-//! The register in host memory: ranks are threads of this process, each
-//! with its chunk and exchange buffer; amplitudes move by memcpy between
-//! the ranks' buffers. It is what CI checks the exchange pattern with, and
-//! the baseline of a CPU-only node.
+//! The register in host memory: each rank holds its chunk and exchange
+//! buffer in host memory, the ranks of this process are threads, and the
+//! `cpu` wire moves amplitudes by memcpy between the ranks' buffers. It is
+//! what CI checks the exchange pattern with, and the baseline of a
+//! CPU-only node.
 
-use super::super::{RankInfo, short_hostname};
+use super::{Memory, Register, Seconds, Wire, WireImpl};
 use crate::error::{Error, Result};
-use crate::workload::exchange::layout::{Layout, Pattern};
-use crate::workload::exchange::register::{Fault, Register, Seconds, Wire, peer_of, swap_half};
-use crate::workload::exchange::state::{ProductState, tolerance};
-use num_complex::Complex;
+use crate::fault::Fault;
+use crate::record::RankInfo;
+use crate::statevec::layout::{Layout, Pattern};
+use crate::statevec::state::{ProductState, tolerance};
+use crate::world::World;
+use num_complex::{Complex, Complex64};
 use num_traits::Float;
 use std::f64::consts::FRAC_1_SQRT_2;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 /// An amplitude's real type: f32 (single) or f64 (double).
-pub trait Real: Float + Send + Sync + 'static {
+pub trait Real: Float + bytemuck::Pod + Send + Sync + 'static {
     fn of(x: f64) -> Self;
     fn f64(self) -> f64;
 }
@@ -38,19 +41,105 @@ impl Real for f64 {
     }
 }
 
-type Chunk<T> = RwLock<Vec<Complex<T>>>;
+/// A rank's buffer as 8-byte words, viewed as amplitudes where needed.
+type Words = RwLock<Vec<u64>>;
 
-pub struct CpuRegister<T: Real> {
-    layout: Layout,
-    info: Vec<RankInfo>,
-    chunks: Vec<Chunk<T>>,
-    xbufs: Vec<Chunk<T>>,
+fn read(l: &Words) -> RwLockReadGuard<'_, Vec<u64>> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Why a host-memory register of this layout cannot be held here, if so.
-pub fn does_not_fit(layout: &Layout) -> Option<String> {
-    let need = 2 * layout.chunk_bytes() * layout.ranks() as u64;
-    let avail = super::super::cpu::mem_available()?;
+fn write(l: &Words) -> RwLockWriteGuard<'_, Vec<u64>> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn amps<T: Real>(w: &[u64]) -> &[Complex<T>] {
+    bytemuck::cast_slice(w)
+}
+
+fn amps_mut<T: Real>(w: &mut [u64]) -> &mut [Complex<T>] {
+    bytemuck::cast_slice_mut(w)
+}
+
+/// One rank's part of an exchange in host memory: `len` bytes from byte
+/// `from` of rank `peer`'s chunk into the start of rank `rank`'s exchange
+/// buffer (ranks of the job).
+#[derive(Debug, Clone, Copy)]
+pub struct HostMove {
+    pub rank: usize,
+    pub peer: usize,
+    pub from: usize,
+    pub len: usize,
+}
+
+/// The buffers of a host register's ranks in this process.
+pub struct HostBuffers<'a> {
+    /// The job's rank of the first local rank.
+    pub first_rank: usize,
+    pub chunks: &'a [Words],
+    pub xbufs: &'a [Words],
+}
+
+/// A wire's way of moving host registers' amplitudes.
+pub trait HostWire: Sync {
+    /// Why it cannot run for this register, if it cannot.
+    fn unavailable(&self, layout: &Layout, world: &dyn World) -> Option<String>;
+    /// Every local rank's move at once; the slowest rank's seconds.
+    fn exchange(&self, bufs: &HostBuffers, moves: &[HostMove]) -> Result<Seconds>;
+}
+
+/// The `cpu` wire: memcpy between the buffers of ranks that are threads of
+/// one process.
+pub struct Memcpy;
+
+impl WireImpl for Memcpy {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn how(&self) -> &'static str {
+        "host-memory ranks, memcpy between threads"
+    }
+    fn memory(&self) -> Memory {
+        Memory::Host
+    }
+    fn host(&self) -> Option<&dyn HostWire> {
+        Some(self)
+    }
+}
+
+impl HostWire for Memcpy {
+    fn unavailable(&self, _: &Layout, world: &dyn World) -> Option<String> {
+        (world.size() > 1).then(|| "the ranks are in different processes: memcpy reaches only this process's".into())
+    }
+
+    fn exchange(&self, bufs: &HostBuffers, moves: &[HostMove]) -> Result<Seconds> {
+        let times = crate::threads::per_rank(moves.len(), |i| {
+            let m = moves[i];
+            let t0 = Instant::now();
+            let mut x = write(&bufs.xbufs[m.rank - bufs.first_rank]);
+            // The peer's chunk is only read during an exchange.
+            let src = read(&bufs.chunks[m.peer - bufs.first_rank]);
+            let (src, dst) = (bytemuck::cast_slice::<u64, u8>(&src), bytemuck::cast_slice_mut::<u64, u8>(&mut x));
+            dst[..m.len].copy_from_slice(&src[m.from..m.from + m.len]);
+            t0.elapsed().as_secs_f64()
+        });
+        Ok(times.into_iter().fold(0.0, f64::max))
+    }
+}
+
+pub struct CpuRegister<'w, T: Real> {
+    layout: Layout,
+    world: &'w dyn World,
+    first_rank: usize,
+    info: Vec<RankInfo>,
+    chunks: Vec<Words>,
+    xbufs: Vec<Words>,
+    _real: std::marker::PhantomData<T>,
+}
+
+/// Why `local` ranks of this layout cannot be held in this host's memory, if so.
+pub fn does_not_fit(layout: &Layout, local: usize) -> Option<String> {
+    let need = 2 * layout.chunk_bytes() * local as u64;
+    let avail = crate::host::mem_available()?;
     (need + (1 << 30) > avail).then(|| {
         format!(
             "needs {} of host memory (chunk and exchange buffer per rank), {} is available",
@@ -60,81 +149,74 @@ pub fn does_not_fit(layout: &Layout) -> Option<String> {
     })
 }
 
-impl<T: Real> CpuRegister<T> {
-    pub fn new(layout: Layout) -> Result<CpuRegister<T>> {
-        if let Some(why) = does_not_fit(&layout) {
+impl<'w, T: Real> CpuRegister<'w, T> {
+    /// `local` host ranks in this process, as ranks of `layout`'s register
+    /// over every process of `world`.
+    pub fn new(layout: Layout, local: usize, world: &'w dyn World) -> Result<Self> {
+        if local * world.size() != layout.ranks() {
+            return Err(Error::Usage(format!(
+                "{} ranks ({} processes × {local}) do not match the layout's {}",
+                local * world.size(),
+                world.size(),
+                layout.ranks()
+            )));
+        }
+        if let Some(why) = does_not_fit(&layout, local) {
             return Err(Error::Usage(format!("the cpu transport {why}")));
         }
-        let n = layout.local_amps() as usize;
-        let alloc = || -> Result<Chunk<T>> {
+        let words = (layout.chunk_bytes() / 8) as usize;
+        let alloc = || -> Result<Words> {
             let mut v = Vec::new();
-            v.try_reserve_exact(n).map_err(|e| Error::Runtime(format!("cannot allocate a chunk: {e}")))?;
-            v.resize(n, Complex::new(T::zero(), T::zero()));
+            v.try_reserve_exact(words).map_err(|e| Error::Runtime(format!("cannot allocate a chunk: {e}")))?;
+            v.resize(words, 0);
             Ok(RwLock::new(v))
         };
-        let ranks = layout.ranks();
-        let host = short_hostname();
-        let info = (0..ranks)
-            .map(|r| RankInfo {
-                rank: r,
+        let first_rank = world.rank() * local;
+        let (host, name) = (crate::host::short_hostname(), crate::host::cpu_model());
+        let info = (0..local)
+            .map(|i| RankInfo {
+                rank: first_rank + i,
                 group: 0,
                 pid: std::process::id(),
                 host: host.clone(),
-                device: r,
+                device: i,
                 bus_id: "host".into(),
-                name: super::super::cpu::cpu_model(),
+                name: name.clone(),
             })
             .collect();
         Ok(CpuRegister {
             layout,
+            world,
+            first_rank,
             info,
-            chunks: (0..ranks).map(|_| alloc()).collect::<Result<_>>()?,
-            xbufs: (0..ranks).map(|_| alloc()).collect::<Result<_>>()?,
+            chunks: (0..local).map(|_| alloc()).collect::<Result<_>>()?,
+            xbufs: (0..local).map(|_| alloc()).collect::<Result<_>>()?,
+            _real: std::marker::PhantomData,
         })
     }
 
-    /// Runs `f(rank)` on one thread per rank; the slowest rank's seconds.
+    /// Runs `f(local index)` on one thread per local rank; the slowest
+    /// rank's seconds, over every process.
     fn on_ranks(&self, f: impl Fn(usize) + Sync) -> Seconds {
-        let times: Vec<f64> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..self.chunks.len())
-                .map(|r| {
-                    let f = &f;
-                    s.spawn(move || {
-                        let t0 = Instant::now();
-                        f(r);
-                        t0.elapsed().as_secs_f64()
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+        let times = crate::threads::per_rank(self.chunks.len(), |i| {
+            let t0 = Instant::now();
+            f(i);
+            t0.elapsed().as_secs_f64()
         });
-        times.into_iter().fold(0.0, f64::max)
+        self.world.max_f64(&[times.into_iter().fold(0.0, f64::max)])[0]
     }
 
-    /// The amplitudes of rank `r`'s chunk (a copy), for tests.
-    pub fn chunk(&self, r: usize) -> Vec<Complex<T>> {
-        self.chunks[r].read().unwrap_or_else(PoisonError::into_inner).clone()
+    /// The amplitudes of local rank `i`'s chunk (a copy), for tests.
+    pub fn chunk(&self, i: usize) -> Vec<Complex<T>> {
+        amps::<T>(&read(&self.chunks[i])).to_vec()
     }
 }
 
-fn write<T>(l: &RwLock<Vec<T>>) -> std::sync::RwLockWriteGuard<'_, Vec<T>> {
-    l.write().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn read<T>(l: &RwLock<Vec<T>>) -> std::sync::RwLockReadGuard<'_, Vec<T>> {
-    l.read().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn expected(
-    lo: &[num_complex::Complex64],
-    hi: &[num_complex::Complex64],
-    split: u32,
-    g: u64,
-) -> num_complex::Complex64 {
+fn expected(lo: &[Complex64], hi: &[Complex64], split: u32, g: u64) -> Complex64 {
     lo[(g & ((1 << split) - 1)) as usize] * hi[(g >> split) as usize]
 }
 
-impl<T: Real> Register for CpuRegister<T> {
+impl<T: Real> Register for CpuRegister<'_, T> {
     fn layout(&self) -> &Layout {
         &self.layout
     }
@@ -146,9 +228,10 @@ impl<T: Real> Register for CpuRegister<T> {
     fn init(&mut self, state: &ProductState) -> Result<()> {
         let (split, lo, hi) = state.tables();
         let n = self.layout.local_amps();
-        self.on_ranks(|r| {
-            for (i, a) in write(&self.chunks[r]).iter_mut().enumerate() {
-                let e = expected(&lo, &hi, split, r as u64 * n + i as u64);
+        let (chunks, first) = (&self.chunks, self.first_rank);
+        self.on_ranks(|i| {
+            for (k, a) in amps_mut::<T>(&mut write(&chunks[i])).iter_mut().enumerate() {
+                let e = expected(&lo, &hi, split, (first + i) as u64 * n + k as u64);
                 *a = Complex::new(T::of(e.re), T::of(e.im));
             }
         });
@@ -159,29 +242,29 @@ impl<T: Real> Register for CpuRegister<T> {
         let (split, lo, hi) = state.tables();
         let n = self.layout.local_amps();
         let rel = tolerance(std::mem::size_of::<T>() == 4);
-        let wrong = std::sync::atomic::AtomicU64::new(0);
-        self.on_ranks(|r| {
-            let bad = read(&self.chunks[r])
+        let (chunks, first) = (&self.chunks, self.first_rank);
+        let wrong = crate::threads::per_rank(chunks.len(), |i| {
+            amps::<T>(&read(&chunks[i]))
                 .iter()
                 .enumerate()
-                .filter(|(i, a)| {
-                    let e = expected(&lo, &hi, split, r as u64 * n + *i as u64);
-                    let d = num_complex::Complex64::new(a.re.f64(), a.im.f64()) - e;
+                .filter(|(k, a)| {
+                    let e = expected(&lo, &hi, split, (first + i) as u64 * n + *k as u64);
+                    let d = Complex64::new(a.re.f64(), a.im.f64()) - e;
                     // NaN counts as wrong.
                     d.norm().is_nan() || d.norm() > rel * e.norm()
                 })
-                .count() as u64;
-            wrong.fetch_add(bad, std::sync::atomic::Ordering::Relaxed);
+                .count() as u64
         });
-        Ok(wrong.into_inner())
+        Ok(self.world.sum_u64(wrong.iter().sum()))
     }
 
     fn local_h(&mut self, q: u32) -> Result<Seconds> {
         let s = T::of(FRAC_1_SQRT_2);
         let bit = 1usize << q;
-        Ok(self.on_ranks(|r| {
-            let mut c = write(&self.chunks[r]);
-            for block in c.chunks_exact_mut(2 * bit) {
+        let chunks = &self.chunks;
+        Ok(self.on_ranks(|i| {
+            let mut c = write(&chunks[i]);
+            for block in amps_mut::<T>(&mut c).chunks_exact_mut(2 * bit) {
                 let (lo, hi) = block.split_at_mut(bit);
                 for (a, b) in lo.iter_mut().zip(hi) {
                     let (x, y) = (*a, *b);
@@ -193,35 +276,41 @@ impl<T: Real> Register for CpuRegister<T> {
     }
 
     fn local_copy(&mut self) -> Result<Seconds> {
-        Ok(self.on_ranks(|r| write(&self.xbufs[r]).copy_from_slice(&read(&self.chunks[r]))))
+        let (chunks, xbufs) = (&self.chunks, &self.xbufs);
+        Ok(self.on_ranks(|i| write(&xbufs[i]).copy_from_slice(&read(&chunks[i]))))
     }
 
     fn exchange(&mut self, wire: Wire, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         if let Some(why) = self.unavailable(wire) {
-            return Err(Error::Usage(why));
+            return Err(Error::Usage(format!("{}: {why}", wire.name())));
         }
-        let half = self.layout.local_amps() as usize / 2;
-        Ok(self.on_ranks(|r| {
-            let p = peer_of(&self.layout, r, t, fault);
-            let mut x = write(&self.xbufs[r]);
-            // The peer's chunk is only read during an exchange.
-            let src = read(&self.chunks[p]);
-            match pattern {
-                Pattern::Gate => x.copy_from_slice(&src),
-                Pattern::Swap => {
-                    let from = swap_half(&self.layout, p, t, fault) as usize;
-                    x[..half].copy_from_slice(&src[from..from + half]);
-                }
-            }
-        }))
+        let host = wire.imp().host().ok_or_else(|| Error::Runtime("internal: not a host wire".into()))?;
+        let b = self.layout.precision.bytes() as usize;
+        let moves: Vec<HostMove> = (0..self.chunks.len())
+            .map(|i| {
+                let rank = self.first_rank + i;
+                let peer = self.layout.peer(rank, t, fault);
+                let (from, len) = match pattern {
+                    Pattern::Gate => (0, self.layout.chunk_bytes() as usize),
+                    Pattern::Swap => {
+                        (self.layout.swap_half(peer, t, fault) as usize * b, self.layout.chunk_bytes() as usize / 2)
+                    }
+                };
+                HostMove { rank, peer, from, len }
+            })
+            .collect();
+        let bufs = HostBuffers { first_rank: self.first_rank, chunks: &self.chunks, xbufs: &self.xbufs };
+        let mine = host.exchange(&bufs, &moves)?;
+        Ok(self.world.max_f64(&[mine])[0])
     }
 
     fn combine(&mut self, t: u32) -> Result<Seconds> {
         let s = T::of(FRAC_1_SQRT_2);
-        Ok(self.on_ranks(|r| {
-            let one = self.layout.holds_one(r, t);
-            let x = read(&self.xbufs[r]);
-            for (a, &p) in write(&self.chunks[r]).iter_mut().zip(x.iter()) {
+        let (chunks, xbufs, layout, first) = (&self.chunks, &self.xbufs, &self.layout, self.first_rank);
+        Ok(self.on_ranks(|i| {
+            let one = layout.holds_one(first + i, t);
+            let x = read(&xbufs[i]);
+            for (a, &p) in amps_mut::<T>(&mut write(&chunks[i])).iter_mut().zip(amps::<T>(&x)) {
                 *a = if one { (p - *a) * s } else { (*a + p) * s };
             }
         }))
@@ -229,13 +318,18 @@ impl<T: Real> Register for CpuRegister<T> {
 
     fn place(&mut self, t: u32) -> Result<Seconds> {
         let half = self.layout.local_amps() as usize / 2;
-        Ok(self.on_ranks(|r| {
-            let at = swap_half(&self.layout, r, t, None) as usize;
-            write(&self.chunks[r])[at..at + half].copy_from_slice(&read(&self.xbufs[r])[..half]);
+        let (chunks, xbufs, layout, first) = (&self.chunks, &self.xbufs, &self.layout, self.first_rank);
+        Ok(self.on_ranks(|i| {
+            let at = layout.swap_half(first + i, t, None) as usize;
+            let x = read(&xbufs[i]);
+            amps_mut::<T>(&mut write(&chunks[i]))[at..at + half].copy_from_slice(&amps::<T>(&x)[..half]);
         }))
     }
 
     fn unavailable(&self, wire: Wire) -> Option<String> {
-        (wire != Wire::Cpu).then(|| format!("{} needs GPUs; this register is in host memory", wire.name()))
+        match wire.imp().host() {
+            Some(h) => h.unavailable(&self.layout, self.world),
+            None => Some(format!("{} moves GPU memory; this register is in host memory", wire.name())),
+        }
     }
 }

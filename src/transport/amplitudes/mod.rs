@@ -1,3 +1,149 @@
-//! The amplitude exchange of a distributed state vector, on each kind of memory.
+//! The distributed register of the amplitude exchange, on each kind of
+//! memory: whatever holds the amplitudes (GPUs, host memory) implements
+//! [`Register`], and each way of moving amplitudes between partner ranks is
+//! a [`Wire`], one file each; adding one is its file plus a line in the list
+//! below.
+
 pub mod cpu;
 pub mod gpu;
+
+use crate::error::Result;
+use crate::fault::Fault;
+use crate::record::RankInfo;
+use crate::statevec::layout::{Layout, Pattern};
+use crate::statevec::state::ProductState;
+
+/// Seconds of one operation: the slowest rank's.
+pub type Seconds = f64;
+
+/// Where the amplitudes a wire moves live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Memory {
+    Gpu,
+    Host,
+}
+
+impl Memory {
+    pub fn name(self) -> &'static str {
+        match self {
+            Memory::Gpu => "gpu",
+            Memory::Host => "host",
+        }
+    }
+}
+
+/// What every wire says about itself; a register finds in it the part that
+/// moves its own memory.
+pub trait WireImpl: Sync {
+    /// The name `--transport` takes and records carry.
+    fn name(&self) -> &'static str;
+    /// How it moves amplitudes, in a phrase.
+    fn how(&self) -> &'static str;
+    fn memory(&self) -> Memory;
+    /// The part that moves GPU registers' amplitudes.
+    fn gpu(&self) -> Option<&dyn gpu::GpuWire> {
+        None
+    }
+    /// The part that moves host registers' amplitudes.
+    fn host(&self) -> Option<&dyn cpu::HostWire> {
+        None
+    }
+}
+
+/// Declares the wires: the `Wire` enum and the list.
+macro_rules! wires {
+    ($($wire:ident => $imp:path),* $(,)?) => {
+        /// A way amplitudes travel between partner ranks.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Wire {
+            $($wire),*
+        }
+
+        impl Wire {
+            /// Every wire, in the order of the list.
+            pub const ALL: &'static [Wire] = &[$(Wire::$wire),*];
+
+            pub fn imp(self) -> &'static dyn WireImpl {
+                match self {
+                    $(Wire::$wire => &$imp),*
+                }
+            }
+        }
+    };
+}
+
+wires! {
+    Nccl => gpu::nccl::Nccl,
+    P2p => gpu::peer::Kernel,
+    P2pCe => gpu::peer::CopyEngine,
+    Host => gpu::host::Pipelined,
+    HostUnpipelined => gpu::host::Unpipelined,
+    Cpu => cpu::Memcpy,
+}
+
+impl Wire {
+    pub fn name(self) -> &'static str {
+        self.imp().name()
+    }
+
+    pub fn parse(text: &str) -> Option<Wire> {
+        Wire::ALL.iter().copied().find(|w| w.name() == text)
+    }
+
+    pub fn memory(self) -> Memory {
+        self.imp().memory()
+    }
+}
+
+pub trait Register {
+    fn layout(&self) -> &Layout;
+    /// The ranks this process holds.
+    fn ranks(&self) -> &[RankInfo];
+    /// Writes the product state into every rank's chunk.
+    fn init(&mut self, state: &ProductState) -> Result<()>;
+    /// Amplitudes on every rank that differ from `state`.
+    fn count_wrong(&mut self, state: &ProductState) -> Result<u64>;
+    /// H on local qubit `q` of every rank.
+    fn local_h(&mut self, q: u32) -> Result<Seconds>;
+    /// A copy of one chunk within each rank's memory (the bandwidth ceiling
+    /// of a local gate, which reads and writes every amplitude once).
+    fn local_copy(&mut self) -> Result<Seconds>;
+    /// Every rank sends its chunk (gate) or the half a swap moves (swap) to
+    /// its partner for global qubit `t`, receiving the partner's into its
+    /// exchange buffer, over `wire`.
+    fn exchange(&mut self, wire: Wire, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds>;
+    /// The gate pattern's update: H on global qubit `t` from own and
+    /// received amplitudes.
+    fn combine(&mut self, t: u32) -> Result<Seconds>;
+    /// The swap pattern's update: the received half into the half it
+    /// replaces, completing the swap of `t` with the top local qubit.
+    fn place(&mut self, t: u32) -> Result<Seconds>;
+    /// Why `wire` cannot run here, if it cannot.
+    fn unavailable(&self, wire: Wire) -> Option<String>;
+    /// Device-to-host and host-to-device copies of `bytes` at once on every
+    /// rank through pinned memory, where ranks are GPUs.
+    fn host_link(&mut self, _bytes: u64) -> Result<Option<Seconds>> {
+        Ok(None)
+    }
+    /// nccl-tests' sendrecv ring of `bytes` per rank, where NCCL is set up.
+    fn nccl_sendrecv(&mut self, _bytes: u64) -> Result<Option<Seconds>> {
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wires_are_named_once_and_parse_back() {
+        for (i, w) in Wire::ALL.iter().enumerate() {
+            assert_eq!(Wire::parse(w.name()), Some(*w));
+            assert!(Wire::ALL[..i].iter().all(|v| v.name() != w.name()));
+            assert!(!w.imp().how().is_empty());
+            assert_eq!(w.imp().gpu().is_some(), w.memory() == Memory::Gpu, "{}", w.name());
+            assert_eq!(w.imp().host().is_some(), w.memory() == Memory::Host, "{}", w.name());
+        }
+        assert_eq!(Wire::parse("rdma"), None);
+    }
+}

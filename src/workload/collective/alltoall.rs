@@ -1,13 +1,39 @@
-//! alltoall: block d of rank s's buffer lands as block s of rank d's.
+//! alltoall: block d of rank s's buffer lands as block s of rank d's, by a
+//! send and a receive to and from every rank (as nccl-tests issues it).
 
-use super::{Collective, Counts, Kind, OpUse, Source, aligned_block};
+use super::{OpUse, Spec, aligned_block};
 use crate::dtype::DataType;
+use crate::error::Result;
+use crate::transport::{Call, Collective, Counts, Primitives, Source};
 
 pub struct AllToAll;
 
 impl Collective for AllToAll {
-    fn kind(&self) -> Kind {
-        Kind::AllToAll
+    fn name(&self) -> &'static str {
+        "alltoall"
+    }
+    fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
+        for peer in 0..c.nranks {
+            let block = peer as u64 * c.count;
+            p.send(c.input.at(block), c.count, peer)?;
+            p.recv(c.output.at(block), c.count, peer)?;
+        }
+        Ok(())
+    }
+    fn source(&self, c: &Counts, rank: usize, _: usize, _: usize, j: u64) -> Source {
+        Source::Copied { rank: (j / c.param) as usize, index: rank as u64 * c.param + j % c.param }
+    }
+    fn source_cu(&self) -> &'static str {
+        "return input<E>(c, (int)(j / blk), (u64)c.rank * blk + j % blk);"
+    }
+}
+
+impl Spec for AllToAll {
+    fn command(&self) -> &'static str {
+        "alltoall"
+    }
+    fn about(&self) -> &'static str {
+        "NCCL alltoall benchmark (nccl-tests alltoall_perf)"
     }
     fn counts(&self, count: u64, dtype: DataType, n: u64) -> Counts {
         let b = aligned_block(count, dtype, n);
@@ -15,9 +41,6 @@ impl Collective for AllToAll {
     }
     fn bus_factor(&self, n: u64) -> f64 {
         (n as f64 - 1.0) / n as f64
-    }
-    fn source(&self, c: &Counts, rank: usize, _: usize, _: usize, j: u64) -> Source {
-        Source::Copied { rank: (j / c.param) as usize, index: rank as u64 * c.param + j % c.param }
     }
     fn op_use(&self) -> OpUse {
         OpUse::Ignores

@@ -1,105 +1,13 @@
 //! The nccl-tests collectives as workloads: how large each rank's buffers
-//! are for a given size, where each output element's expected value comes
-//! from, and how time becomes algbw/busbw. One small file per collective;
-//! transports know how to launch each [`Kind`].
-
-mod all_gather;
-mod all_reduce;
-mod alltoall;
-mod broadcast;
-mod reduce;
-mod reduce_scatter;
-mod sendrecv;
+//! are for a given size, how the operation is issued through NCCL's
+//! primitives, where each output element's expected value comes from (in
+//! Rust and in CUDA), and how time becomes algbw/busbw. One small file per
+//! collective; adding one is its file plus a line in the list below.
 
 use crate::dtype::DataType;
-use serde::Serialize;
+pub mod plan;
 
-/// The collectives qbench runs, named as on its command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    AllReduce,
-    AllGather,
-    ReduceScatter,
-    Broadcast,
-    Reduce,
-    AllToAll,
-    SendRecv,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 7] = [
-        Kind::AllReduce,
-        Kind::AllGather,
-        Kind::ReduceScatter,
-        Kind::Broadcast,
-        Kind::Reduce,
-        Kind::AllToAll,
-        Kind::SendRecv,
-    ];
-
-    /// The nccl-tests binary this collective stands for.
-    pub fn program(self) -> &'static str {
-        match self {
-            Kind::AllReduce => "all_reduce_perf",
-            Kind::AllGather => "all_gather_perf",
-            Kind::ReduceScatter => "reduce_scatter_perf",
-            Kind::Broadcast => "broadcast_perf",
-            Kind::Reduce => "reduce_perf",
-            Kind::AllToAll => "alltoall_perf",
-            Kind::SendRecv => "sendrecv_perf",
-        }
-    }
-
-    /// The code the check kernel (kernels/pattern.cu) knows this kind by.
-    pub fn kernel_code(self) -> i32 {
-        self as i32
-    }
-
-    pub fn spec(self) -> &'static dyn Collective {
-        match self {
-            Kind::AllReduce => &all_reduce::AllReduce,
-            Kind::AllGather => &all_gather::AllGather,
-            Kind::ReduceScatter => &reduce_scatter::ReduceScatter,
-            Kind::Broadcast => &broadcast::Broadcast,
-            Kind::Reduce => &reduce::Reduce,
-            Kind::AllToAll => &alltoall::AllToAll,
-            Kind::SendRecv => &sendrecv::SendRecv,
-        }
-    }
-}
-
-/// Element counts of one rank's buffers for one size (nccl-tests'
-/// getCollByteCount). In place, the input starts `send_inplace_offset × rank`
-/// elements into the receive buffer and the output `recv_inplace_offset ×
-/// rank` elements in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    pub send: u64,
-    pub recv: u64,
-    /// The count passed to the library call and printed in the table.
-    pub param: u64,
-    pub send_inplace_offset: u64,
-    pub recv_inplace_offset: u64,
-}
-
-impl Counts {
-    /// The size column and the bytes algbw is computed from.
-    pub fn bytes(&self, dtype: DataType) -> u64 {
-        self.send.max(self.recv) * dtype.size() as u64
-    }
-}
-
-/// Where the expected value of one output element comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// The reduction over all ranks of input element `index`.
-    Reduced { index: u64 },
-    /// Input element `index` of `rank`.
-    Copied { rank: usize, index: u64 },
-    /// The library makes no promise about this element.
-    Unchecked,
-}
+use crate::transport::{Collective, Counts};
 
 /// How a collective uses the reduction operation (`-o`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,14 +20,16 @@ pub enum OpUse {
     Ignores,
 }
 
-pub trait Collective: Sync {
-    fn kind(&self) -> Kind;
+/// A collective as the harness sweeps it.
+pub trait Spec: Collective {
+    /// The subcommand, e.g. "allreduce" (the name is its alias).
+    fn command(&self) -> &'static str;
+    /// The subcommand's one-line help.
+    fn about(&self) -> &'static str;
     /// Buffer counts for `count` elements of the sweep size over `nranks`.
     fn counts(&self, count: u64, dtype: DataType, nranks: u64) -> Counts;
     /// busbw / algbw for `nranks` ranks (nccl-tests' doc/PERFORMANCE.md).
     fn bus_factor(&self, nranks: u64) -> f64;
-    /// The expected value of output element `j` of `rank`.
-    fn source(&self, c: &Counts, rank: usize, root: usize, nranks: usize, j: u64) -> Source;
     fn op_use(&self) -> OpUse;
     fn rooted(&self) -> bool {
         false
@@ -128,6 +38,57 @@ pub trait Collective: Sync {
     /// libraries do not support them): their in-place `#wrong` is N/A.
     fn checks_in_place(&self) -> bool {
         true
+    }
+}
+
+/// Declares the collectives: their modules, the `Kind` enum, and the list.
+macro_rules! collectives {
+    ($($kind:ident => $module:ident::$spec:ident),* $(,)?) => {
+        $(mod $module;)*
+
+        /// The collectives qbench runs.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Kind {
+            $($kind),*
+        }
+
+        impl Kind {
+            /// Every collective, in the order of the list.
+            pub const ALL: &'static [Kind] = &[$(Kind::$kind),*];
+
+            pub fn spec(self) -> &'static dyn Spec {
+                match self {
+                    $(Kind::$kind => &$module::$spec),*
+                }
+            }
+        }
+    };
+}
+
+collectives! {
+    AllReduce => all_reduce::AllReduce,
+    AllGather => all_gather::AllGather,
+    ReduceScatter => reduce_scatter::ReduceScatter,
+    Broadcast => broadcast::Broadcast,
+    Reduce => reduce::Reduce,
+    AllToAll => alltoall::AllToAll,
+    SendRecv => sendrecv::SendRecv,
+}
+
+impl Kind {
+    /// NCCL's name, e.g. "all_reduce".
+    pub fn name(self) -> &'static str {
+        self.spec().name()
+    }
+
+    /// The nccl-tests binary this collective stands for.
+    pub fn program(self) -> String {
+        format!("{}_perf", self.name())
+    }
+
+    /// The collective a subcommand, its name or its nccl-tests program names.
+    pub fn from_command(word: &str) -> Option<Kind> {
+        Kind::ALL.iter().copied().find(|k| word == k.spec().command() || word == k.name() || word == k.program())
     }
 }
 
@@ -140,6 +101,7 @@ fn aligned_block(count: u64, dtype: DataType, nranks: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::Source;
 
     fn bytes_of(kind: Kind, size: u64, dt: DataType, n: u64) -> (u64, u64) {
         let c = kind.spec().counts(size / dt.size() as u64, dt, n);
@@ -195,9 +157,15 @@ mod tests {
     }
 
     #[test]
-    fn kernel_codes_are_stable() {
-        // kernels/pattern.cu switches on these numbers.
-        let codes: Vec<i32> = Kind::ALL.iter().map(|k| k.kernel_code()).collect();
-        assert_eq!(codes, vec![0, 1, 2, 3, 4, 5, 6]);
+    fn names_are_nccl_tests_and_commands_unique() {
+        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(
+            names,
+            ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"]
+        );
+        for k in Kind::ALL {
+            assert_eq!(Kind::from_command(k.spec().command()), Some(*k));
+            assert_eq!(Kind::from_command(&k.program()), Some(*k));
+        }
     }
 }

@@ -4,10 +4,11 @@
 
 use super::Bench;
 use super::buffer::{Buffer, HostKind, Place};
-use super::record::{DirResult, Endpoint, FlowResult, Row, Stat};
 use super::registry::Engine;
 use crate::error::{Error, Result};
 use crate::gpu::cuda_err;
+use crate::record::copy::{DirResult, Endpoint, FlowResult, Row};
+use crate::stats::Summary;
 use cudarc::driver::{CudaEvent, CudaStream, sys};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -111,13 +112,13 @@ pub(super) fn row(
         .map(|(i, m)| FlowResult {
             src: m.src,
             dst: m.dst,
-            direction: m.direction,
+            direction: m.direction.into(),
             issued_by: m.issuer,
-            engine: m.engine,
-            host_memory: m.host_memory,
+            engine: m.engine.into(),
+            host_memory: m.host_memory.map(String::from),
             bytes_counted: size * m.factor,
-            gbps: Stat::of(&per_sample(&|k| k == i)),
-            own_time_us: Stat::of(&samples.iter().map(|t| t[i] / n * 1e6).collect::<Vec<_>>()),
+            gbps: Summary::of(&per_sample(&|k| k == i)),
+            own_time_us: Summary::of(&samples.iter().map(|t| t[i] / n * 1e6).collect::<Vec<_>>()),
             wrong_words: wrong.get(i).copied().unwrap_or(0),
         })
         .collect();
@@ -129,15 +130,15 @@ pub(super) fn row(
     }
     let directions = names
         .into_iter()
-        .map(|d| DirResult { direction: d, gbps: Stat::of(&per_sample(&|i| metas[i].direction == d)) })
+        .map(|d| DirResult { direction: d.into(), gbps: Summary::of(&per_sample(&|i| metas[i].direction == d)) })
         .collect();
     Row {
         size,
         placement: placement.to_string(),
         flows,
         directions,
-        total_gbps: Stat::of(&per_sample(&|_| true)),
-        time_us: Stat::of(&window.iter().map(|w| w / n * 1e6).collect::<Vec<_>>()),
+        total_gbps: Summary::of(&per_sample(&|_| true)),
+        time_us: Summary::of(&window.iter().map(|w| w / n * 1e6).collect::<Vec<_>>()),
         wrong_words: wrong.iter().sum(),
     }
 }

@@ -9,10 +9,10 @@
 //! every version), and unmaps and unpins before the GPU memory is freed.
 
 use super::buffer::{Buffer, HostKind};
-use super::record::{Endpoint, LatencySeries, TestRecord};
 use super::{Bench, FlowMeta, cpu_latency_row, row};
 use crate::error::{Error, Result};
 use crate::gpu::cuda_err;
+use crate::record::copy::{Endpoint, LatencySeries, TestRecord};
 use cudarc::driver::sys;
 use std::ffi::{c_int, c_ulong, c_void};
 use std::time::Instant;

@@ -3,9 +3,9 @@
 //! at once on one GPU, and every GPU at once over the shared host link.
 
 use super::buffer::HostKind;
-use super::record::TestRecord;
 use super::{Bench, Engine};
 use crate::error::Result;
+use crate::record::copy::TestRecord;
 
 /// `to_gpu` (H2D) or not (D2H), each GPU in turn.
 pub fn one_way(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool, host: HostKind) -> Result<()> {

@@ -4,9 +4,9 @@
 //! for the peer copy).
 
 use super::buffer::HostKind;
-use super::record::TestRecord;
 use super::{Bench, Engine};
 use crate::error::Result;
+use crate::record::copy::TestRecord;
 
 fn largest(b: &Bench) -> u64 {
     b.config().lat_sizes.iter().copied().max().unwrap_or(1)

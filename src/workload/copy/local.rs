@@ -1,9 +1,9 @@
 //! Copies within one GPU's memory, by cuMemcpyDtoDAsync or the copy kernel:
 //! the HBM bandwidth a local gate sees, counted as read + write bytes.
 
-use super::record::TestRecord;
 use super::{Bench, Engine};
 use crate::error::Result;
+use crate::record::copy::TestRecord;
 
 /// Each GPU in turn.
 pub fn run(b: &mut Bench, rec: &mut TestRecord, engine: Engine) -> Result<()> {

@@ -21,185 +21,191 @@ mod host_device;
 mod latency;
 mod local;
 mod peer;
-pub mod record;
 mod registry;
 mod zero_copy;
 
-use crate::cli::CopyArgs;
 use crate::error::{Error, Result};
+use crate::fault::{self, Fault};
 use crate::gpu::{self, Gpu, cuda_err};
-use crate::harness::stats::iter_stats;
-use crate::libs::{self, Library};
-use crate::report;
+use crate::interrupt;
+use crate::libs::Library;
+use crate::output::OutputPlan;
+use crate::record::copy::{
+    self as record, CopyRun, KIND, LatencyRow, LatencySeries, Row, Status, TestInfo, TestRecord,
+};
+use crate::record::{Header, Observer, Outcome};
+use crate::session::Session;
+use crate::stats::Summary;
 use buffer::{Buffer, HostKind, Place};
 use cudarc::driver::CudaEvent;
 use device::{CopyKernels, Gate, HOLD_TIMEOUT_NS, peer_access, spin};
 use flow::{Flow, FlowMeta, row};
-use record::{CopyRun, LatencyRow, LatencySeries, Row, Skipped, Status, TestRecord};
 use registry::{DEFINITIONS, What, select};
 pub use registry::{Engine, FAMILIES, TESTS, Test, latency_sizes};
-use std::io::Write;
 use std::time::{Duration, Instant};
 
-/// `QBENCH_CORRUPT=copy[:WORD]`: flip word WORD (default 0) of every
-/// destination after its copies and before the check.
-fn corrupt_hook() -> Result<Option<u64>> {
-    parse_corrupt(std::env::var("QBENCH_CORRUPT").ok().as_deref())
-}
-
-fn parse_corrupt(value: Option<&str>) -> Result<Option<u64>> {
-    let Some(v) = value else { return Ok(None) };
-    let bad = || Error::Usage(format!("QBENCH_CORRUPT={v}: qbench copy expects copy or copy:WORD"));
-    match v.trim().split_once(':') {
-        None if v.trim() == "copy" => Ok(Some(0)),
-        Some(("copy", w)) => w.trim().parse().map(Some).map_err(|_| bad()),
-        _ => Err(bad()),
-    }
-}
-
-/// What to run, resolved from the command line before any GPU is touched.
-struct Plan {
+/// What `qbench copy` runs, resolved before any GPU is touched.
+#[derive(Debug, Clone)]
+pub struct CopyPlan {
     tests: Vec<&'static Test>,
-    ngpus: Option<usize>,
+    /// GPUs to use, the first ones visible (None: all).
+    pub ngpus: Option<usize>,
     sizes: Vec<u64>,
     config: record::Config,
-    json_path: Option<std::path::PathBuf>,
-    json_stdout: bool,
-    csv_path: Option<std::path::PathBuf>,
+    pub fault: Option<Fault>,
+    pub output: OutputPlan,
 }
 
-impl Plan {
-    fn new(args: &CopyArgs) -> Result<Plan> {
-        let tests = select(&args.test)?;
-        if args.minbytes == 0 {
+/// The options of `qbench copy`, as the command line gives them.
+#[derive(Debug, Clone)]
+pub struct CopyOptions {
+    pub tests: String,
+    pub minbytes: u64,
+    pub maxbytes: u64,
+    pub stepfactor: u64,
+    pub iters: u32,
+    pub warmup_iters: u32,
+    pub samples: u32,
+    pub lat_iters: u32,
+    pub ngpus: Option<usize>,
+    pub seed: u64,
+}
+
+impl CopyPlan {
+    pub fn new(o: &CopyOptions, output: OutputPlan) -> Result<CopyPlan> {
+        let tests = select(&o.tests)?;
+        if o.minbytes == 0 {
             return Err(Error::Usage("the smallest size (-b) must be at least 1 byte".into()));
         }
-        let sizes = if args.minbytes == args.maxbytes {
-            vec![args.minbytes]
+        let sizes = if o.minbytes == o.maxbytes {
+            vec![o.minbytes]
         } else {
-            crate::units::sweep(args.minbytes, args.maxbytes, crate::units::Step::Factor(args.stepfactor))?
+            crate::units::sweep(o.minbytes, o.maxbytes, crate::units::Step::Factor(o.stepfactor))?
         };
+        let fault = Fault::requested("copy", &[fault::Kind::Word])?;
         let config = record::Config {
-            tests: tests.iter().map(|t| t.name).collect(),
+            tests: tests.iter().map(|t| t.name.to_string()).collect(),
             ngpus: 0,
-            minbytes: args.minbytes,
-            maxbytes: args.maxbytes,
-            stepfactor: args.stepfactor,
-            iters: args.iters,
-            warmup_iters: args.warmup_iters,
-            samples: args.samples,
-            lat_iters: args.lat_iters,
+            minbytes: o.minbytes,
+            maxbytes: o.maxbytes,
+            stepfactor: o.stepfactor,
+            iters: o.iters,
+            warmup_iters: o.warmup_iters,
+            samples: o.samples,
+            lat_iters: o.lat_iters,
             lat_sizes: latency_sizes(),
-            seed: args.seed,
-            corrupt_word: corrupt_hook()?,
+            seed: o.seed,
+            corrupt_word: match fault {
+                Some(Fault::Word(w)) => Some(w),
+                _ => None,
+            },
         };
-        Ok(Plan {
-            tests,
-            ngpus: args.ngpus.map(|n| n as usize),
-            sizes,
-            config,
-            json_path: args.out.output_file.clone(),
-            json_stdout: args.out.json,
-            csv_path: args.out.csv.clone(),
-        })
+        if let Some((var, n)) = crate::world::launched_on_this_node() {
+            return Err(Error::Usage(format!(
+                "qbench copy was started {n} times on this node ({var}={n}): the copies would share the GPUs and the host link and measure each other; start one per node (mpirun --map-by ppr:1:node) or run it without a launcher"
+            )));
+        }
+        if !Library::Driver.loadable() {
+            return Err(Error::Missing(
+                "qbench copy measures copies to and from GPUs, but the CUDA driver library (libcuda.so.1) is not on this machine: run it where an NVIDIA GPU and its driver are installed".into(),
+            ));
+        }
+        Ok(CopyPlan { tests, ngpus: o.ngpus, sizes, config, fault, output })
+    }
+
+    pub fn libraries(&self) -> Vec<Library> {
+        vec![Library::Driver, Library::Nvrtc]
     }
 }
 
-/// Runs `qbench copy` from parsing to exit status.
-pub fn run(args: &CopyArgs) -> Result<()> {
-    if args.list {
-        print!("{}", report::copy::list(&TESTS, &FAMILIES));
-        return Ok(());
-    }
-    let plan = Plan::new(args)?;
-    if let Some((var, n)) = crate::world::launched_on_this_node() {
-        return Err(Error::Usage(format!(
-            "qbench copy was started {n} times on this node ({var}={n}): the copies would share the GPUs and the host link and measure each other; start one per node (mpirun --map-by ppr:1:node) or run it without a launcher"
-        )));
-    }
-    if !Library::Driver.loadable() {
-        return Err(Error::Missing(
-            "qbench copy measures copies to and from GPUs, but the CUDA driver library (libcuda.so.1) is not on this machine: run it where an NVIDIA GPU and its driver are installed".into(),
-        ));
-    }
-    let found = gpu::device_count()?;
-    if found == 0 {
-        return Err(Error::Missing(
-            "qbench copy needs a CUDA GPU and none is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)".into(),
-        ));
-    }
-    // This may re-execute the process to make NVRTC loadable.
-    libs::require(&[Library::Nvrtc])?;
-    let n = match plan.ngpus {
-        Some(n) if n > found => {
-            return Err(Error::Usage(format!("-g {n}: only {found} GPUs are visible")));
-        }
-        Some(n) => n,
-        None => found,
+/// Every test of the registry, for `qbench copy --list`.
+pub fn catalogue() -> Vec<TestInfo> {
+    TESTS
+        .iter()
+        .map(|t| TestInfo { name: t.name.into(), family: t.family.into(), description: t.description.into() })
+        .collect()
+}
+
+/// Runs the plan's tests on the GPUs of this machine.
+pub fn run(plan: &CopyPlan, session: &Session, obs: &mut dyn Observer<CopyRun>) -> Outcome<CopyRun> {
+    let mut out = CopyRun {
+        header: Header::start(KIND, plan.fault),
+        config: plan.config.clone(),
+        devices: Vec::new(),
+        definitions: DEFINITIONS
+            .iter()
+            .map(|&(name, text)| record::Definition { name: name.into(), text: text.into() })
+            .collect(),
+        tests: Vec::new(),
+        wrong_words: 0,
+        error: None,
     };
-    Bench::open(plan, n)?.run_all()
+    let result = (|| {
+        session.need(&plan.libraries())?;
+        let found = gpu::device_count()?;
+        if found == 0 {
+            return Err(Error::Missing(
+                "qbench copy needs a CUDA GPU and none is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)".into(),
+            ));
+        }
+        let n = match plan.ngpus {
+            Some(n) if n > found => return Err(Error::Usage(format!("-g {n}: only {found} GPUs are visible"))),
+            Some(n) => n,
+            None => found,
+        };
+        Bench::open(plan, n, &mut out)?.run_all(&mut out, obs)
+    })();
+    Outcome::new(out, result)
 }
 
 /// Free device memory left untouched on every GPU.
 const DEVICE_MARGIN: u64 = 512 << 20;
 
-/// A test's record as the test fills it in.
-impl TestRecord {
-    fn new(t: &Test) -> TestRecord {
-        TestRecord {
-            name: t.name,
-            family: t.family,
-            description: t.description,
-            figure: t.figure,
-            timing: t.timing,
-            status: Status::Ran,
-            reason: None,
-            fix: None,
-            sizes_left_out: Vec::new(),
-            skipped: Vec::new(),
-            rows: Vec::new(),
-            latency: Vec::new(),
-            wrong_words: 0,
-        }
-    }
-
-    /// The test cannot run here: why, and what would let it.
-    pub fn unavailable(&mut self, reason: impl Into<String>, fix: impl Into<String>) {
-        self.status = Status::Unavailable;
-        self.reason = Some(reason.into());
-        self.fix = Some(fix.into());
-    }
-
-    /// One placement of the test cannot run here.
-    pub fn skip(&mut self, placement: impl Into<String>, reason: impl Into<String>) {
-        self.skipped.push(Skipped { placement: placement.into(), reason: reason.into() });
+/// A test's record before it runs.
+fn new_record(t: &Test) -> TestRecord {
+    TestRecord {
+        name: t.name.into(),
+        family: t.family.into(),
+        description: t.description.into(),
+        figure: t.figure.into(),
+        timing: t.timing.into(),
+        status: Status::Ran,
+        reason: None,
+        fix: None,
+        sizes_left_out: Vec::new(),
+        skipped: Vec::new(),
+        rows: Vec::new(),
+        latency: Vec::new(),
+        wrong_words: 0,
     }
 }
 
 /// The GPUs of the run and everything the tests share.
 pub struct Bench {
-    plan: Plan,
+    plan: CopyPlan,
     kernels: Vec<CopyKernels>,
     /// One u64 per GPU for the check kernel's count.
     counters: Vec<Buffer>,
     gate: Gate,
     /// `blocked[i][j]`: why GPU i cannot reach GPU j's memory, if it cannot.
     blocked: Vec<Vec<Option<String>>>,
-    run: CopyRun,
     flows_made: u64,
     /// Last, so that the buffers above are freed while the contexts live.
     gpus: Vec<Gpu>,
 }
 
 impl Bench {
-    fn open(mut plan: Plan, n: usize) -> Result<Bench> {
+    fn open(plan: &CopyPlan, n: usize, out: &mut CopyRun) -> Result<Bench> {
+        interrupt::step("opening the GPUs");
         let gpus = (0..n).map(Gpu::open).collect::<Result<Vec<_>>>()?;
         let kernels = gpus.iter().map(CopyKernels::load).collect::<Result<Vec<_>>>()?;
         let counters = gpus.iter().enumerate().map(|(i, g)| Buffer::device(g, i, 8, 8)).collect::<Result<Vec<_>>>()?;
         let gate = Gate::new(&gpus)?;
         let blocked = peer_access(&gpus);
+        let mut plan = plan.clone();
         plan.config.ngpus = n;
-        let devices = gpus
+        out.config.ngpus = n;
+        out.devices = gpus
             .iter()
             .enumerate()
             .map(|(i, g)| record::Device {
@@ -209,67 +215,23 @@ impl Bench {
                 total_mem: g.total_mem,
             })
             .collect();
-        let run = CopyRun {
-            header: crate::harness::record::RunHeader::start(record::SCHEMA),
-            config: plan.config.clone(),
-            devices,
-            definitions: DEFINITIONS.to_vec(),
-            tests: Vec::new(),
-            wrong_words: 0,
-            error: None,
-        };
-        Ok(Bench { plan, gpus, kernels, counters, gate, blocked, run, flows_made: 0 })
+        Ok(Bench { plan, gpus, kernels, counters, gate, blocked, flows_made: 0 })
     }
 
-    fn print(&self, text: &str) {
-        if !self.plan.json_stdout {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-        }
-    }
-
-    fn run_all(mut self) -> Result<()> {
-        self.print(&report::copy::header(&self.run));
-        let mut outcome = Ok(());
+    /// Runs every test of the plan, each one's record handed to `obs` as it ends.
+    fn run_all(mut self, out: &mut CopyRun, obs: &mut dyn Observer<CopyRun>) -> Result<()> {
+        obs.begin(out);
         for t in self.plan.tests.clone() {
-            let mut rec = TestRecord::new(t);
+            interrupt::check()?;
+            interrupt::step(format!("copy test {}", t.name));
+            let mut rec = new_record(t);
             let r = self.run_test(t, &mut rec);
-            rec.wrong_words = rec.rows.iter().map(|r| r.wrong_words).sum::<u64>()
-                + rec.latency.iter().flat_map(|s| &s.rows).map(|r| r.wrong_words).sum::<u64>();
-            self.print(&report::copy::section(&rec));
-            self.run.wrong_words += rec.wrong_words;
-            self.run.tests.push(rec);
+            out.push(rec);
+            obs.part(out, out.tests.last().expect("pushed"));
             if let Err(e) = r {
-                self.run.error = Some(format!("{}: {e}", t.name));
-                outcome = Err(e);
-                break;
+                out.error = Some(format!("{}: {e}", t.name));
+                return Err(e);
             }
-        }
-        self.run.header.finish();
-        self.print(&report::copy::footer(&self.run));
-        if let Some(path) = &self.plan.json_path {
-            report::json::write(&self.run, path)?;
-        }
-        if let Some(path) = &self.plan.csv_path {
-            report::copy::write_csv(&self.run, path)?;
-        }
-        if self.plan.json_stdout {
-            println!("{}", report::json::to_string(&self.run)?);
-        }
-        outcome?;
-        if self.run.wrong_words > 0 {
-            let bad: Vec<&str> = self.run.tests.iter().filter(|t| t.wrong_words > 0).map(|t| t.name).collect();
-            return Err(Error::CheckFailed(format!(
-                "{} wrong 8-byte words in the copied data ({}): a copy delivered bytes that differ from its source",
-                self.run.wrong_words,
-                bad.join(", ")
-            )));
-        }
-        if self.run.tests.iter().all(|t| t.status == Status::Unavailable) {
-            let why: Vec<String> =
-                self.run.tests.iter().map(|t| format!("{}: {}", t.name, t.reason.as_deref().unwrap_or("?"))).collect();
-            return Err(Error::Missing(format!("no requested copy test can run on this machine ({})", why.join("; "))));
         }
         Ok(())
     }
@@ -333,7 +295,7 @@ impl Bench {
                 cap = cap.min(c);
             }
         }
-        if let Some(c) = (crate::transport::cpu::mem_available().unwrap_or(u64::MAX) / 2).checked_div(host_buffers) {
+        if let Some(c) = (crate::host::mem_available().unwrap_or(u64::MAX) / 2).checked_div(host_buffers) {
             cap = cap.min(c);
         }
         let (keep, out): (Vec<u64>, Vec<u64>) = self.plan.sizes.iter().partition(|&&s| s <= cap);
@@ -452,6 +414,7 @@ impl Bench {
     /// adding a row per size to `rec`.
     fn bandwidth(&self, rec: &mut TestRecord, placement: &str, sizes: &[u64], flows: &mut [Flow]) -> Result<()> {
         for &size in sizes {
+            interrupt::check()?;
             rec.rows.push(self.measure(placement, size, flows)?);
         }
         Ok(())
@@ -544,6 +507,7 @@ impl Bench {
         let cfg = &self.plan.config;
         let mut rows = Vec::new();
         for &size in &cfg.lat_sizes {
+            interrupt::check()?;
             if size > f.src.bytes() || size > f.dst.bytes() {
                 return Err(Error::Runtime(format!("internal: {size} bytes copied between smaller buffers")));
             }
@@ -567,7 +531,12 @@ impl Bench {
                 device.push(f.start.elapsed_ms(&f.end).map_err(cuda_err("reading event times"))? as f64 * 1e-3);
             }
             let wrong_words = self.verify(&mut f.dst, size, f.seed, f.issuer)?;
-            rows.push(LatencyRow { size, host: iter_stats(&host), device: Some(iter_stats(&device)), wrong_words });
+            rows.push(LatencyRow {
+                size,
+                host: Summary::of(&host).scaled(1e6),
+                device: Some(Summary::of(&device).scaled(1e6)),
+                wrong_words,
+            });
         }
         Ok(LatencySeries { label: label.to_string(), placement: placement.to_string(), rows })
     }
@@ -575,20 +544,5 @@ impl Bench {
 
 /// A latency row timed on the host alone (CPU copies).
 fn cpu_latency_row(size: u64, seconds: &[f64], wrong_words: u64) -> LatencyRow {
-    LatencyRow { size, host: iter_stats(seconds), device: None, wrong_words }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn corrupt_hook_accepts_copy_and_a_word() {
-        assert_eq!(parse_corrupt(None).unwrap(), None);
-        assert_eq!(parse_corrupt(Some("copy")).unwrap(), Some(0));
-        assert_eq!(parse_corrupt(Some("copy:12")).unwrap(), Some(12));
-        for bad in ["1:5", "copy:x", "copy:", "cpy"] {
-            assert_eq!(parse_corrupt(Some(bad)).unwrap_err().exit_code(), 2, "{bad}");
-        }
-    }
+    LatencyRow { size, host: Summary::of(seconds).scaled(1e6), device: None, wrong_words }
 }

@@ -3,9 +3,9 @@
 //! source), one direction or both at once, over every pair of GPUs. A pair
 //! whose GPUs cannot reach each other is listed with the reason, never timed.
 
-use super::record::TestRecord;
 use super::{Bench, Engine};
 use crate::error::Result;
+use crate::record::copy::TestRecord;
 
 /// Every ordered pair (source, destination), one direction.
 pub fn one_way(b: &mut Bench, rec: &mut TestRecord, engine: Engine, by_destination: bool) -> Result<()> {

@@ -2,7 +2,6 @@
 //! how its figure is defined and timed; and `--test` selection.
 
 use super::buffer::HostKind::{self, Pageable, Pinned, WriteCombined};
-use super::record::Definition;
 use crate::error::{Error, Result};
 
 /// The sizes of every latency table: 1 B to 16 MiB in powers of two, as
@@ -328,12 +327,13 @@ pub(super) fn select(spec: &str) -> Result<Vec<&'static Test>> {
     Ok(TESTS.iter().filter(|t| wanted.contains(&t.name)).collect())
 }
 
-pub(super) const DEFINITIONS: [Definition; 5] = [
-    Definition { name: "one_way", text: FIG_ONE_WAY },
-    Definition { name: "both_ways", text: FIG_BOTH_WAYS },
-    Definition { name: "all_gpus", text: FIG_ALL_GPUS },
-    Definition { name: "read_write", text: FIG_READ_WRITE },
-    Definition { name: "latency", text: FIG_LATENCY },
+/// (name, meaning) of each kind of figure.
+pub(super) const DEFINITIONS: [(&str, &str); 5] = [
+    ("one_way", FIG_ONE_WAY),
+    ("both_ways", FIG_BOTH_WAYS),
+    ("all_gpus", FIG_ALL_GPUS),
+    ("read_write", FIG_READ_WRITE),
+    ("latency", FIG_LATENCY),
 ];
 
 #[cfg(test)]

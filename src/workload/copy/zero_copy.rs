@@ -3,9 +3,9 @@
 //! not there to map GPU memory for the CPU.
 
 use super::buffer::HostKind;
-use super::record::TestRecord;
 use super::{Bench, Engine};
 use crate::error::Result;
+use crate::record::copy::TestRecord;
 
 /// Each GPU in turn: reading host memory into the GPU (`to_gpu`) or writing it.
 pub fn run(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {

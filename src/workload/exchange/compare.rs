@@ -1,121 +1,100 @@
-//! `qbench compare`: the same bytes between partner GPUs over every
-//! transport, with NCCL's sendrecv and the hardware references beside them,
-//! each transfer checked, GB/s and the ratio to the best.
+//! `qbench compare`: the same bytes between partner GPUs over every wire,
+//! with NCCL's sendrecv and the RDMA adapters beside them, each transfer
+//! checked, GB/s and the ratio to the best. Records in, nothing printed.
 
-use super::layout::{Layout, Pattern, Precision};
-use super::register::{Register, Wire};
+use super::plan::ComparePlan;
 use super::run::sample;
-use super::state::ProductState;
-use crate::cli::CompareArgs;
 use crate::error::{Error, Result};
-use crate::libs::{self, Library};
+use crate::record::compare::{Comparison, KIND, Row};
+use crate::record::{Header, Observer, Outcome};
+use crate::session::Session;
+use crate::statevec::layout::{Layout, Pattern, Precision};
+use crate::statevec::state::ProductState;
 use crate::transport::amplitudes::gpu::GpuRegister;
-use crate::world::{self, World};
-use serde::Serialize;
+use crate::transport::amplitudes::{Memory, Register, Wire};
 
-pub const SCHEMA: &str = "qbench.compare.v1";
+/// The row of nccl-tests' sendrecv, the reference beside the wires.
+const SENDRECV: &str = "nccl-sendrecv";
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    pub transport: String,
-    pub how: String,
-    /// Median GB/s per direction; None when it could not run.
-    pub gbps: Option<f64>,
-    pub vs_best: Option<f64>,
-    /// Wrong amplitudes after an exchange and combine over this transport.
-    pub wrong: Option<u64>,
-    pub unavailable: Option<String>,
+pub fn run(plan: &ComparePlan, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {
+    let ranks = session.world().size() * plan.ngpus;
+    let mut out = Comparison {
+        header: Header::start(KIND, plan.fault),
+        bytes_per_rank: plan.bytes,
+        ranks,
+        devices: Vec::new(),
+        library: None,
+        iters: plan.iters,
+        rows: Vec::new(),
+    };
+    let result = compare(plan, session, obs, &mut out);
+    Outcome::new(out, result)
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
-    #[serde(flatten)]
-    pub header: crate::harness::record::RunHeader,
-    pub bytes_per_rank: u64,
-    pub ranks: usize,
-    pub devices: Vec<crate::transport::RankInfo>,
-    pub library: Option<crate::transport::LibraryInfo>,
-    pub iters: u32,
-    pub rows: Vec<Row>,
-}
-
-fn describe(w: Wire) -> &'static str {
-    match w {
-        Wire::Nccl => "grouped ncclSend/ncclRecv between partners",
-        Wire::P2p => "SM kernel writing into the peer GPU (peer access)",
-        Wire::P2pCe => "cuMemcpyPeerAsync, copy engines",
-        Wire::Host => "GPU→pinned host→GPU, pipelined in 64M pieces",
-        Wire::HostUnpipelined => "GPU→host, host copy, host→GPU, one after the other (QuEST)",
-        Wire::Cpu => "host-memory ranks",
-    }
-}
-
-pub fn run(args: &CompareArgs) -> Result<()> {
-    let amps = args.bytes / Precision::Single.bytes();
-    if !amps.is_power_of_two() || amps < 4 {
-        return Err(Error::Usage(format!(
-            "-b {}: compare moves a register chunk, so use a power of two of at least 32 bytes",
-            args.bytes
-        )));
-    }
-    libs::require(&[Library::Driver, Library::Nvrtc, Library::Nccl])?;
-    let world = world::detect()?;
-    let result = compare(args, amps.trailing_zeros(), world.as_ref());
-    world::conclude(world.as_ref(), result)
-}
-
-fn compare(args: &CompareArgs, local_qubits: u32, world: &dyn World) -> Result<()> {
-    let mut header = crate::harness::record::RunHeader::start(SCHEMA);
-    let ranks = world.size() * args.ngpus as usize;
-    if ranks < 2 {
+fn compare(
+    plan: &ComparePlan,
+    session: &Session,
+    obs: &mut dyn Observer<Comparison>,
+    out: &mut Comparison,
+) -> Result<()> {
+    session.need(&plan.libraries())?;
+    let world = session.world();
+    if out.ranks < 2 {
         return Err(Error::Usage("compare needs two GPUs or more (-g 2, or two processes)".into()));
     }
-    let layout = Layout::new(local_qubits + ranks.trailing_zeros(), ranks, Precision::Single)?;
-    let mut reg = GpuRegister::new(layout, args.ngpus as usize, world, true, None)?;
+    let local_qubits = (plan.bytes / Precision::Single.bytes()).trailing_zeros();
+    let layout = Layout::new(local_qubits + out.ranks.trailing_zeros(), out.ranks, Precision::Single)?;
+    let mut reg = GpuRegister::new(layout, plan.ngpus, world, true, None)?;
+    out.devices = crate::world::all_ranks(world, reg.ranks())?;
+    out.library = Some(crate::transport::nccl::library_info()?);
+    obs.begin(out);
     let t = layout.qubits - 1;
     let bytes = layout.chunk_bytes();
-    let (w, n) = (args.warmup_iters, args.iters);
+    let (w, n) = (plan.warmup, plan.iters);
     let gbps = |s: f64| bytes as f64 / s / 1e9;
-    let mut rows = Vec::new();
-    for wire in [Wire::Nccl, Wire::P2p, Wire::P2pCe, Wire::Host, Wire::HostUnpipelined] {
-        if let Some(why) = reg.unavailable(wire) {
-            rows.push(Row {
+    for wire in Wire::ALL.iter().copied().filter(|w| w.memory() == Memory::Gpu) {
+        crate::interrupt::step(format!("compare: {}", wire.name()));
+        let row = match reg.unavailable(wire) {
+            Some(why) => Row {
                 transport: wire.name().into(),
-                how: describe(wire).into(),
+                how: wire.imp().how().into(),
                 gbps: None,
                 vs_best: None,
                 wrong: None,
                 unavailable: Some(why),
-            });
-            continue;
-        }
-        let time = sample(w, n, || reg.exchange(wire, Pattern::Gate, t, None))?;
-        let mut model = ProductState::new(layout.qubits);
-        reg.init(&model)?;
-        reg.exchange(wire, Pattern::Gate, t, None)?;
-        reg.combine(t)?;
-        model.h(t);
-        let wrong = reg.count_wrong(&model)?;
-        rows.push(Row {
-            transport: wire.name().into(),
-            how: describe(wire).into(),
-            gbps: Some(gbps(time.median_s)),
-            vs_best: None,
-            wrong: Some(wrong),
-            unavailable: None,
-        });
+            },
+            None => {
+                let time = sample(w, n, || reg.exchange(wire, Pattern::Gate, t, plan.fault))?;
+                let mut model = ProductState::new(layout.qubits);
+                reg.init(&model)?;
+                reg.exchange(wire, Pattern::Gate, t, plan.fault)?;
+                reg.combine(t)?;
+                model.h(t);
+                Row {
+                    transport: wire.name().into(),
+                    how: wire.imp().how().into(),
+                    gbps: Some(gbps(time.median)),
+                    vs_best: None,
+                    wrong: Some(reg.count_wrong(&model)?),
+                    unavailable: None,
+                }
+            }
+        };
+        out.rows.push(row);
+        obs.part(out, out.rows.last().expect("pushed"));
     }
+    crate::interrupt::step("compare: nccl-tests' sendrecv");
     let ring = sample(w, n, || Ok(reg.nccl_sendrecv(bytes)?.unwrap_or(f64::NAN)))?;
-    rows.push(Row {
-        transport: "nccl-sendrecv".into(),
+    out.rows.push(Row {
+        transport: SENDRECV.into(),
         how: "nccl-tests' sendrecv: to rank+1, from rank−1, one message".into(),
-        gbps: Some(gbps(ring.median_s)),
+        gbps: Some(gbps(ring.median)),
         vs_best: None,
         wrong: None,
         unavailable: None,
     });
     let ib = std::fs::read_dir("/sys/class/infiniband").map(|d| d.count()).unwrap_or(0);
-    rows.push(Row {
+    out.rows.push(Row {
         transport: "rdma".into(),
         how: "raw verbs RDMA writes between the nodes' adapters".into(),
         gbps: None,
@@ -127,36 +106,6 @@ fn compare(args: &CompareArgs, local_qubits: u32, world: &dyn World) -> Result<(
             "raw verbs transfers are not built into qbench; NCCL's NET/IB path (nccl row, across nodes) uses the adapters".into()
         }),
     });
-    let best = rows.iter().filter(|r| r.transport != "nccl-sendrecv").filter_map(|r| r.gbps).fold(0.0, f64::max);
-    for r in &mut rows {
-        r.vs_best = r.gbps.map(|g| g / best);
-    }
-    let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
-    header.finish();
-    let out = Comparison {
-        header,
-        bytes_per_rank: bytes,
-        ranks,
-        devices: crate::harness::all_ranks(world, reg.ranks())?,
-        library: Some(crate::transport::nccl::library_info()?),
-        iters: n,
-        rows,
-    };
-    if world.rank() == 0 {
-        if args.out.json {
-            println!("{}", crate::report::json::to_string(&out)?);
-        } else {
-            print!("{}", crate::report::exchange::comparison(&out));
-        }
-        if let Some(path) = &args.out.output_file {
-            crate::report::json::write(&out, path)?;
-        }
-        if let Some(path) = &args.out.csv {
-            crate::report::exchange::write_comparison_csv(&out, path)?;
-        }
-    }
-    if wrong > 0 {
-        return Err(Error::CheckFailed(format!("{wrong} amplitudes arrived wrong")));
-    }
+    out.rank(SENDRECV);
     Ok(())
 }

@@ -1,11 +1,10 @@
-//! `qbench exchange`: the amplitude exchange of a distributed state-vector
-//! simulator, timed, checked amplitude by amplitude, and judged.
+//! `qbench exchange` and `qbench compare`: the amplitude exchange of a
+//! distributed state-vector simulator, timed, checked amplitude by
+//! amplitude, and judged; and the same bytes over every wire side by side.
+
 pub mod compare;
-pub mod layout;
-pub mod record;
-pub mod register;
+pub mod plan;
 pub mod run;
-pub mod state;
 pub mod verdict;
 
-pub use run::run;
+pub use plan::{ComparePlan, ExchangePlan};

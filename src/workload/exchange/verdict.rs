@@ -3,79 +3,24 @@
 //! the same circuit on one GPU. Projections are labelled as such; they are
 //! arithmetic on measured times, never measurements.
 
-use super::layout::largest_register;
-use super::record::RegisterRun;
-use super::register::Wire;
-use crate::error::{Error, Result};
-use serde::Serialize;
-
-/// A circuit model the verdict projects.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "lowercase", tag = "kind")]
-pub enum Circuit {
-    /// The quantum Fourier transform: n H, n(n−1)/2 controlled phases
-    /// (diagonal, never communicating), ⌊n/2⌋ swaps.
-    Qft,
-    /// One-qubit gates on random qubits, `global_fraction` of them global.
-    Random { global_fraction: f64 },
-}
-
-impl Circuit {
-    /// "qft", "random" (gates on uniformly random qubits) or "random:F".
-    pub fn parse(text: &str) -> Result<Circuit> {
-        let bad = || Error::Usage(format!("unknown circuit '{text}': use qft, random or random:FRACTION (0..1)"));
-        match text.split_once(':') {
-            None if text == "qft" => Ok(Circuit::Qft),
-            None if text == "random" => Ok(Circuit::Random { global_fraction: f64::NAN }),
-            Some(("random", f)) => {
-                let f: f64 = f.parse().map_err(|_| bad())?;
-                (0.0..=1.0).contains(&f).then_some(Circuit::Random { global_fraction: f }).ok_or_else(bad)
-            }
-            _ => Err(bad()),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Projection {
-    pub circuit: Circuit,
-    pub gates: u64,
-    pub one_gpu_s: f64,
-    pub spread_s: f64,
-    /// one_gpu_s / spread_s.
-    pub speedup: f64,
-    pub verdict: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
-    pub qubits: u32,
-    pub gpus: usize,
-    pub local_gate_s: f64,
-    pub best_transport: Wire,
-    pub global_gate_s: f64,
-    pub swap_s: f64,
-    pub global_vs_local: f64,
-    pub largest_on_one_gpu: u32,
-    pub largest_spread: u32,
-    pub projections: Vec<Projection>,
-}
+use crate::record::exchange::{Circuit, Projection, RegisterRun, Verdict};
+use crate::statevec::layout::{Pattern, largest_register};
 
 /// The verdict for a GPU register run; `memory` is one GPU's memory.
 pub fn judge(run: &RegisterRun, memory: u64, circuits: &[Circuit]) -> Option<Verdict> {
     let n = run.qubits;
     let k = n - run.local_qubits;
     let local = run.local_gate_s();
-    let best = |pattern: super::layout::Pattern| {
+    let best = |pattern: Pattern| {
         run.global_gates
             .iter()
             .filter(|g| g.pattern == pattern)
-            .map(|g| (g.transport, g.exchange.median_s + g.update.median_s))
+            .map(|g| (g.transport.clone(), g.exchange.median + g.update.median))
             .min_by(|a, b| a.1.total_cmp(&b.1))
     };
-    let (wire, global) = best(super::layout::Pattern::Gate).or_else(|| best(super::layout::Pattern::Swap))?;
+    let (wire, global) = best(Pattern::Gate).or_else(|| best(Pattern::Swap))?;
     // A swap as the QFT needs it: the exchange of half a chunk and placing it.
-    let swap = best(super::layout::Pattern::Swap).map_or(global, |(_, s)| s - local.min(s));
+    let swap = best(Pattern::Swap).map_or(global, |(_, s)| s - local.min(s));
     let one_gpu_fits = largest_register(memory, run.precision, 0) >= n;
     // One GPU holds 2^k times the amplitudes: a memory-bound pass takes 2^k times longer.
     let local_one = local * (1u64 << k) as f64;
@@ -139,22 +84,23 @@ pub fn judge(run: &RegisterRun, memory: u64, circuits: &[Circuit]) -> Option<Ver
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::exchange::layout::{Pattern, Precision};
-    use crate::workload::exchange::record::{GlobalGate, LocalGate, References, Stats};
+    use crate::record::exchange::{GlobalGate, LocalGate, References};
+    use crate::statevec::layout::Precision;
+    use crate::stats::Summary;
 
     fn run(local: f64, global: f64) -> RegisterRun {
-        let st = |s| Stats { median_s: s, min_s: s, max_s: s, samples: 1 };
+        let st = |s| Summary::of(&[s]);
         RegisterRun {
             qubits: 30,
             local_qubits: 29,
             ranks: 2,
             precision: Precision::Double,
-            memory: "gpu",
+            memory: "gpu".into(),
             chunk_bytes: 8 << 30,
             references: References::default(),
             local_gates: vec![LocalGate { qubit: 0, time: st(local), gbps: 0.0, of_copy: 0.0 }],
             global_gates: vec![GlobalGate {
-                transport: Wire::Nccl,
+                transport: "nccl".into(),
                 pattern: Pattern::Gate,
                 qubit: 29,
                 bytes: 8 << 30,

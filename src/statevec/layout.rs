@@ -4,10 +4,11 @@
 //! rank XOR 2^(t−L).
 
 use crate::error::{Error, Result};
-use serde::Serialize;
+use crate::fault::Fault;
+use serde::{Deserialize, Serialize};
 
 /// Bytes of one amplitude.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     /// complex<float>, 8 bytes
@@ -30,9 +31,17 @@ impl Precision {
             Precision::Double => "double",
         }
     }
+
+    pub fn parse(text: &str) -> Result<Precision> {
+        match text {
+            "single" => Ok(Precision::Single),
+            "double" => Ok(Precision::Double),
+            _ => Err(Error::Usage(format!("unknown precision '{text}': use single or double"))),
+        }
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     pub qubits: u32,
     /// log2 of the rank count.
@@ -90,7 +99,25 @@ impl Layout {
         (rank >> (t - self.local_qubits())) & 1 == 1
     }
 
-    /// Bytes each rank sends (and receives) for one operation (REFERENCE.md).
+    /// The rank `rank` actually exchanges with: its partner, or itself under
+    /// the wrong-partner fault.
+    pub fn peer(&self, rank: usize, t: u32, fault: Option<Fault>) -> usize {
+        if fault == Some(Fault::WrongPartner) { rank } else { self.partner(rank, t) }
+    }
+
+    /// Amplitude offset (within a chunk) of the half that `rank` sends for
+    /// a swap of global qubit `t` with the top local qubit: the half whose
+    /// top local bit differs from the rank's bit `t`. It receives into the
+    /// same half. The wrong-half fault sends the other one.
+    pub fn swap_half(&self, rank: usize, t: u32, fault: Option<Fault>) -> u64 {
+        let moves_upper = !self.holds_one(rank, t);
+        let upper = moves_upper != (fault == Some(Fault::WrongHalf));
+        if upper { self.local_amps() / 2 } else { 0 }
+    }
+
+    /// Bytes each rank sends (and receives) for one operation: QuEST sends
+    /// the whole chunk for a gate on a global qubit, a global↔local swap
+    /// half of it (docs/ARCHITECTURE.md, the exchange pattern).
     pub fn message_bytes(&self, pattern: Pattern) -> u64 {
         match pattern {
             // QuEST v3/v4: the whole chunk.
@@ -102,7 +129,7 @@ impl Layout {
 }
 
 /// Which communication pattern of a global gate is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pattern {
     /// Exchange the whole chunk with the partner, then combine (QuEST).
@@ -117,6 +144,16 @@ impl Pattern {
         match self {
             Pattern::Gate => "gate",
             Pattern::Swap => "swap",
+        }
+    }
+
+    /// gate, swap or both.
+    pub fn parse_list(text: &str) -> Result<Vec<Pattern>> {
+        match text {
+            "gate" => Ok(vec![Pattern::Gate]),
+            "swap" => Ok(vec![Pattern::Swap]),
+            "both" => Ok(vec![Pattern::Gate, Pattern::Swap]),
+            _ => Err(Error::Usage(format!("unknown pattern '{text}': use gate, swap or both"))),
         }
     }
 }
@@ -145,6 +182,9 @@ mod tests {
         assert_eq!(l.partner(0, 32), 1);
         assert!(l.holds_one(1, 32));
         assert_eq!(l.message_bytes(Pattern::Swap), 32 << 30);
+        assert_eq!(l.peer(0, 32, Some(Fault::WrongPartner)), 0);
+        assert_eq!((l.swap_half(0, 32, None), l.swap_half(1, 32, None)), (1 << 31, 0));
+        assert_eq!(l.swap_half(0, 32, Some(Fault::WrongHalf)), 0);
         let l4 = Layout::new(20, 4, Precision::Single).unwrap();
         assert_eq!(l4.local_qubits(), 18);
         assert_eq!(l4.partner(2, 19), 0);

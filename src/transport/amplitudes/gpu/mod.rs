@@ -1,32 +1,36 @@
 //! The register on GPUs: each rank is one GPU holding its chunk and an
-//! exchange buffer, gates run as kernels of kernels/statevec.cu, and
-//! amplitudes move between partners over NCCL, CUDA peer access (SM kernel
-//! or copy engine) or pinned host memory. Every operation is timed with
-//! events on each GPU's stream and ends with the GPUs idle, so the times of
-//! exchange and update are separate and each is the slowest GPU's.
+//! exchange buffer, gates run as kernels of kernels/statevec.cu, and the
+//! wires of this folder move amplitudes between partners (NCCL, CUDA peer
+//! access by SM kernel or copy engine, pinned host memory). Every operation
+//! is timed with events on each GPU's stream and ends with the GPUs idle, so
+//! the times of exchange and update are separate and each is the slowest
+//! GPU's.
 
+pub mod host;
+pub mod nccl;
+pub mod peer;
+
+use super::{Register, Seconds, Wire};
 use crate::error::{Error, Result};
+use crate::fault::Fault;
 use crate::gpu::kernels::{grid, load};
 use crate::gpu::{self, DeviceBuffer, Gpu, Pinned, cuda_err};
-use crate::libs::{self, Library};
-use crate::transport::RankInfo;
+use crate::record::RankInfo;
+use crate::statevec::layout::{Layout, Pattern, Precision};
+use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
-use crate::workload::exchange::layout::{Layout, Pattern, Precision};
-use crate::workload::exchange::register::{Fault, Register, Seconds, Wire, peer_of, swap_half};
-use crate::workload::exchange::state::{ProductState, tolerance};
 use crate::world::World;
 use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-/// Pipelined host transfers move pieces of this size through this many
-/// pinned slots per direction.
-const HOST_PIECE: u64 = 64 << 20;
-const HOST_SLOTS: usize = 4;
-/// The unpipelined path stages whole pieces of up to this size (QuEST
-/// copies the whole chunk; the bound keeps pinned memory reasonable).
-const UNPIPELINED_PIECE: u64 = 1 << 30;
+/// A wire's way of moving GPU registers' amplitudes.
+pub trait GpuWire: Sync {
+    /// Why it cannot run for this register, if it cannot.
+    fn unavailable(&self, reg: &GpuRegister) -> Option<String>;
+    /// Every rank's message to its partner for global qubit `t`.
+    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds>;
+}
 
 /// The precision-suffixed kernels of kernels/statevec.cu this register
 /// launches (`sv_<kind>_single`, `sv_<kind>_double`).
@@ -73,11 +77,6 @@ impl<'w> GpuRegister<'w> {
     /// every process of `world`; NCCL communicators when `nccl`; `piece`
     /// overrides the message piece size of NCCL and host transfers.
     pub fn new(layout: Layout, local: usize, world: &'w dyn World, nccl: bool, piece: Option<u64>) -> Result<Self> {
-        let mut libs_needed = vec![Library::Driver, Library::Nvrtc];
-        if nccl {
-            libs_needed.push(Library::Nccl);
-        }
-        libs::require(&libs_needed)?;
         if local * world.size() != layout.ranks() {
             return Err(Error::Usage(format!(
                 "{} ranks ({} processes × {local} GPUs) do not match the layout's {}",
@@ -110,7 +109,7 @@ impl<'w> GpuRegister<'w> {
         let mut info = Vec::with_capacity(local);
         for (i, gpu) in gpus.into_iter().enumerate() {
             info.push(gpu.rank_info(first_rank + i));
-            let kernels = load(&gpu, "kernels/statevec.cu", include_str!("../../../kernels/statevec.cu"), &names)?;
+            let kernels = load(&gpu, "kernels/statevec.cu", include_str!("../../../../kernels/statevec.cu"), &names)?;
             let new_stream = || gpu.ctx.new_stream().map_err(cuda_err("creating a stream"));
             ranks.push(GpuRank {
                 d2h: new_stream()?,
@@ -207,7 +206,7 @@ impl<'w> GpuRegister<'w> {
     fn local_pairs(&self, t: u32, fault: Option<Fault>) -> Result<Vec<(usize, usize)>> {
         (0..self.ranks.len())
             .map(|i| {
-                let p = peer_of(&self.layout, self.first_rank + i, t, fault);
+                let p = self.layout.peer(self.first_rank + i, t, fault);
                 p.checked_sub(self.first_rank)
                     .filter(|&j| j < self.ranks.len())
                     .map(|j| (i, j))
@@ -221,9 +220,7 @@ impl<'w> GpuRegister<'w> {
         let b = self.layout.precision.bytes();
         match pattern {
             Pattern::Gate => (0, self.layout.chunk_bytes()),
-            Pattern::Swap => {
-                (swap_half(&self.layout, self.first_rank + i, t, fault) * b, self.layout.chunk_bytes() / 2)
-            }
+            Pattern::Swap => (self.layout.swap_half(self.first_rank + i, t, fault) * b, self.layout.chunk_bytes() / 2),
         }
     }
 
@@ -244,94 +241,6 @@ impl<'w> GpuRegister<'w> {
             });
         }
         Ok(())
-    }
-
-    /// GPU → pinned slots → partner GPU, pieces overlapping on the d2h and
-    /// h2d streams; each flow's slots are reused once the partner has
-    /// copied them out.
-    fn host_pipelined(&mut self, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
-        let pairs = self.local_pairs(t, fault)?;
-        let piece = self.piece.unwrap_or(HOST_PIECE);
-        self.ensure_flows(HOST_SLOTS, piece)?;
-        let msgs: Vec<(u64, u64)> = (0..self.ranks.len()).map(|i| self.message(i, pattern, t, fault)).collect();
-        self.span(|me| {
-            // Fork the copy streams from each main stream.
-            for r in &me.ranks {
-                let fork = record(&r.gpu.stream, false)?;
-                r.d2h.wait(&fork).map_err(cuda_err("ordering streams"))?;
-                r.h2d.wait(&fork).map_err(cuda_err("ordering streams"))?;
-            }
-            let pieces = msgs[0].1.div_ceil(piece);
-            for k in 0..pieces {
-                for &(i, j) in &pairs {
-                    let (src, dst) = (&me.ranks[i], &me.ranks[j]);
-                    let flow = &me.flows[i];
-                    let slot = k as usize % HOST_SLOTS;
-                    let off = k * piece;
-                    let len = piece.min(msgs[i].1 - off);
-                    let host = flow.slots[slot].addr();
-                    src.d2h.wait(&flow.freed[slot][j]).map_err(cuda_err("ordering streams"))?;
-                    copy_d2h(host, src.state.ptr() + msgs[i].0 + off, len, &src.d2h)?;
-                    flow.filled[slot].record(&src.d2h).map_err(cuda_err("recording an event"))?;
-                    dst.h2d.wait(&flow.filled[slot]).map_err(cuda_err("ordering streams"))?;
-                    copy_h2d(dst.xbuf.ptr() + off, host, len, &dst.h2d)?;
-                    flow.freed[slot][j].record(&dst.h2d).map_err(cuda_err("recording an event"))?;
-                }
-            }
-            // Join them back.
-            for r in &me.ranks {
-                r.gpu.stream.wait(&record(&r.d2h, false)?).map_err(cuda_err("ordering streams"))?;
-                r.gpu.stream.wait(&record(&r.h2d, false)?).map_err(cuda_err("ordering streams"))?;
-            }
-            Ok(())
-        })
-    }
-
-    /// QuEST's path without GPU-aware MPI, one stage after the other:
-    /// device to host, a host copy into the partner's receive buffer (what
-    /// MPI does between processes), host to device. Host-clock timed, since
-    /// the host copy is part of it.
-    fn host_unpipelined(&mut self, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
-        let pairs = self.local_pairs(t, fault)?;
-        let msgs: Vec<(u64, u64)> = (0..self.ranks.len()).map(|i| self.message(i, pattern, t, fault)).collect();
-        let piece = self.piece.unwrap_or(UNPIPELINED_PIECE).min(msgs[0].1);
-        self.ensure_flows(2, piece)?;
-        self.sync_all()?;
-        let t0 = Instant::now();
-        let pieces = msgs[0].1.div_ceil(piece);
-        for k in 0..pieces {
-            let off = k * piece;
-            let len = piece.min(msgs[0].1 - off);
-            for (i, r) in self.ranks.iter().enumerate() {
-                copy_d2h(self.flows[i].slots[0].addr(), r.state.ptr() + msgs[i].0 + off, len, &r.d2h)?;
-            }
-            self.sync_streams(|r| &r.d2h)?;
-            // The host hop: slot 0 of the sender into slot 1 of the receiver's flow.
-            std::thread::scope(|s| {
-                let flows: Vec<&mut Flow> = self.flows.iter_mut().collect();
-                let (sends, recvs): (Vec<&[u8]>, Vec<&mut [u8]>) = flows
-                    .into_iter()
-                    .map(|f| {
-                        let (a, b) = f.slots.split_at_mut(1);
-                        (a[0].as_slice(), b[0].as_mut_slice())
-                    })
-                    .unzip();
-                let mut recvs: Vec<Option<&mut [u8]>> = recvs.into_iter().map(Some).collect();
-                for &(i, j) in &pairs {
-                    let (src, dst) = (&sends[i][..len as usize], recvs[j].take());
-                    if let Some(dst) = dst {
-                        s.spawn(move || dst[..len as usize].copy_from_slice(src));
-                    }
-                }
-            });
-            for &(i, j) in &pairs {
-                let dst = &self.ranks[j];
-                copy_h2d(dst.xbuf.ptr() + off, self.flows[j].slots[1].addr(), len, &dst.h2d)?;
-                let _ = i;
-            }
-            self.sync_streams(|r| &r.h2d)?;
-        }
-        Ok(self.world.max_f64(&[t0.elapsed().as_secs_f64()])[0])
     }
 
     fn nccl(&mut self, moves: &[Move], piece: u64) -> Result<Seconds> {
@@ -513,56 +422,8 @@ impl Register for GpuRegister<'_> {
         if let Some(why) = self.unavailable(wire) {
             return Err(Error::Usage(format!("{}: {why}", wire.name())));
         }
-        match wire {
-            Wire::Nccl => {
-                let moves: Vec<Move> = (0..self.ranks.len())
-                    .map(|i| {
-                        let (off, bytes) = self.message(i, pattern, t, fault);
-                        let r = &self.ranks[i];
-                        let peer = peer_of(&self.layout, self.first_rank + i, t, fault);
-                        Move { send: r.state.ptr() + off, recv: r.xbuf.ptr(), bytes, to: peer, from: peer }
-                    })
-                    .collect();
-                // QuEST v4 sends at most 2^28 amplitudes per message.
-                let piece = self.piece.unwrap_or((1 << 28) * self.layout.precision.bytes());
-                self.nccl(&moves, piece)
-            }
-            Wire::P2p | Wire::P2pCe => {
-                let pairs = self.local_pairs(t, fault)?;
-                self.span(|me| {
-                    for &(i, j) in &pairs {
-                        let (off, len) = me.message(i, pattern, t, fault);
-                        let (src, dst) = (&me.ranks[i], &me.ranks[j]);
-                        let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
-                        if wire == Wire::P2p {
-                            let words = len / 16;
-                            let mut l = me.kernel(i, "sv_copy16")?;
-                            l.arg(&to).arg(&from).arg(&words);
-                            go(l, grid(&src.gpu, words), "sv_copy16")?;
-                        } else {
-                            src.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                            // SAFETY: source and destination ranges lie in the
-                            // two GPUs' buffers; the contexts own them.
-                            unsafe {
-                                result::memcpy_peer_async(
-                                    dst.gpu.ctx.cu_ctx(),
-                                    to,
-                                    src.gpu.ctx.cu_ctx(),
-                                    from,
-                                    len as usize,
-                                    src.gpu.stream.cu_stream(),
-                                )
-                            }
-                            .map_err(cuda_err("copying to the peer GPU"))?;
-                        }
-                    }
-                    Ok(())
-                })
-            }
-            Wire::Host => self.host_pipelined(pattern, t, fault),
-            Wire::HostUnpipelined => self.host_unpipelined(pattern, t, fault),
-            Wire::Cpu => Err(Error::Usage("the cpu transport keeps amplitudes in host memory".into())),
-        }
+        let gpu = wire.imp().gpu().ok_or_else(|| Error::Runtime("internal: not a GPU wire".into()))?;
+        gpu.exchange(self, pattern, t, fault)
     }
 
     fn combine(&mut self, t: u32) -> Result<Seconds> {
@@ -585,7 +446,7 @@ impl Register for GpuRegister<'_> {
         let b = self.layout.precision.bytes();
         self.span(|me| {
             for (i, r) in me.ranks.iter().enumerate() {
-                let at = swap_half(&me.layout, me.first_rank + i, t, None) * b;
+                let at = me.layout.swap_half(me.first_rank + i, t, None) * b;
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: half a chunk from the exchange buffer into a half of the chunk.
                 unsafe {
@@ -598,12 +459,9 @@ impl Register for GpuRegister<'_> {
     }
 
     fn unavailable(&self, wire: Wire) -> Option<String> {
-        match wire {
-            Wire::Nccl => self.comms.is_none().then(|| "NCCL was not set up for this run".to_string()),
-            Wire::P2p | Wire::P2pCe => self.no_peer.clone(),
-            Wire::Host | Wire::HostUnpipelined => (self.world.size() > 1)
-                .then(|| "partners are in different processes: host staging across processes is not implemented (use -g, not mpirun)".to_string()),
-            Wire::Cpu => Some("the register is on GPUs".into()),
+        match wire.imp().gpu() {
+            Some(g) => g.unavailable(self),
+            None => Some(format!("{} moves host-memory ranks; this register is on GPUs", wire.name())),
         }
     }
 
@@ -627,7 +485,7 @@ mod tests {
     /// every kind loaded exists there.
     #[test]
     fn loaded_kernels_match_the_source() {
-        let src = include_str!("../../../kernels/statevec.cu");
+        let src = include_str!("../../../../kernels/statevec.cu");
         let defined: Vec<&str> = src
             .lines()
             .filter_map(|l| l.split("__global__ void sv_").nth(1))

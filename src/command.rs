@@ -1,0 +1,93 @@
+//! One command from plan to exit status: the session (libraries, world),
+//! the output (files created before any work), the workload, the records
+//! written, and the verdict on them. Every command but probe goes through
+//! [`execute`].
+
+use crate::cli::Command;
+use crate::error::{Error, Result};
+use crate::fault::Fault;
+use crate::output::{Output, OutputPlan, write_stdout};
+use crate::record::{Outcome, Streamed};
+use crate::report::{Csv, Table};
+use crate::session::Session;
+use serde::Serialize;
+
+/// Runs a parsed command.
+pub fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Probe(a) => crate::probe::run(&a.plan()),
+        Command::Collective(c) => {
+            let plan = c.args.plan(c.kind)?;
+            let session = Session::start(&plan.libraries())?;
+            execute(&session, &plan.output, plan.fault, |o| crate::harness::run(&plan, &session, o), |r| r.verdict())
+        }
+        Command::Exchange(a) => {
+            let plan = a.plan()?;
+            let session = Session::start(&plan.libraries())?;
+            execute(
+                &session,
+                &plan.output,
+                plan.fault,
+                |o| crate::workload::exchange::run::run(&plan, &session, o),
+                |r| r.verdict(),
+            )
+        }
+        Command::Compare(a) => {
+            let plan = a.plan()?;
+            let session = Session::start(&plan.libraries())?;
+            execute(
+                &session,
+                &plan.output,
+                plan.fault,
+                |o| crate::workload::exchange::compare::run(&plan, &session, o),
+                |r| r.verdict(),
+            )
+        }
+        Command::Copy(a) if a.list => write_stdout(&crate::report::copy::list(
+            &crate::workload::copy::catalogue(),
+            &crate::workload::copy::FAMILIES,
+        )),
+        Command::Copy(a) => {
+            let plan = a.plan()?;
+            let session = Session::start(&plan.libraries())?;
+            execute(
+                &session,
+                &plan.output,
+                plan.fault,
+                |o| crate::workload::copy::run(&plan, &session, o),
+                |r| r.verdict(),
+            )
+        }
+    }
+}
+
+/// Opens the output, runs `work` with it as the observer, writes the
+/// records (partial ones too, marked so), and judges them.
+pub fn execute<R: Streamed + Table + Csv + Serialize>(
+    session: &Session,
+    output: &OutputPlan,
+    fault: Option<Fault>,
+    work: impl FnOnce(&mut Output) -> Outcome<R>,
+    verdict: impl FnOnce(&R) -> Result<()>,
+) -> Result<()> {
+    let result = (|| {
+        let mut out = Output::open(output, session.main())?;
+        if let (Some(f), true) = (fault, session.main()) {
+            eprintln!("qbench: {}", f.describe());
+        }
+        let Outcome { record, error } = work(&mut out);
+        let written = out.finish(&record);
+        match error {
+            Some(Error::Interrupted { signal, step }) => {
+                let saved = match &written {
+                    Ok(Some(path)) => format!("; the records gathered so far are in {} (incomplete)", path.display()),
+                    _ => String::new(),
+                };
+                Err(Error::Interrupted { signal, step: step + &saved })
+            }
+            Some(e) => Err(e),
+            None => written.and_then(|_| verdict(&record)),
+        }
+    })();
+    crate::world::conclude(session.world(), result)
+}

@@ -1,0 +1,197 @@
+//! The record of a collective run (schema `qbench.collective`): the
+//! resolved options, the devices, one row per size with its out-of-place
+//! and in-place cells. The nccl-tests table, JSON and CSV read it.
+
+use super::{Header, LibraryInfo, RankInfo, Streamed};
+use crate::dtype::{DataType, RedOp};
+use crate::error::{Error, Result};
+use crate::stats::Summary;
+use crate::units::Step;
+use serde::{Deserialize, Serialize};
+
+pub const KIND: &str = "collective";
+
+/// Where the ranks' buffers live and what moves them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// GPU buffers, NCCL collectives.
+    Nccl,
+    /// Host buffers, ranks as threads or MPI processes, collectives on the CPU.
+    Cpu,
+}
+
+impl TransportKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::Nccl => "nccl",
+            TransportKind::Cpu => "cpu",
+        }
+    }
+}
+
+/// How per-rank times combine into the reported time (`-a`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Average {
+    Rank0,
+    Mean,
+    Min,
+    Max,
+}
+
+impl Average {
+    /// nccl-tests' `-a` code: 0 rank 0, 1 mean, 2 minimum, 3 maximum.
+    pub fn from_code(code: u8) -> Average {
+        match code {
+            0 => Average::Rank0,
+            2 => Average::Min,
+            3 => Average::Max,
+            _ => Average::Mean,
+        }
+    }
+
+    /// Combines per-thread times.
+    pub fn reduce(self, per_thread: &[f64]) -> f64 {
+        if per_thread.is_empty() {
+            return 0.0;
+        }
+        match self {
+            Average::Rank0 => per_thread[0],
+            Average::Mean => per_thread.iter().sum::<f64>() / per_thread.len() as f64,
+            Average::Min => per_thread.iter().copied().fold(f64::INFINITY, f64::min),
+            Average::Max => per_thread.iter().copied().fold(0.0, f64::max),
+        }
+    }
+}
+
+/// The options of a run, as resolved (defaults applied, "all" expanded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub nranks: usize,
+    pub nthreads: usize,
+    pub ngpus: usize,
+    pub minbytes: u64,
+    pub maxbytes: u64,
+    pub step: Step,
+    pub warmup_iters: u32,
+    pub iters: u32,
+    pub agg_iters: u32,
+    pub run_cycles: u32,
+    pub check: u32,
+    pub cudagraph: u32,
+    pub average: Average,
+    pub timeout_s: u64,
+    pub datatypes: Vec<DataType>,
+    pub ops: Vec<RedOp>,
+    pub root: i64,
+    pub seed: u64,
+}
+
+/// One half of a table row: out-of-place or in-place.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub time_us: f64,
+    pub algbw_gbps: f64,
+    pub busbw_gbps: f64,
+    /// Wrong elements summed over all ranks; None when not checked.
+    pub wrong: Option<u64>,
+    /// Per-iteration times, µs.
+    pub iterations: Summary,
+}
+
+/// One table row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeRecord {
+    pub cycle: u32,
+    /// Bytes, as nccl-tests' size column: the larger of send and receive.
+    pub size: u64,
+    /// Elements per rank passed to the library (nccl-tests' count column).
+    pub count: u64,
+    #[serde(rename = "type")]
+    pub dtype: DataType,
+    /// None prints as "none": the collective does not use an op.
+    pub redop: Option<RedOp>,
+    /// -1 for collectives without a root.
+    pub root: i64,
+    pub out_of_place: Cell,
+    pub in_place: Cell,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MinBandwidth {
+    pub required_gbps: f64,
+    pub ok: bool,
+}
+
+/// A whole collective run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveRun {
+    #[serde(flatten)]
+    pub header: Header,
+    /// The collective's name, e.g. "all_reduce".
+    pub collective: String,
+    /// The nccl-tests binary it stands for, e.g. "all_reduce_perf".
+    pub program: String,
+    pub transport: TransportKind,
+    pub config: Config,
+    pub library: Option<LibraryInfo>,
+    pub devices: Vec<RankInfo>,
+    /// Set when the sizes were cut to fit the devices' memory.
+    pub max_bytes_reduced_to: Option<u64>,
+    pub results: Vec<SizeRecord>,
+    /// Cells with at least one wrong element (nccl-tests' "Out of bounds values").
+    pub out_of_bounds: u64,
+    pub wrong_elements: u64,
+    /// Mean busbw over every cell, GB/s.
+    pub avg_busbw_gbps: f64,
+    pub min_bandwidth: Option<MinBandwidth>,
+}
+
+impl Streamed for CollectiveRun {
+    type Part = SizeRecord;
+    fn header(&self) -> &Header {
+        &self.header
+    }
+    fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
+}
+
+impl CollectiveRun {
+    /// Adds a row and its cells to the totals.
+    pub fn push(&mut self, row: SizeRecord) {
+        for c in [&row.out_of_place, &row.in_place] {
+            if let Some(w) = c.wrong.filter(|&w| w > 0) {
+                self.out_of_bounds += 1;
+                self.wrong_elements += w;
+            }
+        }
+        self.results.push(row);
+        let cells: Vec<f64> =
+            self.results.iter().flat_map(|r| [r.out_of_place.busbw_gbps, r.in_place.busbw_gbps]).collect();
+        self.avg_busbw_gbps = cells.iter().sum::<f64>() / cells.len() as f64;
+    }
+
+    /// Sets the `NCCL_TESTS_MIN_BW` verdict from the average bus bandwidth.
+    pub fn require_bandwidth(&mut self, required_gbps: f64) {
+        self.min_bandwidth = Some(MinBandwidth { required_gbps, ok: self.avg_busbw_gbps >= 0.9 * required_gbps });
+    }
+
+    /// Whether the data was right and fast enough.
+    pub fn verdict(&self) -> Result<()> {
+        if self.wrong_elements > 0 {
+            return Err(Error::CheckFailed(format!(
+                "{} wrong elements in {} cells: the data the collective delivered is not what was sent",
+                self.wrong_elements, self.out_of_bounds
+            )));
+        }
+        if let Some(m) = self.min_bandwidth.as_ref().filter(|m| !m.ok) {
+            return Err(Error::CheckFailed(format!(
+                "average bus bandwidth {:.2} GB/s is below 90% of NCCL_TESTS_MIN_BW={}",
+                self.avg_busbw_gbps, m.required_gbps
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,42 @@
+//! What a process does once per command, before any work: install the
+//! interrupt handlers, load the GPU libraries the command needs
+//! (re-executing itself at most once, so this comes first), and start the
+//! world (MPI once). Workloads run inside a session and may ask it whether
+//! a library was loaded; they never load one themselves.
+
+use crate::error::{Error, Result};
+use crate::libs::{self, Library};
+use crate::world::{self, World};
+
+pub struct Session {
+    world: Box<dyn World>,
+    loaded: Vec<Library>,
+}
+
+impl Session {
+    /// Loads `libraries` and starts the world.
+    pub fn start(libraries: &[Library]) -> Result<Session> {
+        crate::interrupt::install()?;
+        libs::require(libraries)?;
+        let world = world::detect()?;
+        Ok(Session { world, loaded: libraries.to_vec() })
+    }
+
+    pub fn world(&self) -> &dyn World {
+        self.world.as_ref()
+    }
+
+    /// Whether this process speaks for the job (prints, writes files).
+    pub fn main(&self) -> bool {
+        self.world.rank() == 0
+    }
+
+    /// Err unless the session loaded every one of `libraries`: a workload
+    /// whose plan did not ask for a library it uses is a bug, not a crash.
+    pub fn need(&self, libraries: &[Library]) -> Result<()> {
+        match libraries.iter().find(|l| !self.loaded.contains(l)) {
+            Some(l) => Err(Error::Runtime(format!("internal: {} was used without being loaded", l.describe()))),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! The peer-access wires between GPUs of one process: `p2p`, an SM kernel
+//! on each GPU writing into its partner's memory over NVLink or PCIe, and
+//! `p2p-ce`, cuMemcpyPeerAsync by the copy engines; both directions at once.
+
+use super::{GpuRegister, GpuWire, go};
+use crate::error::Result;
+use crate::fault::Fault;
+use crate::gpu::cuda_err;
+use crate::gpu::kernels::grid;
+use crate::statevec::layout::Pattern;
+use crate::transport::amplitudes::{Memory, Seconds, WireImpl};
+use cudarc::driver::{PushKernelArg, result};
+
+pub struct Kernel;
+pub struct CopyEngine;
+
+impl WireImpl for Kernel {
+    fn name(&self) -> &'static str {
+        "p2p"
+    }
+    fn how(&self) -> &'static str {
+        "SM kernel writing into the peer GPU (peer access)"
+    }
+    fn memory(&self) -> Memory {
+        Memory::Gpu
+    }
+    fn gpu(&self) -> Option<&dyn GpuWire> {
+        Some(self)
+    }
+}
+
+impl WireImpl for CopyEngine {
+    fn name(&self) -> &'static str {
+        "p2p-ce"
+    }
+    fn how(&self) -> &'static str {
+        "cuMemcpyPeerAsync, copy engines"
+    }
+    fn memory(&self) -> Memory {
+        Memory::Gpu
+    }
+    fn gpu(&self) -> Option<&dyn GpuWire> {
+        Some(self)
+    }
+}
+
+impl GpuWire for Kernel {
+    fn unavailable(&self, reg: &GpuRegister) -> Option<String> {
+        reg.no_peer.clone()
+    }
+
+    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+        let pairs = reg.local_pairs(t, fault)?;
+        reg.span(|me| {
+            for &(i, j) in &pairs {
+                let (off, len) = me.message(i, pattern, t, fault);
+                let (src, dst) = (&me.ranks[i], &me.ranks[j]);
+                let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
+                let words = len / 16;
+                let mut l = me.kernel(i, "sv_copy16")?;
+                l.arg(&to).arg(&from).arg(&words);
+                go(l, grid(&src.gpu, words), "sv_copy16")?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl GpuWire for CopyEngine {
+    fn unavailable(&self, reg: &GpuRegister) -> Option<String> {
+        reg.no_peer.clone()
+    }
+
+    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+        let pairs = reg.local_pairs(t, fault)?;
+        reg.span(|me| {
+            for &(i, j) in &pairs {
+                let (off, len) = me.message(i, pattern, t, fault);
+                let (src, dst) = (&me.ranks[i], &me.ranks[j]);
+                let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
+                src.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                // SAFETY: source and destination ranges lie in the two GPUs'
+                // buffers (a message never exceeds a chunk); the contexts own them.
+                unsafe {
+                    result::memcpy_peer_async(
+                        dst.gpu.ctx.cu_ctx(),
+                        to,
+                        src.gpu.ctx.cu_ctx(),
+                        from,
+                        len as usize,
+                        src.gpu.stream.cu_stream(),
+                    )
+                }
+                .map_err(cuda_err("copying to the peer GPU"))?;
+            }
+            Ok(())
+        })
+    }
+}

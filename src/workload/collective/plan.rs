@@ -1,0 +1,78 @@
+//! What a collective run sweeps, resolved and checked before any device
+//! is touched.
+
+use super::{Kind, OpUse};
+use crate::dtype::RedOp;
+use crate::error::{Error, Result};
+use crate::fault::{self, Fault};
+use crate::libs::Library;
+use crate::output::OutputPlan;
+use crate::record::collective::{Config, TransportKind};
+use crate::units::sweep;
+
+/// `qbench <collective>`.
+#[derive(Debug, Clone)]
+pub struct CollectivePlan {
+    pub kind: Kind,
+    pub transport: TransportKind,
+    /// The options as resolved; `nranks` counts this process's ranks until
+    /// the world is known.
+    pub config: Config,
+    pub fault: Option<Fault>,
+    /// `NCCL_TESTS_MIN_BW`: fail when the average busbw is below 90% of it.
+    pub min_bw: Option<f64>,
+    pub output: OutputPlan,
+}
+
+impl CollectivePlan {
+    pub fn new(kind: Kind, transport: TransportKind, config: Config, output: OutputPlan) -> Result<CollectivePlan> {
+        if config.root < -1 {
+            return Err(Error::Usage(format!(
+                "invalid root {} (-r): use a rank number, or -1 for every rank",
+                config.root
+            )));
+        }
+        sweep(config.minbytes, config.maxbytes, config.step)?;
+        if config.cudagraph > 0 && transport == TransportKind::Cpu {
+            return Err(Error::Usage("CUDA graphs (-G) need a GPU transport; drop -G for --transport cpu".into()));
+        }
+        if config.cudagraph > 0 && config.ngpus > 1 {
+            return Err(Error::Usage(
+                "CUDA graphs (-G) capture one GPU per thread: use -t N -g 1, or one process per GPU under mpirun"
+                    .into(),
+            ));
+        }
+        let local = config.nthreads * config.ngpus;
+        if transport == TransportKind::Cpu && local > crate::transport::cpu::MAX_RANKS {
+            return Err(Error::Usage(format!(
+                "-t {} × -g {} = {local} host ranks in one process: the cpu transport runs a thread per rank, at most {}; use more processes (mpirun) for more ranks",
+                config.nthreads,
+                config.ngpus,
+                crate::transport::cpu::MAX_RANKS
+            )));
+        }
+        let fault = Fault::requested(kind.spec().command(), &[fault::Kind::Element])?;
+        Ok(CollectivePlan { kind, transport, config, fault, min_bw: min_bandwidth()?, output })
+    }
+
+    /// The ops the sweep walks: None for collectives that ignore `-o`.
+    pub fn ops(&self) -> Vec<Option<RedOp>> {
+        match self.kind.spec().op_use() {
+            OpUse::Reduces | OpUse::Labels => self.config.ops.iter().copied().map(Some).collect(),
+            OpUse::Ignores => vec![None],
+        }
+    }
+
+    pub fn libraries(&self) -> Vec<Library> {
+        match self.transport {
+            TransportKind::Nccl => vec![Library::Driver, Library::Nccl, Library::Nvrtc],
+            TransportKind::Cpu => Vec::new(),
+        }
+    }
+}
+
+/// `NCCL_TESTS_MIN_BW`, as nccl-tests reads it.
+fn min_bandwidth() -> Result<Option<f64>> {
+    let Ok(v) = std::env::var("NCCL_TESTS_MIN_BW") else { return Ok(None) };
+    v.trim().parse().map(Some).map_err(|_| Error::Usage(format!("NCCL_TESTS_MIN_BW={v}: expected a bandwidth in GB/s")))
+}

@@ -1,0 +1,152 @@
+//! What an exchange or a comparison runs, resolved and checked before any
+//! GPU is touched.
+
+use crate::error::{Error, Result};
+use crate::fault::{self, Fault};
+use crate::libs::Library;
+use crate::output::OutputPlan;
+use crate::record::exchange::Circuit;
+use crate::statevec::layout::{Pattern, Precision};
+use crate::transport::amplitudes::{Memory, Wire};
+
+/// `qbench exchange`.
+#[derive(Debug, Clone)]
+pub struct ExchangePlan {
+    pub qubits: Vec<u32>,
+    /// GPUs (or host ranks) per process.
+    pub ngpus: usize,
+    pub precision: Precision,
+    pub patterns: Vec<Pattern>,
+    pub wires: Vec<Wire>,
+    /// The largest message piece of NCCL and host transfers, bytes.
+    pub chunk: Option<u64>,
+    pub iters: u32,
+    pub warmup: u32,
+    pub circuits: Vec<Circuit>,
+    pub fault: Option<Fault>,
+    pub output: OutputPlan,
+}
+
+/// `qbench compare`.
+#[derive(Debug, Clone)]
+pub struct ComparePlan {
+    /// Bytes each rank sends to its partner: a power of two.
+    pub bytes: u64,
+    pub ngpus: usize,
+    pub iters: u32,
+    pub warmup: u32,
+    pub fault: Option<Fault>,
+    pub output: OutputPlan,
+}
+
+/// "33" or "20..33" (also "20-33").
+pub fn parse_qubits(text: &str) -> Result<Vec<u32>> {
+    let bad = || Error::Usage(format!("invalid --qubits '{text}': use N or A..B"));
+    let num = |s: &str| s.trim().parse::<u32>().map_err(|_| bad());
+    let (a, b) = match text.split_once("..").or_else(|| text.split_once('-')) {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => (num(text)?, num(text)?),
+    };
+    if a > b {
+        return Err(bad());
+    }
+    Ok((a..=b).collect())
+}
+
+/// The wires asked for, in a stable order: names, `all` (every wire that
+/// moves GPU memory; host-memory ranks are asked for by name), and `host`
+/// meaning the unpipelined path when `no_pipeline`.
+pub fn parse_wires(text: &str, no_pipeline: bool) -> Result<Vec<Wire>> {
+    let mut wires = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let add: Vec<Wire> = match part {
+            "all" => Wire::ALL.iter().copied().filter(|w| w.memory() == Memory::Gpu).collect(),
+            "host" if no_pipeline => vec![Wire::HostUnpipelined],
+            _ => vec![Wire::parse(part).ok_or_else(|| {
+                let names: Vec<&str> = Wire::ALL.iter().map(|w| w.name()).collect();
+                Error::Usage(format!("unknown transport '{part}': use {} or all", names.join(", ")))
+            })?],
+        };
+        for w in add {
+            if !wires.contains(&w) {
+                wires.push(w);
+            }
+        }
+    }
+    Ok(wires)
+}
+
+/// The message piece size: at least one byte.
+pub fn check_chunk(chunk: Option<u64>) -> Result<Option<u64>> {
+    match chunk {
+        Some(0) => Err(Error::Usage("--chunk 0: a message piece must be at least 1 byte (e.g. 64M)".into())),
+        c => Ok(c),
+    }
+}
+
+impl ExchangePlan {
+    /// The fault `QBENCH_CORRUPT` asks for, if this plan can show it.
+    pub fn fault_for(patterns: &[Pattern]) -> Result<Option<Fault>> {
+        let fault = Fault::requested("exchange", &[fault::Kind::WrongPartner, fault::Kind::WrongHalf])?;
+        if fault == Some(Fault::WrongHalf) && !patterns.contains(&Pattern::Swap) {
+            return Err(Error::Usage(format!(
+                "{}=half changes the swap pattern only: add --pattern swap or both",
+                fault::VAR
+            )));
+        }
+        Ok(fault)
+    }
+
+    pub fn gpu_wires(&self) -> Vec<Wire> {
+        self.wires.iter().copied().filter(|w| w.memory() == Memory::Gpu).collect()
+    }
+
+    pub fn libraries(&self) -> Vec<Library> {
+        let gpu = self.gpu_wires();
+        let mut libs = Vec::new();
+        if !gpu.is_empty() {
+            libs.extend([Library::Driver, Library::Nvrtc]);
+        }
+        if gpu.contains(&Wire::Nccl) {
+            libs.push(Library::Nccl);
+        }
+        libs
+    }
+}
+
+impl ComparePlan {
+    pub fn new(bytes: u64, ngpus: usize, iters: u32, warmup: u32, output: OutputPlan) -> Result<ComparePlan> {
+        let amps = bytes / Precision::Single.bytes();
+        if !amps.is_power_of_two() || amps < 4 || !bytes.is_multiple_of(Precision::Single.bytes()) {
+            return Err(Error::Usage(format!(
+                "-b {bytes}: compare moves a register chunk, so use a power of two of at least 32 bytes"
+            )));
+        }
+        let fault = Fault::requested("compare", &[fault::Kind::WrongPartner])?;
+        Ok(ComparePlan { bytes, ngpus, iters, warmup, fault, output })
+    }
+
+    pub fn libraries(&self) -> Vec<Library> {
+        vec![Library::Driver, Library::Nvrtc, Library::Nccl]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_arguments() {
+        assert_eq!(parse_qubits("33").unwrap(), vec![33]);
+        assert_eq!(parse_qubits("20..23").unwrap(), vec![20, 21, 22, 23]);
+        assert_eq!(parse_qubits("20-21").unwrap(), vec![20, 21]);
+        assert!(parse_qubits("23..20").is_err() && parse_qubits("x").is_err());
+        assert_eq!(parse_wires("host", true).unwrap(), vec![Wire::HostUnpipelined]);
+        assert_eq!(parse_wires("all", false).unwrap().len(), 5);
+        assert_eq!(parse_wires("all,cpu", false).unwrap().len(), 6);
+        assert_eq!(parse_wires("nccl,p2p,nccl", false).unwrap(), vec![Wire::Nccl, Wire::P2p]);
+        assert!(parse_wires("warp", false).is_err());
+        assert_eq!(check_chunk(Some(0)).unwrap_err().exit_code(), 2);
+        assert_eq!(check_chunk(Some(1)).unwrap(), Some(1));
+    }
+}
