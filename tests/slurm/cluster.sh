@@ -177,7 +177,7 @@ end_pids() {
     for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
     for i in $(seq 100); do
         left=""
-        for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left="$left $pid"; done
+        for pid in "$@"; do running "$pid" && left="$left $pid"; done
         [ -z "$left" ] && return 0
         sleep 0.1
     done
@@ -185,15 +185,30 @@ end_pids() {
     for pid in $left; do kill -KILL "$pid" 2>/dev/null || true; done
 }
 
-# slurmstepd processes left behind (each keeps slurmd's log in DIR open):
-# after the scancel there should be none; only these are ended here.
+# slurmstepd processes left behind (each keeps slurmd's log in DIR open) and
+# the job tasks under them: after the scancel there should be none, but with
+# slurmctld already dead nothing else would end them. Only these are ended.
 stepds() {
-    local pid
-    find /proc/[0-9]*/fd -maxdepth 1 -lname "$dir/*" 2>/dev/null | cut -d/ -f3 | sort -u |
-        while read -r pid; do
-            [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmstepd ] && echo "$pid"
-        done
+    local pid roots=""
+    for pid in $(find /proc/[0-9]*/fd -maxdepth 1 -lname "$dir/*" 2>/dev/null | cut -d/ -f3 | sort -u); do
+        [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmstepd ] && roots="$roots $pid"
+    done
+    [ -n "$roots" ] || return 0
+    ps -e -o pid=,ppid= | awk -v roots="$roots" '
+        { parent[$1] = $2 }
+        END {
+            n = split(roots, r, " ")
+            for (i = 1; i <= n; i++) mine[r[i]] = 1
+            do {
+                grew = 0
+                for (p in parent) if (!(p in mine) && (parent[p] in mine)) { mine[p] = 1; grew = 1 }
+            } while (grew)
+            for (p in mine) print p
+        }'
 }
+
+# Running and not a zombie (a zombie whose parent is slow to reap it is gone).
+running() { [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 
 # Both daemons still running (pid files appear a moment after they fork);
 # the guard of start's wait_state, whose t0 it reads.
@@ -255,13 +270,14 @@ start() {
 }
 
 stop_all() {
-    local pid name
-    if [ -f "$conf" ] && [ -n "$(pid_of slurmctld || true)" ]; then
-        client scancel --full --quiet --user=root 2>/dev/null || true
-        # Give cancelled jobs a bounded moment to finish (KillWait=5).
-        local i
-        for i in $(seq 50); do
-            [ -z "$(client squeue -h -o %i 2>/dev/null || true)" ] && break
+    local pid name t0
+    pid=$(pid_of slurmctld || true)
+    if [ -f "$conf" ] && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        CLIENT_TIMEOUT=5 client scancel --full --quiet --user=root 2>/dev/null || true
+        # Give cancelled jobs a moment to finish (KillWait=5), 10 s at most.
+        t0=$(now)
+        while [ -n "$(CLIENT_TIMEOUT=5 client squeue -h -o %i 2>/dev/null || true)" ]; do
+            awk -v a="$t0" -v b="$(now)" 'BEGIN { exit !(b - a > 10) }' && break
             sleep 0.2
         done
     fi
