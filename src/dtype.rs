@@ -66,10 +66,6 @@ impl DataType {
         matches!(self, DataType::Half | DataType::Float | DataType::Double | DataType::Bfloat16)
     }
 
-    pub fn is_signed(self) -> bool {
-        !matches!(self, DataType::Uint8 | DataType::Uint32 | DataType::Uint64)
-    }
-
     /// The largest magnitude M such that every integer in [-M, M] is exact in
     /// this type (for integer types: the largest value of the type).
     pub fn exact_int_max(self) -> u64 {

@@ -63,10 +63,12 @@ pub fn query() -> Known<CudaView> {
 }
 
 fn device(ordinal: i32, dev: sys::CUdevice) -> CudaGpu {
-    // SAFETY (every get_attribute below): `dev` came from cuDeviceGet after
-    // a successful cuInit; an attribute this driver does not know is an
-    // error return, not undefined behaviour.
-    let attr = |a: Attr| known(unsafe { result::device::get_attribute(dev, a) });
+    let attr = |a: Attr| {
+        // SAFETY: `dev` came from cuDeviceGet after a successful cuInit; an
+        // attribute this driver does not know is an error return, not
+        // undefined behaviour.
+        known(unsafe { result::device::get_attribute(dev, a) })
+    };
     let cc = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).and_then(|major| {
         attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map(|minor| format!("{major}.{minor}"))
     });

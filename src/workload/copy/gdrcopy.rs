@@ -71,20 +71,23 @@ impl Gdr {
                 "install gdrcopy's library (libgdrapi), or add its directory to LD_LIBRARY_PATH".into(),
             ));
         };
-        // SAFETY (every `symbol` below): each type is the one gdrapi.h declares
-        // for that name.
-        let open: unsafe extern "C" fn() -> GdrT = unsafe { symbol(&lib, &["gdr_open"])? };
-        let mut gdr = Gdr {
-            g: std::ptr::null_mut(),
-            close: unsafe { symbol(&lib, &["gdr_close"])? },
-            pin: unsafe { symbol(&lib, &["gdr_pin_buffer"])? },
-            unpin: unsafe { symbol(&lib, &["gdr_unpin_buffer"])? },
-            map: unsafe { symbol(&lib, &["gdr_map"])? },
-            unmap: unsafe { symbol(&lib, &["gdr_unmap"])? },
-            info: unsafe { symbol(&lib, &["gdr_get_info_v2", "gdr_get_info"])? },
-            to_mapping: unsafe { symbol(&lib, &["gdr_copy_to_mapping"])? },
-            from_mapping: unsafe { symbol(&lib, &["gdr_copy_from_mapping"])? },
-            _lib: lib,
+        // SAFETY: each symbol's type is the one gdrapi.h declares for its name.
+        let (open, mut gdr): (unsafe extern "C" fn() -> GdrT, Gdr) = unsafe {
+            (
+                symbol(&lib, &["gdr_open"])?,
+                Gdr {
+                    g: std::ptr::null_mut(),
+                    close: symbol(&lib, &["gdr_close"])?,
+                    pin: symbol(&lib, &["gdr_pin_buffer"])?,
+                    unpin: symbol(&lib, &["gdr_unpin_buffer"])?,
+                    map: symbol(&lib, &["gdr_map"])?,
+                    unmap: symbol(&lib, &["gdr_unmap"])?,
+                    info: symbol(&lib, &["gdr_get_info_v2", "gdr_get_info"])?,
+                    to_mapping: symbol(&lib, &["gdr_copy_to_mapping"])?,
+                    from_mapping: symbol(&lib, &["gdr_copy_from_mapping"])?,
+                    _lib: lib,
+                },
+            )
         };
         // SAFETY: gdr_open takes no arguments and returns null on failure.
         gdr.g = unsafe { open() };
