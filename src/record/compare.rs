@@ -39,6 +39,9 @@ impl Streamed for Comparison {
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }
+    fn parts(&self) -> &[Self::Part] {
+        &self.rows
+    }
 }
 
 impl Comparison {

@@ -211,6 +211,9 @@ impl Streamed for CopyRun {
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }
+    fn parts(&self) -> &[Self::Part] {
+        &self.tests
+    }
 }
 
 impl TestRecord {

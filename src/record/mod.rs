@@ -24,6 +24,7 @@ pub struct Header {
     /// `qbench.<kind>.v<version>`.
     pub schema: String,
     pub qbench_version: String,
+    #[serde(default)]
     pub args: Vec<String>,
     pub host: String,
     pub start_time: String,
@@ -89,6 +90,8 @@ pub trait Streamed {
     /// The run's header.
     fn header(&self) -> &Header;
     fn header_mut(&mut self) -> &mut Header;
+    /// The parts measured so far, in order.
+    fn parts(&self) -> &[Self::Part];
 }
 
 /// Who hears of a run as it goes: the table renderer, a progress line, or

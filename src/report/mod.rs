@@ -20,6 +20,26 @@ pub trait Table: Streamed {
     fn tail(&self) -> String;
 }
 
+/// The whole text of a finished (or read back) run, as it was printed.
+pub fn render<R: Table>(run: &R) -> String {
+    let mut s = run.head();
+    for p in run.parts() {
+        s.push_str(&run.part(p));
+    }
+    s + &run.tail()
+}
+
+/// The text of any record read back.
+pub fn render_any(record: &crate::record::AnyRecord) -> String {
+    use crate::record::AnyRecord;
+    match record {
+        AnyRecord::Collective(r) => render(r),
+        AnyRecord::Exchange(r) => render(r),
+        AnyRecord::Compare(r) => render(r),
+        AnyRecord::Copy(r) => render(r),
+    }
+}
+
 /// The run as CSV lines.
 pub trait Csv {
     fn csv(&self) -> Result<Vec<u8>>;

@@ -202,6 +202,7 @@ mod tests {
                 path: None,
             }),
             devices: vec![device(0, "0000:00:06"), device(1, "0000:00:07")],
+            timing: String::new(),
             max_bytes_reduced_to: Some(512 << 20),
             results: vec![
                 row(

@@ -1,0 +1,124 @@
+//! Records read back: every JSON qbench committed under results/ (written
+//! by the first schema) parses into its record type, survives a round trip
+//! through JSON unchanged, and renders to exactly the text the run printed
+//! (tests/golden/). The cpu-transport fixtures there were written by the
+//! qbench before the pipeline (tests/golden/README.md), so the tables are
+//! the same before and after it.
+
+use qbench::record::{self, AnyRecord};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every qbench record among the JSON files of a folder.
+fn records_in(dir: &Path) -> Vec<(PathBuf, AnyRecord)> {
+    let mut out = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for path in files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "json")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let schema = v["schema"].as_str().unwrap_or("");
+        // The probe report and the PyTorch references are not run records.
+        if schema.starts_with("qbench.probe") || !schema.starts_with("qbench.") {
+            continue;
+        }
+        let rec = record::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        out.push((path, rec));
+    }
+    out
+}
+
+fn round_trip(rec: &AnyRecord) -> AnyRecord {
+    let json = match rec {
+        AnyRecord::Collective(r) => serde_json::to_string(r),
+        AnyRecord::Exchange(r) => serde_json::to_string(r),
+        AnyRecord::Compare(r) => serde_json::to_string(r),
+        AnyRecord::Copy(r) => serde_json::to_string(r),
+    }
+    .unwrap();
+    record::parse(&json).unwrap()
+}
+
+fn same(a: &AnyRecord, b: &AnyRecord) -> bool {
+    match (a, b) {
+        (AnyRecord::Collective(x), AnyRecord::Collective(y)) => x == y,
+        (AnyRecord::Exchange(x), AnyRecord::Exchange(y)) => x == y,
+        (AnyRecord::Compare(x), AnyRecord::Compare(y)) => x == y,
+        (AnyRecord::Copy(x), AnyRecord::Copy(y)) => x == y,
+        _ => false,
+    }
+}
+
+#[test]
+fn every_committed_result_reads_back_and_round_trips() {
+    let recs = records_in(&root().join("results"));
+    assert!(recs.len() >= 15, "{} records", recs.len());
+    for (path, rec) in &recs {
+        assert!(same(rec, &round_trip(rec)), "{} changed in a round trip", path.display());
+        assert!(rec.header().complete, "{}", path.display());
+        assert_eq!(rec.header().fault, None, "{}", path.display());
+    }
+}
+
+/// The records of a run render to the text that run printed.
+#[test]
+fn records_render_to_the_text_their_run_printed() {
+    let golden = root().join("tests/golden");
+    let pairs = [
+        ("results/h200x2-compare-1G.json", "h200x2-compare-1G.txt"),
+        ("results/h200x2-exchange-33q-double.json", "h200x2-exchange-33q-double.txt"),
+        ("results/h200x2-copy.json", "h200x2-copy.txt"),
+    ];
+    let mut checked = 0;
+    for (json, text) in pairs.iter().map(|(j, t)| (root().join(j), golden.join(t))).chain(cpu_fixtures(&golden)) {
+        let rec = record::read(&json).unwrap();
+        let want = std::fs::read_to_string(&text).unwrap();
+        let got = qbench::report::render_any(&rec);
+        for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
+            assert_eq!(g, w, "{} line {}", text.display(), i + 1);
+        }
+        assert_eq!(got, want, "{}", text.display());
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} renderings checked");
+}
+
+/// (JSON, text) pairs of the cpu-transport fixtures.
+fn cpu_fixtures(golden: &Path) -> Vec<(PathBuf, PathBuf)> {
+    records_in(&golden.join("cpu")).into_iter().map(|(p, _)| (p.clone(), p.with_extension("txt"))).collect()
+}
+
+/// What a run writes with -J now reads back into its record type.
+#[test]
+fn json_written_by_each_command_reads_back() {
+    let dir = std::env::temp_dir().join(format!("qbench-records-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let runs: [(&str, &[&str]); 3] = [
+        ("collective", &["allreduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "4K", "-f", "2"]),
+        ("exchange", &["exchange", "--transport", "cpu", "-g", "2", "--qubits", "8", "-n", "1"]),
+        ("sendrecv", &["sendrecv", "--transport", "cpu", "-g", "3", "-b", "8", "-e", "64", "-f", "8", "-o", "all"]),
+    ];
+    for (name, args) in runs {
+        let path = dir.join(format!("{name}.json"));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_qbench"))
+            .args(args)
+            .arg("-J")
+            .arg(&path)
+            .env_remove("QBENCH_CORRUPT")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        let rec = record::read(&path).unwrap();
+        assert_eq!(
+            rec.header().schema,
+            format!("qbench.{}.v2", if name == "exchange" { "exchange" } else { "collective" })
+        );
+        assert!(same(&rec, &round_trip(&rec)));
+        // The table printed is the table the record renders.
+        assert_eq!(String::from_utf8_lossy(&o.stdout), qbench::report::render_any(&rec), "{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
