@@ -15,6 +15,10 @@ pub const KIND: &str = "exchange";
 pub struct References {
     /// A chunk copied within each rank's memory, read+write bytes / s.
     pub local_copy_gbps: f64,
+    /// Bytes of that copy when less than a chunk (one GPU holding the
+    /// whole register has no room for a second one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_copy_bytes: Option<u64>,
     /// Device-to-host and host-to-device at once through pinned memory, per direction.
     pub host_link_gbps: Option<f64>,
     pub host_link_bytes: Option<u64>,
@@ -133,16 +137,24 @@ pub struct Projection {
     pub verdict: String,
 }
 
+/// Whether spreading the register pays, from the measured gate times.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub qubits: u32,
     pub gpus: usize,
+    /// A local gate on one rank's chunk, measured, seconds.
     pub local_gate_s: f64,
-    /// The wire of the fastest global gate.
-    pub best_transport: String,
-    pub global_gate_s: f64,
-    pub swap_s: f64,
-    pub global_vs_local: f64,
+    /// A gate on the whole register held by one GPU, seconds: measured
+    /// when `one_gpu_measured`, else the local gate × 2^k (projected).
+    #[serde(default)]
+    pub one_gpu_gate_s: Option<f64>,
+    #[serde(default)]
+    pub one_gpu_measured: bool,
+    /// The wire of the fastest global gate; None on one GPU.
+    pub best_transport: Option<String>,
+    pub global_gate_s: Option<f64>,
+    pub swap_s: Option<f64>,
+    pub global_vs_local: Option<f64>,
     pub largest_on_one_gpu: u32,
     pub largest_spread: u32,
     pub projections: Vec<Projection>,
@@ -167,6 +179,9 @@ impl Streamed for ExchangeRun {
     }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
+    }
+    fn parts(&self) -> &[Self::Part] {
+        &self.registers
     }
 }
 

@@ -62,7 +62,20 @@ fn register(r: &RegisterRun) -> String {
     );
     let rf = &r.references;
     if rf.local_copy_gbps > 0.0 {
-        let _ = writeln!(s, "reference: chunk copy within a rank {:.1} GB/s (read + write)", rf.local_copy_gbps);
+        match rf.local_copy_bytes {
+            None => {
+                let _ =
+                    writeln!(s, "reference: chunk copy within a rank {:.1} GB/s (read + write)", rf.local_copy_gbps);
+            }
+            Some(b) => {
+                let _ = writeln!(
+                    s,
+                    "reference: copy of {} within a rank {:.1} GB/s (read + write)",
+                    format_size(b),
+                    rf.local_copy_gbps
+                );
+            }
+        }
     }
     if let (Some(g), Some(b)) = (rf.host_link_gbps, rf.host_link_bytes) {
         let _ = writeln!(
@@ -145,14 +158,36 @@ fn register(r: &RegisterRun) -> String {
 
 fn verdict(v: &Verdict) -> String {
     let mut s = String::from("\n== verdict\n");
+    if v.gpus == 1 {
+        let _ =
+            writeln!(s, "gate: {} ms on the whole {}-qubit register, one GPU (measured)", ms(v.local_gate_s), v.qubits);
+        let _ = writeln!(s, "largest register: {} qubits on one GPU", v.largest_on_one_gpu);
+        for p in &v.projections {
+            let name = match p.circuit {
+                Circuit::Qft => format!("qft({})", v.qubits),
+                Circuit::Random { .. } => "random".to_string(),
+            };
+            let _ = writeln!(s, "{name}: {}; projected {:.3} s", p.verdict, p.one_gpu_s);
+        }
+        s.push_str(
+            "(projections apply the measured gate time to the circuit's gate count; they are not measurements)\n",
+        );
+        return s;
+    }
     let _ = writeln!(s, "local gate: {} ms on one GPU's chunk", ms(v.local_gate_s));
-    let _ = writeln!(
-        s,
-        "global gate: {} ms over {} (best), ×{:.1} a local gate",
-        ms(v.global_gate_s),
-        v.best_transport,
-        v.global_vs_local
-    );
+    if let (Some(g), Some(w), Some(x)) = (v.global_gate_s, &v.best_transport, v.global_vs_local) {
+        let _ = writeln!(s, "global gate: {} ms over {w} (best), ×{x:.1} a local gate", ms(g));
+    }
+    if let (Some(one), true) = (v.one_gpu_gate_s, v.one_gpu_measured) {
+        let _ = writeln!(s, "one GPU: {} ms a gate on the whole {}-qubit register (measured)", ms(one), v.qubits);
+    } else if let Some(one) = v.one_gpu_gate_s {
+        let _ = writeln!(
+            s,
+            "one GPU: {} ms a gate on the whole register, projected as the local gate × {} (not measured: it does not fit one GPU, or the GPUs are in several processes)",
+            ms(one),
+            v.gpus
+        );
+    }
     let _ = writeln!(
         s,
         "largest register: {} qubits on one GPU, {} on {} GPUs",

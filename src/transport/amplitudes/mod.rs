@@ -105,9 +105,14 @@ pub trait Register {
     fn count_wrong(&mut self, state: &ProductState) -> Result<u64>;
     /// H on local qubit `q` of every rank.
     fn local_h(&mut self, q: u32) -> Result<Seconds>;
-    /// A copy of one chunk within each rank's memory (the bandwidth ceiling
-    /// of a local gate, which reads and writes every amplitude once).
+    /// A copy of [`Register::copy_bytes`] within each rank's memory (the
+    /// bandwidth ceiling of a local gate, which reads and writes every
+    /// amplitude once).
     fn local_copy(&mut self) -> Result<Seconds>;
+    /// Bytes `local_copy` copies: a chunk, or less where no second chunk fits.
+    fn copy_bytes(&self) -> u64 {
+        self.layout().chunk_bytes()
+    }
     /// Every rank sends its chunk (gate) or the half a swap moves (swap) to
     /// its partner for global qubit `t`, receiving the partner's into its
     /// exchange buffer, over `wire`.

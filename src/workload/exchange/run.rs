@@ -5,7 +5,7 @@
 
 use super::plan::ExchangePlan;
 use super::verdict::judge;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::interrupt;
 use crate::record::exchange::{Check, ExchangeRun, GlobalGate, KIND, LocalGate, References, RegisterRun, Unavailable};
@@ -51,7 +51,8 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
     reg.init(&model)?;
     step("references");
     let copy = sample(s.warmup, s.iters, || reg.local_copy())?;
-    let copy_gbps = 2.0 * chunk as f64 / copy.median / 1e9;
+    let copy_bytes = reg.copy_bytes();
+    let copy_gbps = 2.0 * copy_bytes as f64 / copy.median / 1e9;
     let link_bytes = chunk.min(1 << 30);
     let link = match reg.host_link(link_bytes)? {
         Some(_) => Some(sample(s.warmup, s.iters, || Ok(reg.host_link(link_bytes)?.unwrap_or(0.0)))?),
@@ -63,6 +64,7 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
     };
     let references = References {
         local_copy_gbps: copy_gbps,
+        local_copy_bytes: (copy_bytes != chunk).then_some(copy_bytes),
         host_link_gbps: link.map(|t| link_bytes as f64 / t.median / 1e9),
         host_link_bytes: link.map(|_| link_bytes),
         nccl_sendrecv_gbps: sendrecv.map(|t| chunk as f64 / t.median / 1e9),
@@ -217,8 +219,24 @@ fn exchange(
                 begun = true;
             }
             let r = measure(&mut reg, Memory::Gpu, &settings(&gpu_wires))?;
+            drop(reg);
             out.registers.push(r);
             obs.part(out, out.registers.last().expect("pushed"));
+            if ranks > 1 && world.size() == 1 {
+                // The same register on one GPU, when one holds it, so that
+                // the verdict compares with a measured gate.
+                interrupt::step(format!("{n} qubits on one GPU"));
+                let whole = Layout::new(n, 1, plan.precision)?;
+                match GpuRegister::new(whole, 1, world, false, plan.chunk) {
+                    Ok(mut one) => {
+                        let r = measure(&mut one, Memory::Gpu, &settings(&[]))?;
+                        out.registers.push(r);
+                        obs.part(out, out.registers.last().expect("pushed"));
+                    }
+                    Err(Error::Usage(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
         }
         if !host_wires.is_empty() {
             let r = match does_not_fit(&layout, plan.ngpus) {
@@ -240,11 +258,19 @@ fn exchange(
             obs.part(out, out.registers.last().expect("pushed"));
         }
     }
-    out.verdict = out
-        .registers
-        .iter()
-        .rev()
-        .find(|r| r.memory == Memory::Gpu.name() && !r.global_gates.is_empty())
-        .and_then(|r| judge(r, gpu_memory, &plan.circuits));
+    // The largest register measured on GPUs, spread when it was, with the
+    // same register on one GPU beside it.
+    let gpu: Vec<&RegisterRun> = out.registers.iter().filter(|r| r.memory == Memory::Gpu.name()).collect();
+    let spread = gpu.iter().rev().find(|r| r.ranks > 1 && !r.global_gates.is_empty());
+    out.verdict = match spread {
+        Some(r) => {
+            let one = gpu.iter().find(|o| o.ranks == 1 && o.qubits == r.qubits && o.precision == r.precision);
+            judge(r, gpu_memory, &plan.circuits, one.copied())
+        }
+        None => gpu
+            .last()
+            .filter(|r| r.ranks == 1 && !r.local_gates.is_empty())
+            .and_then(|r| judge(r, gpu_memory, &plan.circuits, None)),
+    };
     Ok(())
 }

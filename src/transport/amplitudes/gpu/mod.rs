@@ -70,6 +70,8 @@ pub struct GpuRegister<'w> {
     no_peer: Option<String>,
     flows: Vec<Flow>,
     piece: Option<u64>,
+    /// Bytes of each rank's exchange buffer: a chunk, or less on one GPU.
+    xbuf_bytes: u64,
 }
 
 impl<'w> GpuRegister<'w> {
@@ -87,17 +89,29 @@ impl<'w> GpuRegister<'w> {
         }
         let gpus = gpu::open_local_gpus(local, world)?;
         let chunk = layout.chunk_bytes();
+        // One GPU holds the whole register and exchanges nothing: its
+        // second buffer only serves the copy reference, as large as fits.
+        let mut xbuf_bytes = chunk;
         for g in &gpus {
             let free = g.free_mem()?;
-            if 2 * chunk + (1 << 30) > free {
+            let (need, what) = if layout.ranks() > 1 {
+                (2 * chunk, "chunk and exchange buffer")
+            } else {
+                (chunk, "the whole state vector")
+            };
+            if need + (1 << 30) > free {
                 return Err(Error::Usage(format!(
-                    "{} qubits over {} GPUs need {} per GPU (chunk and exchange buffer) but GPU {} has {} free: use fewer qubits or more GPUs",
+                    "{} qubits over {} GPU{} need {} per GPU ({what}) but GPU {} has {} free: use fewer qubits or more GPUs",
                     layout.qubits,
                     layout.ranks(),
-                    crate::units::format_size(2 * chunk),
+                    if layout.ranks() > 1 { "s" } else { "" },
+                    crate::units::format_size(need),
                     g.ordinal,
                     crate::units::format_size(free)
                 )));
+            }
+            if layout.ranks() == 1 && 2 * chunk + (1 << 30) > free {
+                xbuf_bytes = chunk.min(1 << 30);
             }
         }
         let comms = if nccl { Some(Communicators::new(&gpus, world)?) } else { None };
@@ -115,7 +129,7 @@ impl<'w> GpuRegister<'w> {
                 d2h: new_stream()?,
                 h2d: new_stream()?,
                 state: gpu.alloc(chunk)?,
-                xbuf: gpu.alloc(chunk)?,
+                xbuf: gpu.alloc(xbuf_bytes)?,
                 wrong: gpu.alloc(8)?,
                 kernels,
                 gpu,
@@ -136,7 +150,7 @@ impl<'w> GpuRegister<'w> {
                     .err()
             })
         };
-        Ok(GpuRegister { comms, layout, world, first_rank, ranks, info, no_peer, flows: Vec::new(), piece })
+        Ok(GpuRegister { comms, layout, world, first_rank, ranks, info, no_peer, flows: Vec::new(), piece, xbuf_bytes })
     }
 
     /// The smallest total memory of this process's GPUs.
@@ -405,12 +419,16 @@ impl Register for GpuRegister<'_> {
         })
     }
 
+    fn copy_bytes(&self) -> u64 {
+        self.xbuf_bytes
+    }
+
     fn local_copy(&mut self) -> Result<Seconds> {
-        let bytes = self.layout.chunk_bytes() as usize;
+        let bytes = self.xbuf_bytes as usize;
         self.span(|me| {
             for r in &me.ranks {
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: both buffers hold a whole chunk on this GPU.
+                // SAFETY: both buffers hold `xbuf_bytes` on this GPU.
                 unsafe { result::memcpy_dtod_async(r.xbuf.ptr(), r.state.ptr(), bytes, r.gpu.stream.cu_stream()) }
                     .map_err(cuda_err("copying a chunk"))?;
             }
@@ -470,7 +488,7 @@ impl Register for GpuRegister<'_> {
     }
 
     fn nccl_sendrecv(&mut self, bytes: u64) -> Result<Option<Seconds>> {
-        if self.comms.is_none() {
+        if self.comms.is_none() || self.layout.ranks() < 2 {
             return Ok(None);
         }
         self.sendrecv_ring(bytes).map(Some)
