@@ -46,6 +46,9 @@ pub enum Command {
     Copy(CopyArgs),
 }
 
+/// How the collectives are timed and checked, under each one's --help.
+const TIMING_HELP: &str = "Timing (--transport nccl): the time column is the host clock around -n back-to-back launches (-G: graph launches) until every GPU is idle, divided by the operations, as nccl-tests measures it; the per-iteration percentiles in the JSON come from a separate pass with CUDA events. --transport cpu times each iteration on the host clock.\nEvery output element is compared with its exact expected value; wrong data exits 1. QBENCH_CORRUPT=RANK[:ELEMENT] flips one element after each validation operation, to prove it.";
+
 /// A collective subcommand: which collective, with nccl-tests' options.
 #[derive(Debug)]
 pub struct CollectiveCommand {
@@ -71,7 +74,8 @@ impl Subcommand for CollectiveCommand {
     fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
         for &kind in Kind::ALL {
             let spec = kind.spec();
-            let mut sub = CollArgs::augment_args(clap::Command::new(spec.command())).about(spec.about());
+            let mut sub =
+                CollArgs::augment_args(clap::Command::new(spec.command())).about(spec.about()).after_help(TIMING_HELP);
             if spec.name() != spec.command() {
                 sub = sub.visible_alias(spec.name());
             }

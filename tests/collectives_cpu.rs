@@ -156,17 +156,17 @@ fn min_bandwidth_env_fails_a_slow_run() {
     assert!(stdout(&o).contains("# Avg bus bandwidth    : ") && stdout(&o).contains("FAILED"));
 }
 
+/// No GPU to use: no driver here, or none visible where there is one
+/// (CUDA_VISIBLE_DEVICES empty hides every GPU from the driver).
 #[test]
 fn without_a_gpu_the_nccl_transport_says_what_is_missing() {
-    if qbench::libs::Library::Driver.loadable() {
-        eprintln!("a CUDA driver is present: the no-GPU path is not testable here");
-        return;
-    }
-    let o = qbench(&["allreduce", "-g", "2"]);
+    let o = qbench_env(&["allreduce", "-g", "2"], "CUDA_VISIBLE_DEVICES", "");
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains("libcuda") && err.contains("--transport cpu"), "{err}");
+    let driver = qbench::libs::Library::Driver.loadable();
+    let what = if driver { "no CUDA GPU is visible" } else { "libcuda" };
+    assert!(err.contains(what) && err.contains("--transport cpu"), "{err}");
 }
 
 /// A build without MPI support started by a launcher refuses instead of

@@ -50,7 +50,7 @@ fn bad_requests_are_exit_2_with_one_line() {
     one_line_error(&qbench(&["copy", "-b", "1M", "-e", "1G", "-f", "1"], &[]), 2);
     one_line_error(&qbench(&["copy", "-n", "0"], &[]), 2);
     let err = one_line_error(&qbench(&["copy"], &[("QBENCH_CORRUPT", "1:7")]), 2);
-    assert!(err.contains("copy:WORD"), "{err}");
+    assert!(err.contains("copy[:WORD]"), "{err}");
 }
 
 #[test]

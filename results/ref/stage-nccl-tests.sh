@@ -7,8 +7,8 @@
 # Usage: bash results/ref/stage-nccl-tests.sh [GIT_DIR] [REF]
 #   GIT_DIR  a clone (bare or not) of NVIDIA/nccl-tests
 #            (default: /work/.mirror/NVIDIA+nccl-tests/repo)
-#   REF      tag or commit to export (default: v2.19.6, the version of the
-#            figures in issue 15 and REFERENCE.md)
+#   REF      tag or commit to export (default: v2.19.6, the version qbench
+#            was first measured against)
 #
 # v2.19.6 is commit a0b82b2260cf5152b9f8c061bbf7eaf0ba096432
 # ("NCCL_TESTS_VERSION 2.19.6", 2026-07-09). The exported tree gets a file

@@ -117,7 +117,94 @@ impl PatternKernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::{Element, RedOp};
     use crate::libs::Library;
+    use crate::transport::Source;
+    use crate::with_element;
+    use crate::workload::collective::{Kind, OpUse};
+    use cudarc::driver::result;
+
+    /// Copies `n` elements of type T from the device.
+    fn download<T: Element>(ptr: u64, n: u64) -> Vec<T> {
+        let mut v = vec![T::from_i64(0); n as usize];
+        // SAFETY: `ptr` addresses at least n elements of T; the GPU is idle.
+        unsafe { result::memcpy_dtoh_sync(bytemuck::cast_slice_mut::<T, u8>(&mut v), ptr) }.unwrap();
+        v
+    }
+
+    /// Rank `rank`'s input from the fill kernel is the host's, element for
+    /// element; the check kernel counts no wrong element in the output the
+    /// host expects and exactly the ones flipped after that.
+    fn agree<T: Element>(gpu: &Gpu, k: &PatternKernels, op: &Op, rank: usize, n: usize) {
+        let keys = op.pattern.keys();
+        let c = op.counts;
+        let input = gpu.alloc(c.send.max(1) * 8).unwrap();
+        k.fill(gpu, input.ptr(), c.send, &op.pattern, rank).unwrap();
+        gpu.stream.synchronize().unwrap();
+        let want: Vec<T> = (0..c.send).map(|i| op.pattern.element(&keys, rank, i)).collect();
+        let got = download::<T>(input.ptr(), c.send);
+        assert!(got.iter().zip(&want).all(|(a, b)| bytemuck::bytes_of(a) == bytemuck::bytes_of(b)));
+        if !op.checks_rank(rank, n) {
+            return;
+        }
+        let mut out: Vec<T> = (0..c.recv).map(|j| op.expected(&keys, rank, n, j).unwrap_or(T::from_i64(0))).collect();
+        let (output, wrong) = (gpu.alloc(c.recv * 8).unwrap(), gpu.alloc(8).unwrap());
+        let count = |out: &[T]| -> u64 {
+            // SAFETY: `out` fits the output buffer; the GPU is idle.
+            unsafe { result::memcpy_htod_sync(output.ptr(), bytemuck::cast_slice::<T, u8>(out)) }.unwrap();
+            gpu.memset(wrong.ptr(), 0, 8).unwrap();
+            k.check(gpu, output.ptr(), c.recv, op, rank, n, wrong.ptr()).unwrap();
+            gpu.stream.synchronize().unwrap();
+            download::<u64>(wrong.ptr(), 1)[0]
+        };
+        assert_eq!(count(&out), 0, "{} {:?} {:?} rank {rank}", op.collective.name(), op.dtype, op.redop);
+        let checked: Vec<usize> = (0..c.recv as usize)
+            .filter(|&j| op.collective.source(&c, rank, op.root, n, j as u64) != Source::Unchecked)
+            .take(3)
+            .collect();
+        for &j in &checked {
+            bytemuck::bytes_of_mut(&mut out[j]).iter_mut().for_each(|b| *b = !*b);
+        }
+        assert_eq!(count(&out), checked.len() as u64, "{} {:?} {:?}", op.collective.name(), op.dtype, op.redop);
+    }
+
+    /// src/pattern.rs and kernels/pattern.cu, and every collective's two
+    /// expected-value rules, agree for every type, op and rank count: on
+    /// the GPU (`cargo test -- --ignored` on the GPU machine).
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn pattern_kernels_agree_with_the_host() {
+        crate::libs::require(&[Library::Driver, Library::Nvrtc]).unwrap();
+        let gpu = Gpu::open(0).unwrap();
+        for &kind in Kind::ALL {
+            let spec = kind.spec();
+            let k = PatternKernels::load(&gpu, spec).unwrap();
+            for dtype in DataType::ALL {
+                let ops: Vec<Option<RedOp>> = match spec.op_use() {
+                    OpUse::Reduces => RedOp::ALL.iter().copied().map(Some).collect(),
+                    OpUse::Labels | OpUse::Ignores => vec![None],
+                };
+                for op in ops {
+                    for n in [3usize, 4] {
+                        let redop = op.unwrap_or(RedOp::Sum);
+                        let o = Op {
+                            collective: spec,
+                            dtype,
+                            redop,
+                            root: 1,
+                            counts: spec.counts(4099, dtype, n as u64),
+                            in_place: false,
+                            agg: 1,
+                            pattern: Pattern::new(0x5eed, dtype, op, n),
+                        };
+                        for rank in 0..n {
+                            with_element!(dtype, T => agree::<T>(&gpu, &k, &o, rank, n));
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// Compiles every kernel source with NVRTC where NVRTC is present (no GPU
     /// needed). CI sets QBENCH_REQUIRE_NVRTC=1 so that a missing NVRTC fails

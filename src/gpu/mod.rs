@@ -177,30 +177,71 @@ impl Drop for DeviceBuffer {
     }
 }
 
-/// Waits until every event has completed, checking `poll` (asynchronous
-/// library errors) meanwhile, and gives up after `timeout`.
-pub fn wait_events(
-    events: &[&CudaEvent],
+/// Waits until `done`, spinning for the first 10 ms (a sleep would add to
+/// the time of short operations, as nccl-tests' stream query loop avoids),
+/// then polling every 20 µs. Every half millisecond it checks `poll`
+/// (asynchronous library errors) and an interruption, and gives up after
+/// `timeout`.
+fn wait_until(
     timeout: Option<Duration>,
     mut poll: impl FnMut() -> Result<()>,
+    mut done: impl FnMut() -> Result<bool>,
 ) -> Result<()> {
     let start = Instant::now();
+    let mut polled = start;
     loop {
-        let mut done = true;
-        for e in events {
-            done &= e.try_is_complete().map_err(cuda_err("waiting for the GPU"))?;
-        }
-        if done {
+        if done()? {
             return Ok(());
         }
-        poll()?;
-        if let Some(t) = timeout
-            && start.elapsed() > t
-        {
-            return Err(Error::Runtime(format!("timeout: the GPUs did not finish within {} s (-T)", t.as_secs())));
+        let now = Instant::now();
+        if now - polled > Duration::from_micros(500) {
+            polled = now;
+            poll()?;
+            crate::interrupt::check()?;
+            if let Some(t) = timeout
+                && now - start > t
+            {
+                return Err(Error::Runtime(format!("timeout: the GPUs did not finish within {} s (-T)", t.as_secs())));
+            }
         }
-        std::thread::sleep(Duration::from_micros(20));
+        if now - start > Duration::from_millis(10) {
+            std::thread::sleep(Duration::from_micros(20));
+        } else {
+            std::hint::spin_loop();
+        }
     }
+}
+
+/// Waits until every event has completed (see [`wait_until`]).
+pub fn wait_events(events: &[&CudaEvent], timeout: Option<Duration>, poll: impl FnMut() -> Result<()>) -> Result<()> {
+    wait_until(timeout, poll, || {
+        let mut all = true;
+        for e in events {
+            all &= e.try_is_complete().map_err(cuda_err("waiting for the GPU"))?;
+        }
+        Ok(all)
+    })
+}
+
+/// Waits until every stream has run out of work, by cuStreamQuery as
+/// nccl-tests' completeColl does (see [`wait_until`]).
+pub fn wait_streams(
+    streams: &[&CudaStream],
+    timeout: Option<Duration>,
+    poll: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    use cudarc::driver::sys::CUresult;
+    wait_until(timeout, poll, || {
+        for s in streams {
+            // SAFETY: a plain query of a live stream of this process.
+            match unsafe { cudarc::driver::sys::cuStreamQuery(s.cu_stream()) } {
+                CUresult::CUDA_SUCCESS => {}
+                CUresult::CUDA_ERROR_NOT_READY => return Ok(false),
+                e => return Err(cuda_err("waiting for the GPU")(DriverError(e))),
+            }
+        }
+        Ok(true)
+    })
 }
 
 /// Page-locked host memory, visible to every context (portable), freed on drop.
@@ -212,6 +253,7 @@ pub struct Pinned {
 // SAFETY: the allocation is plain memory owned by this value; access goes
 // through &self/&mut self, so Rust's borrow rules order it.
 unsafe impl Send for Pinned {}
+// SAFETY: as for Send: shared access only reads through &self.
 unsafe impl Sync for Pinned {}
 
 impl Pinned {

@@ -27,6 +27,7 @@ pub fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Coll
         config: plan.config.clone(),
         library: None,
         devices: Vec::new(),
+        timing: String::new(),
         max_bytes_reduced_to: None,
         results: Vec::new(),
         out_of_bounds: 0,
@@ -105,6 +106,7 @@ impl<'a> Bench<'a> {
         transport.allocate(max)?;
         run.config.nranks = n;
         run.library = transport.library().cloned();
+        run.timing = transport.timing().into();
         run.devices = world::all_ranks(world, transport.ranks())?;
         Ok(Bench { plan, spec: plan.kind.spec(), transport, world, sizes })
     }

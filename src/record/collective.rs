@@ -137,6 +137,9 @@ pub struct CollectiveRun {
     pub config: Config,
     pub library: Option<LibraryInfo>,
     pub devices: Vec<RankInfo>,
+    /// How the time column and the per-iteration figures were measured.
+    #[serde(default)]
+    pub timing: String,
     /// Set when the sizes were cut to fit the devices' memory.
     pub max_bytes_reduced_to: Option<u64>,
     pub results: Vec<SizeRecord>,
@@ -155,6 +158,9 @@ impl Streamed for CollectiveRun {
     }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
+    }
+    fn parts(&self) -> &[Self::Part] {
+        &self.results
     }
 }
 

@@ -17,6 +17,9 @@ use std::time::Instant;
 /// element the operation never writes is caught.
 const POISON: u8 = 0xff;
 
+/// How the cpu transports time a cell, for the records.
+pub const TIMING: &str = "time: the mean over -n iterations of each rank's host clock around its part of -m operations; iterations: the same iterations";
+
 /// Host ranks one process runs as threads, at most: beyond that the
 /// threads, not the data, are what would be measured.
 pub const MAX_RANKS: usize = 1024;
@@ -325,9 +328,10 @@ impl Transport for Cpu {
     }
 
     fn buffer_limit(&self) -> u64 {
-        // Send, receive and staging buffers for every rank, plus 1 GiB for the rest.
+        // Send, receive and staging buffers for every rank in half the
+        // available memory: the rest stays for the system and the threads.
         let avail = crate::host::mem_available().unwrap_or(u64::MAX / 2);
-        avail.saturating_sub(1 << 30) / (3 * self.bufs.len() as u64)
+        avail / 2 / (3 * self.bufs.len() as u64)
     }
 
     fn allocate(&mut self, bytes: u64) -> Result<()> {
@@ -359,6 +363,10 @@ impl Transport for Cpu {
         let sched = Schedule::new(op, self.bufs.len())?;
         let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, &sched, warmup, iters));
         Ok(Timing::from_threads(&per_rank))
+    }
+
+    fn timing(&self) -> &'static str {
+        super::cpu::TIMING
     }
 
     fn run_once(&mut self, op: &Op) -> Result<()> {

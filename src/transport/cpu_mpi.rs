@@ -275,6 +275,10 @@ impl Transport for CpuMpi<'_> {
         Ok(Timing::from_threads(&[times]))
     }
 
+    fn timing(&self) -> &'static str {
+        super::cpu::TIMING
+    }
+
     fn run_once(&mut self, op: &Op) -> Result<()> {
         let prims = self.prims(op)?;
         with_element!(op.dtype, T => self.step::<T>(op, &prims))

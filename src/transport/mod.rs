@@ -23,7 +23,7 @@ pub struct Timing {
     /// one or more ranks and contributes the slowest of them).
     pub per_thread: Vec<f64>,
     /// Seconds per operation of each timed iteration (or graph launch), the
-    /// slowest thread's.
+    /// slowest thread's (nccl: from a separate pass with events).
     pub iterations: Vec<f64>,
 }
 
@@ -55,6 +55,8 @@ pub trait Transport {
     /// operations each; with `graph` > 0 the timed iterations are captured
     /// once and the capture launched `graph` times.
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing>;
+    /// How [`Transport::time`] measures, in a sentence for the records.
+    fn timing(&self) -> &'static str;
     /// Runs one operation and waits for it.
     fn run_once(&mut self, op: &Op) -> Result<()>;
     /// Flips every bit of output element `index` of `rank` (the fault hook).

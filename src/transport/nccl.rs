@@ -15,9 +15,12 @@ use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys;
 use std::ffi::c_void;
 use std::sync::Barrier;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const POISON: u8 = 0xff;
+
+/// How the nccl transport times a cell, for --help and the records.
+pub const TIMING: &str = "time: the host clock around -n back-to-back launches (-G: graph launches), until a stream query finds every GPU idle, divided by the operations, as nccl-tests times; iterations: a separate pass with CUDA events between the launches, reported as percentiles only";
 
 fn nccl_type(t: DataType) -> sys::ncclDataType_t {
     use sys::ncclDataType_t::*;
@@ -71,6 +74,7 @@ struct Comm(sys::ncclComm_t);
 // one from a single thread at a time (the thread driving its rank, or the
 // main thread while no rank thread runs).
 unsafe impl Send for Comm {}
+// SAFETY: as for Send: a communicator is never used from two threads at once.
 unsafe impl Sync for Comm {}
 
 /// One NCCL communicator per GPU of this process, all ranks of one clique
@@ -125,17 +129,25 @@ impl Communicators {
     }
 
     /// Waits for the given events, aborting every communicator on an
-    /// asynchronous error or when `timeout` passes.
+    /// asynchronous error, an interruption, or when `timeout` passes.
     pub fn wait(&mut self, events: &[&CudaEvent], timeout: Option<Duration>) -> Result<()> {
         let result = gpu::wait_events(events, timeout, || self.async_error());
-        if result.is_err() && !self.aborted {
+        if result.is_err() {
+            self.abort();
+        }
+        result
+    }
+
+    /// Aborts every communicator (once): a failed or interrupted operation
+    /// leaves none waiting for its peers.
+    pub fn abort(&mut self) {
+        if !self.aborted {
             for c in &self.comms {
                 // SAFETY: each communicator is aborted once and never used after.
                 let _ = unsafe { nccl::comm_abort(c.0) };
             }
             self.aborted = true;
         }
-        result
     }
 
     /// Enqueues, as one group, for each local GPU i with `moves[i]` =
@@ -316,16 +328,46 @@ impl Nccl {
 
     /// Runs `f` for every launching thread's ranks: inline for one thread,
     /// else on scoped threads started together.
-    fn on_threads(&self, f: impl Fn(std::ops::Range<usize>, &Barrier) -> Result<()> + Sync) -> Result<()> {
+    fn on_threads<R: Send>(&self, f: impl Fn(std::ops::Range<usize>, &Barrier) -> Result<R> + Sync) -> Result<Vec<R>> {
         let ranges = self.thread_ranges();
         let barrier = Barrier::new(ranges.len());
         crate::threads::each(ranges, |_, r| f(r, &barrier)).into_iter().collect()
     }
 
-    /// Times `samples` samples on every GPU: plain iterations of `op.agg`
-    /// operations (`graph` = 0), or launches of a graph of `iters` captured
-    /// iterations. Each thread records events on its own GPUs' streams.
-    fn timed_events(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Timing> {
+    /// nccl-tests' figure: the host clock around every launch of a sample
+    /// back to back (`iters` iterations of `op.agg` operations, or `graph`
+    /// launches of a graph of them) until the thread's GPUs are idle, per
+    /// operation; one value per launching thread.
+    fn host_timed(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Vec<f64>> {
+        let (samples, per_sample_ops) = if graph > 0 { (graph, iters * op.agg) } else { (iters, op.agg) };
+        let timeout = self.timeout;
+        let result = self.on_threads(|local, barrier| {
+            // Graphs stay on the thread that captured them.
+            let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
+            let streams: Vec<&cudarc::driver::CudaStream> =
+                self.ranks[local.clone()].iter().map(|r| r.gpu.stream.as_ref()).collect();
+            barrier.wait();
+            let t0 = Instant::now();
+            for _ in 0..samples {
+                match &graphs {
+                    Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
+                    None => self.launch(op, local.clone())?,
+                }
+            }
+            gpu::wait_streams(&streams, timeout, || self.comms.async_error())?;
+            Ok(t0.elapsed().as_secs_f64() / (samples * per_sample_ops) as f64)
+        });
+        if result.is_err() {
+            self.comms.abort();
+        }
+        result
+    }
+
+    /// The per-iteration times, from a separate pass with CUDA events
+    /// between the launches of a sample (reported only as percentiles, so
+    /// that recording events does not enter the time column): the slowest
+    /// GPU's time of each sample, per operation.
+    fn timed_events(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Vec<f64>> {
         let (samples, per_sample_ops) = if graph > 0 { (graph, iters * op.agg) } else { (iters, op.agg) };
         let events: Vec<Vec<CudaEvent>> = self
             .ranks
@@ -333,7 +375,6 @@ impl Nccl {
             .map(|r| (0..=samples).map(|_| r.gpu.timing_event()).collect::<Result<Vec<_>>>())
             .collect::<Result<_>>()?;
         self.on_threads(|local, barrier| {
-            // Graphs stay on the thread that captured them.
             let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
             barrier.wait();
             for i in local.clone() {
@@ -362,12 +403,7 @@ impl Nccl {
                 .collect::<Result<Vec<f64>>>()?;
             per_gpu.push(times);
         }
-        // A thread's time is its slowest GPU's, as a thread's wall clock would be.
-        let span = |t: &Vec<f64>| t.iter().sum::<f64>() / t.len().max(1) as f64;
-        let per_thread =
-            self.thread_ranges().into_iter().map(|r| per_gpu[r].iter().map(span).fold(0.0, f64::max)).collect();
-        let iterations = (0..samples as usize).map(|k| per_gpu.iter().map(|t| t[k]).fold(0.0, f64::max)).collect();
-        Ok(Timing { per_thread, iterations })
+        Ok((0..samples as usize).map(|k| per_gpu.iter().map(|t| t[k]).fold(0.0, f64::max)).collect())
     }
 
     /// Captures `iters` iterations on the streams of local ranks `local`
@@ -470,7 +506,13 @@ impl Transport for Nccl {
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing> {
         self.on_threads(|local, _| (0..warmup).try_for_each(|_| self.launch(op, local.clone())))?;
         self.sync()?;
-        self.timed_events(op, iters, graph)
+        let per_thread = self.host_timed(op, iters, graph)?;
+        let iterations = self.timed_events(op, iters, graph)?;
+        Ok(Timing { per_thread, iterations })
+    }
+
+    fn timing(&self) -> &'static str {
+        TIMING
     }
 
     fn run_once(&mut self, op: &Op) -> Result<()> {

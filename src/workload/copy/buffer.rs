@@ -155,12 +155,12 @@ impl Drop for Buffer {
                     let _ = unsafe { result::free_sync(*base) };
                 }
             }
-            // SAFETY: `ptr` came from cuMemHostAlloc and is freed once.
             Mem::Pinned { ptr, .. } => {
+                // SAFETY: `ptr` came from cuMemHostAlloc and is freed once.
                 let _ = unsafe { result::free_host(ptr.cast()) };
             }
-            // SAFETY: `ptr` and `words` are those of the leaked box.
             Mem::Pageable { ptr, words } => {
+                // SAFETY: `ptr` and `words` are those of the leaked box.
                 drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(*ptr, *words)) });
             }
         }
@@ -298,11 +298,36 @@ mod tests {
         }
     }
 
+    /// kernels/copy.cu's fill writes the words the host formula computes,
+    /// its poison is their complement, and its check counts what the host
+    /// counts: on the GPU (`cargo test -- --ignored` on the GPU machine).
     #[test]
-    fn words_are_those_of_the_pattern_module() {
-        // The kernels compute mix(seed + i * golden); so must the host.
-        let seed = 0x1234;
-        assert_eq!(word(seed, 5), crate::pattern::mix(seed.wrapping_add(5u64.wrapping_mul(0x9e37_79b9_7f4a_7c15))));
+    #[ignore = "needs a GPU"]
+    fn the_kernels_fill_and_check_what_the_host_computes() {
+        crate::libs::require(&[crate::libs::Library::Driver, crate::libs::Library::Nvrtc]).unwrap();
+        let gpu = Gpu::open(0).unwrap();
+        let k = super::super::device::CopyKernels::load(&gpu).unwrap();
+        let counter = Buffer::device(&gpu, 0, 8, 8).unwrap();
+        for len in [1u64, 7, 8, 9, 4093, (3 << 20) + 5] {
+            let dev = Buffer::device(&gpu, 0, len, 256).unwrap();
+            for invert in [false, true] {
+                k.fill(&gpu, dev.device_addr(&gpu).unwrap(), len, 77, invert).unwrap();
+                gpu.stream.synchronize().unwrap();
+                let mut got = vec![0u8; len as usize];
+                // SAFETY: `len` bytes of a device buffer of `len` bytes, the fill finished.
+                unsafe { result::memcpy_dtoh_sync(&mut got, dev.device_addr(&gpu).unwrap()) }.unwrap();
+                let mut want = vec![0u8; len as usize];
+                fill_host(&mut want, 77, invert);
+                assert_eq!(got, want, "len {len} invert {invert}");
+                gpu.memset(counter.device_addr(&gpu).unwrap(), 0, 8).unwrap();
+                k.check(&gpu, dev.device_addr(&gpu).unwrap(), len, 77, counter.device_addr(&gpu).unwrap()).unwrap();
+                gpu.stream.synchronize().unwrap();
+                let mut wrong = [0u64; 1];
+                // SAFETY: one u64 written by the check kernel, which finished.
+                unsafe { result::memcpy_dtoh_sync(&mut wrong, counter.device_addr(&gpu).unwrap()) }.unwrap();
+                assert_eq!(wrong[0], count_wrong_host(&want, 77), "len {len} invert {invert}");
+            }
+        }
     }
 
     #[test]
