@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's side-by-side run on one H200: qbench's collectives against
+# Side by side on one H200: qbench's collectives against
 # nccl-tests and qbench's copy latency against results/ref/copy_latency.cu,
 # in one job, three alternating rounds, then the comparison JSON.
 #

@@ -3,7 +3,9 @@
 //! gathered. Workloads name their current step and call [`check`] between
 //! steps; waits on the GPU call it while they poll. A run that does not
 //! reach a check within the grace time is ended with the signal's status,
-//! and a second signal ends it at once.
+//! and a third signal ends it at once (one signal often arrives twice: a
+//! launcher such as `timeout` or `srun` forwards it to the process and to
+//! its process group).
 
 use crate::error::{Error, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -16,6 +18,8 @@ const GRACE: Duration = Duration::from_secs(10);
 
 /// The signal that asked the run to stop (0: none).
 static SIGNAL: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+/// Signals received so far.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 /// Set when stdout was closed by its reader.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 static STEP: Mutex<String> = Mutex::new(String::new());
@@ -26,13 +30,19 @@ pub fn install() -> Result<()> {
         return Ok(());
     }
     let signal = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
         let fail = |e: std::io::Error| Error::Runtime(format!("cannot install the handler of signal {sig}: {e}"));
-        // A second signal ends the process at once; the first one is noted.
-        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&seen)).map_err(fail)?;
-        signal_hook::flag::register(sig, Arc::clone(&seen)).map_err(fail)?;
         signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize).map_err(fail)?;
+        // SAFETY: the action only increments an atomic counter and may call
+        // _exit, both async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if SIGNALS.fetch_add(1, Ordering::SeqCst) + 1 >= 3 {
+                    signal_hook::low_level::exit(128 + sig);
+                }
+            })
+        }
+        .map_err(fail)?;
     }
     let watched = Arc::clone(&signal);
     std::thread::Builder::new()

@@ -195,6 +195,12 @@ fn exchange(
 ) -> Result<()> {
     let world = session.world();
     let ranks = world.size() * plan.ngpus;
+    if let (Some(f), true) = (plan.fault, ranks < 2) {
+        return Err(Error::Usage(format!(
+            "{}: one rank has no partner to exchange with, so the fault cannot show; use -g 2 or more",
+            f.describe()
+        )));
+    }
     let gpu_wires = plan.gpu_wires();
     let host_wires: Vec<Wire> = plan.wires.iter().copied().filter(|w| w.memory() == Memory::Host).collect();
     let nccl = gpu_wires.contains(&Wire::Nccl);
