@@ -538,7 +538,8 @@ impl Register for GpuRegister<'_> {
                             let words = len / 16;
                             let mut l = me.kernel(i, "sv_copy16")?;
                             l.arg(&to).arg(&from).arg(&words);
-                            go(l, grid(&src.gpu, words), "sv_copy16")?;
+                            // Each thread copies 4 words (one tile a block).
+                            go(l, grid(&src.gpu, words.div_ceil(4)), "sv_copy16")?;
                         } else {
                             src.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                             // SAFETY: source and destination ranges lie in the
@@ -574,7 +575,8 @@ impl Register for GpuRegister<'_> {
                 let (amp, peer) = (r.state.ptr(), r.xbuf.ptr());
                 let mut l = me.kernel(i, &name)?;
                 l.arg(&amp).arg(&peer).arg(&n).arg(&one);
-                go(l, grid(&r.gpu, n), &name)?;
+                // Each thread takes 4 amplitudes (one tile a block).
+                go(l, grid(&r.gpu, n.div_ceil(4)), &name)?;
             }
             Ok(())
         })
