@@ -41,7 +41,7 @@ extern "C" __global__ void qb_copy(uint4* __restrict__ dst, const uint4* __restr
         const uint4 b = QB_LD(src + i + blockDim.x);
         const uint4 c = QB_LD(src + i + 2 * blockDim.x);
         const uint4 d = QB_LD(src + i + 3 * blockDim.x);
-        asm volatile("" ::: "memory");  // all four loads in flight before the first store
+        asm volatile("" ::: "memory");  // all four loads before the first store (statevec.cu)
         QB_ST(dst + i, a);
         QB_ST(dst + i + blockDim.x, b);
         QB_ST(dst + i + 2 * blockDim.x, c);

@@ -58,9 +58,12 @@ template <typename V> __device__ __forceinline__ V ld(const V* p) { return *p; }
 template <typename V> __device__ __forceinline__ void st(V* p, V v) { *p = v; }
 #endif
 
-// Between a thread's loads and its stores: keeps the compiler from moving a
-// store, which must wait for its load, ahead of the remaining loads (seen in
-// combine's SASS without it), so that all of them are in flight at once.
+// Between a thread's loads and its stores, so that all the loads are in
+// flight before the first store, which waits a whole round trip for its
+// own: the front end may not move memory accesses across it. A guard: with
+// plain loads the SASS is the same without it. ptxas can still reorder what
+// it knows does not alias, and did, putting a store of combine ahead of its
+// last loads when they were ld.global.nc (from __restrict__).
 #define QB_LOADS_BEFORE_STORES() asm volatile("" ::: "memory")
 
 // (x + s * y) / √2, per component; s is +1 or −1.
@@ -211,8 +214,8 @@ __device__ void hadamard_far(A* amp, u64 pairs, unsigned q) {
 // H on a global qubit, after the exchange: this rank holds the |0> (one = 0)
 // or |1> (one = 1) amplitudes of each pair and `peer` holds the other.
 // Two streams read, one written; 4 amplitudes a thread. No __restrict__:
-// with it the peer loads become ld.global.nc, which ptxas schedules after
-// the first store (each store then waits a whole round trip for its loads).
+// with it the peer loads become ld.global.nc, which ptxas scheduled after
+// the first store.
 template <typename A>
 __device__ void combine(A* amp, const A* peer, u64 n, int one) {
     typedef typename Ops<A>::V V;
