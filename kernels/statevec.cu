@@ -24,8 +24,12 @@ struct __align__(16) C2 { double x, y; };  // complex<double>, 16 bytes
 
 #define SQRT1_2 0.70710678118654752440
 
-// Amplitudes each thread takes in a full tile (pairs, for H on a far qubit).
+// Amplitudes each thread takes in a full tile (pairs, for H on a far qubit):
+// the launches in src/transport/amplitudes/gpu.rs ask for a thread per 4.
+// (results/ref/kernels_bench.cu builds other values to compare.)
+#ifndef QB_PER_THREAD
 #define QB_PER_THREAD 4
+#endif
 
 // R: the real type; V: the 16-byte vector; E: amplitudes per vector.
 template <typename A> struct Ops;

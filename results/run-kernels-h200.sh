@@ -6,8 +6,8 @@
 #      kernels/*.cu (the files qbench's NVRTC compiles): H at every qubit,
 #      combine, placement, qb_copy and sv_copy16 against cudaMemcpyAsync on
 #      the same bytes, every result first checked bit for bit; qbench's
-#      kernels on three grid shapes, with evict-first hints, and the kernels
-#      before (results/ref/baseline/);
+#      kernels on four grid shapes, with evict-first hints, with 8
+#      amplitudes a thread, and the kernels before (results/ref/baseline/);
 #   2. PyTorch's copy_ and elementwise kernels on the same bytes
 #      (results/torch_elementwise.py);
 #   3. qbench itself: copy --test local_ce,local_sm, and exchange -g 1 at
@@ -43,7 +43,8 @@ checkpoint() {
     for f in torch-elementwise.json sass.txt; do
         if [ -f "$W/$f" ]; then cp "$W/$f" "$OUT/"; fi
     done
-    tar czf "$OUT/raw.tgz" -C "$W" --exclude='bench-qbench' --exclude='bench-streaming' --exclude='bench-baseline' .
+    tar czf "$OUT/raw.tgz" -C "$W" --exclude='bench-qbench' --exclude='bench-streaming' --exclude='bench-wide' \
+        --exclude='bench-baseline' .
 }
 step() {
     if [ -n "${STARTED:-}" ]; then checkpoint; fi
@@ -66,11 +67,13 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem,clo
 "$NVCC" --version | tail -2 | tee -a "$W/machine.txt"
 "$Q" --version 2>&1 | head -1 | tee -a "$W/machine.txt"
 
-step "build the harness: qbench's kernels, with evict-first hints, and the kernels before"
+step "build the harness: qbench's kernels, with evict-first hints, 8 a thread, and the kernels before"
+VARIANTS="qbench streaming wide baseline"
 builds=""
-for v in qbench streaming baseline; do
+for v in $VARIANTS; do
     flags=""
     if [ $v = streaming ]; then flags=-DQB_STREAMING; fi
+    if [ $v = wide ]; then flags=-DQB_PER_THREAD=8; fi
     if [ $v = baseline ]; then flags=-DQB_BASELINE; fi
     timeout 150 "$NVCC" -O3 -std=c++17 -arch=sm_90 $flags -Xptxas -v -o "$W/bench-$v" \
         "$REPO/results/ref/kernels_bench.cu" > "$W/ptxas-$v.txt" 2>&1 &
@@ -78,10 +81,10 @@ for v in qbench streaming baseline; do
 done
 # The builds only: a bare `wait` would also wait for the tee of the log.
 wait $builds
-for v in qbench streaming baseline; do
+for v in $VARIANTS; do
     if [ ! -x "$W/bench-$v" ]; then echo "build $v failed:"; tail -20 "$W/ptxas-$v.txt"; fi
 done
-for v in qbench streaming baseline; do
+for v in $VARIANTS; do
     echo "## $v: ptxas -v (sv_*, qb_copy)"
     python3 -c 'import re, sys
 name, frame = None, ("?", "?", "?")
@@ -102,7 +105,7 @@ for l in open(sys.argv[1]):
 done > "$W/sass.txt" 2>&1
 grep -A2 -E "^(sv_h_double|sv_h_warp_single|sv_combine_double|qb_copy):" "$W/sass.txt" | head -24
 
-step "harness: qbench's kernels, 16 GiB chunks, three grid shapes, every qubit, checked"
+step "harness: qbench's kernels, 16 GiB chunks, four grid shapes, every qubit, checked"
 timeout 150 "$W/bench-qbench" -o "$W/bench-qbench-16g.json" double:30 single:31
 echo "rc=$?"
 
@@ -147,6 +150,12 @@ late || exchange single 31..33 r1
 step "harness: the same kernels with evict-first hints (16 GiB)"
 late || {
     timeout 60 "$W/bench-streaming" --grids tiles -o "$W/bench-streaming-16g.json" double:30 single:31
+    echo "rc=$?"
+}
+
+step "harness: 8 amplitudes a thread (16 GiB), one tile a block"
+late || {
+    timeout 60 "$W/bench-wide" --grids tiles -o "$W/bench-wide-16g.json" double:30 single:31
     echo "rc=$?"
 }
 

@@ -14,11 +14,13 @@
 // qbench's NVRTC cubin, docs/kernels-roofline.md):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o bench results/ref/kernels_bench.cu
 //   ... -DQB_STREAMING            the same kernels with evict-first loads and stores
+//   ... -DQB_PER_THREAD=8         8 amplitudes (pairs) a thread instead of 4, launched to match
 //   ... -DQB_BASELINE             the kernels before (results/ref/baseline/), with their launch shapes
 // Run:
-//   ./bench [-o out.json] [--grids tiles,wave,sm16] [--qubits all|edges] [--verify 0|1] double:30 single:31
+//   ./bench [-o out.json] [--grids tiles,tiles128,wave,sm16] [--qubits all|edges] [--verify 0|1] double:30 single:31
 // Grids (qbench's kernels loop over tiles, so each is correct):
 //   tiles  one tile a block, as qbench's src/gpu/kernels.rs grid() launches them
+//   tiles128  the same with blocks of 128 threads (PyTorch's), not 256
 //   wave   a persistent grid: multiprocessors x resident blocks, each looping over tiles
 //   sm16   at most 16 blocks a multiprocessor, the old grid() cap
 // The baseline build has one grid, its own ("old").
@@ -38,8 +40,10 @@ static const char* BUILD = "baseline";
 #else
 #include "../../kernels/statevec.cu"
 #include "../../kernels/copy.cu"
-#ifdef QB_STREAMING
+#if defined(QB_STREAMING)
 static const char* BUILD = "streaming";
+#elif QB_PER_THREAD != 4
+static const char* BUILD = "wide";
 #else
 static const char* BUILD = "qbench";
 #endif
@@ -114,13 +118,17 @@ static unsigned plain_grid(u64 threads) {
 
 // ---- launch shapes ----
 
+// Threads a block under grid shape `g`.
+static unsigned block_of(const std::string& g) { return g == "tiles128" ? 128 : BLOCK; }
+
 // Blocks for `threads` threads under grid shape `g` for kernel `f`.
 static unsigned blocks(const std::string& g, u64 threads, const void* f) {
-    const u64 want = std::max<u64>(1, (threads + BLOCK - 1) / BLOCK);
-    if (g == "tiles") return (unsigned)std::min<u64>(want, (1ULL << 31) - 1);
+    const unsigned b = block_of(g);
+    const u64 want = std::max<u64>(1, (threads + b - 1) / b);
+    if (g == "tiles" || g == "tiles128") return (unsigned)std::min<u64>(want, (1ULL << 31) - 1);
     if (g == "wave") {
         int per = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, f, BLOCK, 0));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, f, b, 0));
         return (unsigned)std::min<u64>(want, (u64)sms * per);
     }
     // sm16, and the baseline's own ("old"): src/gpu/kernels.rs before these kernels.
@@ -135,13 +143,13 @@ struct Kernels {
 // The threads qbench asks for (src/transport/amplitudes/gpu.rs; the
 // baseline's, before these kernels, where they differ).
 #ifdef QB_BASELINE
-static const u64 COMBINE_PER_THREAD = 1, COPY16_PER_THREAD = 1;
+static const u64 GATE_PER_THREAD = 4, COMBINE_PER_THREAD = 1, COPY16_PER_THREAD = 1;
 #else
-static const u64 COMBINE_PER_THREAD = 4, COPY16_PER_THREAD = 4;
+static const u64 GATE_PER_THREAD = QB_PER_THREAD, COMBINE_PER_THREAD = QB_PER_THREAD, COPY16_PER_THREAD = 4;
 #endif
 
 static void launch(const void* f, u64 threads, const std::string& grid, cudaStream_t s, void** args) {
-    CK(cudaLaunchKernel(f, dim3(blocks(grid, threads, f)), dim3(BLOCK), args, 0, s));
+    CK(cudaLaunchKernel(f, dim3(blocks(grid, threads, f)), dim3(block_of(grid)), args, 0, s));
 }
 
 // qbench's launches of each kernel, on a grid shape.
@@ -153,12 +161,12 @@ struct Launcher {
         if (q < 5 && n >= 32 * 4) {  // local_h: sv_h_warp, n / 4 threads
             u64 nn = n;
             void* args[] = {&amp, &nn, &q};
-            launch(k.hw, n / 4, grid, s, args);
+            launch(k.hw, n / GATE_PER_THREAD, grid, s, args);
             return;
         }
         u64 pairs = n / 2;  // sv_h, 4 pairs a thread
         void* args[] = {&amp, &pairs, &q};
-        launch(k.h, (pairs + 3) / 4, grid, s, args);
+        launch(k.h, (pairs + GATE_PER_THREAD - 1) / GATE_PER_THREAD, grid, s, args);
     }
     void combine(void* amp, const void* peer, int one, cudaStream_t s) const {
         u64 nn = n;
@@ -379,7 +387,7 @@ static void table(const std::string& precision, unsigned L, const std::vector<st
 }
 
 int main(int argc, char** argv) {
-    std::vector<std::string> grids = {"tiles", "wave", "sm16"};
+    std::vector<std::string> grids = {"tiles", "tiles128", "wave", "sm16"};
     bool all_qubits = true, check = true;
     std::vector<std::pair<std::string, unsigned>> sizes;
     for (int i = 1; i < argc; i++) {
@@ -404,7 +412,7 @@ int main(int argc, char** argv) {
         } else if (a.find(':') != std::string::npos) {
             sizes.push_back({a.substr(0, a.find(':')), (unsigned)std::atoi(a.c_str() + a.find(':') + 1)});
         } else {
-            std::fprintf(stderr, "usage: %s [-o out.json] [--grids tiles,wave,sm16] [--qubits all|edges] "
+            std::fprintf(stderr, "usage: %s [-o out.json] [--grids tiles,tiles128,wave,sm16] [--qubits all|edges] "
                                  "[--verify 0|1] double:30 single:31 ...\n", argv[0]);
             return 2;
         }

@@ -58,10 +58,10 @@ def harness(rows):
     sizes = sorted({(k[1], k[2]) for k in keys})
     print("== The harness: qbench's kernel files built by nvcc -arch=sm_90, against cudaMemcpyAsync on the same bytes")
     print("   (of the copy engine: median of 3 rounds, each the median of 5 launches; worst qubit for H)")
-    print(f"{'build':>9} {'grid':>6} {'precision':>9} {'2^n':>4} {'H worst q':>16} {'H median':>8} "
+    print(f"{'build':>9} {'grid':>8} {'precision':>9} {'2^n':>4} {'H worst q':>16} {'H median':>8} "
           f"{'combine':>7} {'place':>6} {'qb_copy':>7} {'copy16':>7}  goal {GOAL}")
-    for build in ("qbench", "streaming", "baseline"):
-        for grid in ("tiles", "wave", "sm16", "old"):
+    for build in ("qbench", "streaming", "wide", "baseline"):
+        for grid in ("tiles", "tiles128", "wave", "sm16", "old"):
             for prec, L in sizes:
                 def fig(kernel, q=-1):
                     rs = keys.get((build, prec, L, grid, kernel, q))
@@ -73,7 +73,7 @@ def harness(rows):
                 others = [fig(k) for k in ("combine", "place_sv_copy16", "qb_copy", "sv_copy16")]
                 ok = min([hs[wq]] + [o for o in others if o is not None]) >= GOAL
                 cells = " ".join(f"{o:>7.3f}" if o is not None else f"{'-':>7}" for o in others)
-                print(f"{build:>9} {grid:>6} {prec:>9} {L:>4} {hs[wq]:>9.3f} (q={wq:>2}) "
+                print(f"{build:>9} {grid:>8} {prec:>9} {L:>4} {hs[wq]:>9.3f} (q={wq:>2}) "
                       f"{statistics.median(hs.values()):>8.3f} {cells}  {'meets' if ok else 'MISSES'}")
     ce = [r for r in rows if r["kernel"] == "ce_copy"]
     if ce:
