@@ -9,13 +9,13 @@
 // (docs/kernels-roofline.md): every access is a 16-byte vector (one
 // complex<double>, or two complex<float>), a warp's accesses are 512
 // contiguous bytes, and each thread issues all its loads before its first
-// store. The work is cut into tiles of blockDim.x * 4 amplitudes (pairs for
-// H): block b takes tiles b, b + gridDim.x, ... so that any grid is correct,
-// and the launch (src/gpu/kernels.rs, grid) gives each block one tile, so
-// that the hardware hands out small tiles to whichever multiprocessor is
-// free and no block is left running alone at the end. The last, partial
-// tile, which only registers smaller than one tile have, is done element by
-// element.
+// store. The work is cut into tiles of blockDim.x * QB_PER_THREAD (4)
+// amplitudes (pairs for H on a far qubit): block b takes tiles b,
+// b + gridDim.x, ... so that any grid is correct, and the launch
+// (src/gpu/kernels.rs, grid) gives each block one tile, so that the
+// hardware hands out small tiles to whichever multiprocessor is free and no
+// block is left running alone at the end. The last, partial tile, which
+// only registers smaller than one tile have, is done element by element.
 
 typedef unsigned long long u64;
 
@@ -177,14 +177,15 @@ __device__ void hadamard_near(A* amp, u64 n, unsigned q) {
         for (int u = 0; u < NV; u++) st(vec + i0 + u * blockDim.x, h_lane(v[u], i0 + u * blockDim.x, q));
     }
     // The partial tile, if this block's turn: a tile holds whole pairs
-    // (4 * blockDim.x ≥ 2^(q+1) amplitudes), so the rest is pairs from the
-    // tile's first amplitude / 2 to n / 2.
+    // (QB_PER_THREAD * blockDim.x ≥ 2^(q+1) amplitudes), so the rest is
+    // pairs from the tile's first amplitude / 2 to n / 2.
     if (t * tile < nv) hadamard_pairs(amp, t * tile * Ops<A>::E / 2 + threadIdx.x, n / 2, blockDim.x, q);
 }
 
 // H on qubit q ≥ 5 (each half of a pair in runs of ≥ 16 vectors): pairs of
-// vectors (j, j + 2^(q - log2 E)), 4 amplitude pairs a thread, all 8 loads
-// before the stores; a warp reads two 512-byte (or 2 × 256-byte) runs.
+// vectors (j, j + 2^(q - log2 E)), QB_PER_THREAD amplitude pairs a thread,
+// all loads (8 for complex<double>, 4 for complex<float>) before the
+// stores; a warp reads two runs of 512 bytes (or two of 2 × 256).
 template <typename A>
 __device__ void hadamard_far(A* amp, u64 pairs, unsigned q) {
     typedef typename Ops<A>::V V;
@@ -217,9 +218,9 @@ __device__ void hadamard_far(A* amp, u64 pairs, unsigned q) {
 
 // H on a global qubit, after the exchange: this rank holds the |0> (one = 0)
 // or |1> (one = 1) amplitudes of each pair and `peer` holds the other.
-// Two streams read, one written; 4 amplitudes a thread. No __restrict__:
-// with it the peer loads become ld.global.nc, which ptxas scheduled after
-// the first store.
+// Two streams read, one written; QB_PER_THREAD amplitudes a thread. No
+// __restrict__: with it the peer loads become ld.global.nc, which ptxas
+// scheduled after the first store.
 template <typename A>
 __device__ void combine(A* amp, const A* peer, u64 n, int one) {
     typedef typename Ops<A>::V V;
