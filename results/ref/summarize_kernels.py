@@ -102,7 +102,10 @@ def exchange(d):
         doc = load(p)
         if not doc:
             continue
+        # What the kernels were built as (kernels::built, once the records carry it).
         kb = doc.get("kernels") or doc.get("kernel_build") or ""
+        if isinstance(kb, dict):
+            kb = f"{kb.get('arch')} {kb.get('code')} (NVRTC {kb.get('nvrtc')})"
         for r in doc.get("registers", []):
             if r.get("memory") != "gpu":
                 continue
