@@ -18,26 +18,39 @@ __device__ __forceinline__ u64 mix(u64 z) {
 // (little-endian) of word k / 8.
 __device__ __forceinline__ u64 word(u64 seed, u64 i) { return mix(seed + i * 0x9e3779b97f4a7c15ULL); }
 
-// dst[0..bytes) = src[0..bytes): 16-byte vector loads and stores in a
-// grid-stride loop, four in flight per thread; the last bytes % 16 bytes by
-// the first threads of block 0.
+// dst[0..bytes) = src[0..bytes) in 16-byte vectors: tiles of blockDim.x * 4
+// vectors, block b taking tiles b, b + gridDim.x, ... (any grid is correct;
+// src/gpu/kernels.rs gives each block one tile), each thread loading its 4
+// vectors, a block apart, before storing them, so that a warp's accesses
+// are 512 contiguous bytes. The block after the last whole tile copies the
+// rest: whole vectors, then the last bytes % 16 bytes.
+#ifdef QB_STREAMING
+#define QB_LD(p) __ldcs(p)
+#define QB_ST(p, v) __stcs(p, v)
+#else
+#define QB_LD(p) (*(p))
+#define QB_ST(p, v) (*(p) = (v))
+#endif
 extern "C" __global__ void qb_copy(uint4* __restrict__ dst, const uint4* __restrict__ src, u64 bytes) {
     const u64 n = bytes / 16;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        uint4 a = src[i];
-        uint4 b = src[i + stride];
-        uint4 c = src[i + 2 * stride];
-        uint4 d = src[i + 3 * stride];
-        dst[i] = a;
-        dst[i + stride] = b;
-        dst[i + 2 * stride] = c;
-        dst[i + 3 * stride] = d;
+    const u64 tile = (u64)blockDim.x * 4;
+    u64 t = blockIdx.x;
+    for (; (t + 1) * tile <= n; t += gridDim.x) {
+        const u64 i = t * tile + threadIdx.x;
+        const uint4 a = QB_LD(src + i);
+        const uint4 b = QB_LD(src + i + blockDim.x);
+        const uint4 c = QB_LD(src + i + 2 * blockDim.x);
+        const uint4 d = QB_LD(src + i + 3 * blockDim.x);
+        asm volatile("" ::: "memory");  // all four loads before the first store (statevec.cu)
+        QB_ST(dst + i, a);
+        QB_ST(dst + i + blockDim.x, b);
+        QB_ST(dst + i + 2 * blockDim.x, c);
+        QB_ST(dst + i + 3 * blockDim.x, d);
     }
-    for (; i < n; i += stride) dst[i] = src[i];
+    if (t * tile > n) return;  // another block's turn for the rest
+    for (u64 i = t * tile + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
     const u64 tail = bytes - n * 16;
-    if (blockIdx.x == 0 && threadIdx.x < tail)
+    if (threadIdx.x < tail)
         ((unsigned char*)dst)[n * 16 + threadIdx.x] = ((const unsigned char*)src)[n * 16 + threadIdx.x];
 }
 
@@ -74,7 +87,11 @@ extern "C" __global__ void qb_check(const unsigned char* buf, u64 bytes, u64 see
 
 __device__ __forceinline__ u64 now_ns() {
     u64 t;
+#ifdef __CUDA_ARCH__
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+#else
+    t = 0;  // a host compiler's build of this file (results/ref/emulate.cpp)
+#endif
     return t;
 }
 

@@ -1,9 +1,9 @@
 // Fill and check kernels of qbench's collectives, compiled at run time with
-// NVRTC once per collective. The data formulas are those of src/pattern.rs;
-// the expected-value rule of the collective comes from its file in
-// src/workload/collective/ (Collective::source_cu), defined as QB_SOURCE
-// before this source is compiled. Every kernel is a grid-stride loop over
-// 64-bit indices.
+// NVRTC. The data formulas are those of src/pattern.rs; the expected-value
+// rule of each collective comes from its file in src/workload/collective/
+// (Collective::source_cu): QB_SOURCES, defined before this source is
+// compiled, holds one `case CODE: { ... }` per collective. Every kernel is a
+// grid-stride loop over 64-bit indices.
 
 typedef unsigned long long u64;
 typedef long long i64;
@@ -121,6 +121,7 @@ template <typename S> struct FloatT {
 struct Check {
     u64 seed;
     Draw draw;
+    int coll;   // the collective's code: its case in QB_SOURCES
     int op;
     int nranks;
     int rank;
@@ -146,7 +147,10 @@ template <typename E>
 __device__ __forceinline__ typename E::storage expected(const Check& c, u64 j) {
     u64 blk = c.count;
     (void)blk;
-    QB_SOURCE
+    switch (c.coll) {
+    QB_SOURCES
+    }
+    return E::from_value(0);
 }
 
 template <typename E>
@@ -182,10 +186,10 @@ typedef FloatT<double> F64;
         fill<E>(buf, n, seed, d, rank);                                                           \
     }                                                                                             \
     extern "C" __global__ void qb_check_##NAME(const E::storage* buf, u64 n, u64 seed,            \
-                                               unsigned kind, i64 a, u64 b, int op, int nranks,   \
-                                               int rank, int root, u64 count, double tol,         \
-                                               u64* wrong) {                                      \
-        Check c = {seed, {kind, a, b}, op, nranks, rank, root, count, tol};                       \
+                                               unsigned kind, i64 a, u64 b, int coll, int op,     \
+                                               int nranks, int rank, int root, u64 count,         \
+                                               double tol, u64* wrong) {                          \
+        Check c = {seed, {kind, a, b}, coll, op, nranks, rank, root, count, tol};                 \
         check<E>(buf, n, c, wrong);                                                               \
     }
 

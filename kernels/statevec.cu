@@ -4,20 +4,44 @@
 // combine step of a gate on a global qubit, and a 16-byte copy used to push
 // amplitudes into a peer GPU's memory over NVLink.
 // Indices are 64-bit: one chunk can hold 2^32 amplitudes and more.
+//
+// The gate, combine and copy kernels stream the chunk at the memory roofline
+// (docs/kernels-roofline.md): every access is a 16-byte vector (one
+// complex<double>, or two complex<float>), a warp's accesses are 512
+// contiguous bytes, and each thread issues all its loads before its first
+// store. The work is cut into tiles of blockDim.x * QB_PER_THREAD (4)
+// amplitudes (pairs for H on a far qubit): block b takes tiles b,
+// b + gridDim.x, ... so that any grid is correct, and the launch
+// (src/gpu/kernels.rs, grid) gives each block one tile, so that the
+// hardware hands out small tiles to whichever multiprocessor is free and no
+// block is left running alone at the end. The last, partial tile, which
+// only registers smaller than one tile have, is done element by element.
 
 typedef unsigned long long u64;
 
-struct C1 { float x, y; };    // complex<float>, 8 bytes
-struct C2 { double x, y; };   // complex<double>, 16 bytes
+struct __align__(8) C1 { float x, y; };    // complex<float>, 8 bytes
+struct __align__(16) C2 { double x, y; };  // complex<double>, 16 bytes
 
 #define SQRT1_2 0.70710678118654752440
 
+// Amplitudes each thread takes in a full tile (pairs, for H on a far qubit):
+// the launches in src/transport/amplitudes/gpu.rs ask for a thread per 4.
+// (results/ref/kernels_bench.cu builds other values to compare.)
+#ifndef QB_PER_THREAD
+#define QB_PER_THREAD 4
+#endif
+
+// R: the real type; V: the 16-byte vector; E: amplitudes per vector.
 template <typename A> struct Ops;
 template <> struct Ops<C1> {
     typedef float R;
+    typedef float4 V;
+    enum { E = 2 };
 };
 template <> struct Ops<C2> {
     typedef double R;
+    typedef double2 V;
+    enum { E = 1 };
 };
 
 template <typename A>
@@ -26,6 +50,48 @@ __device__ __forceinline__ A make(double x, double y) {
     a.x = (typename Ops<A>::R)x;
     a.y = (typename Ops<A>::R)y;
     return a;
+}
+
+// The streamed accesses. With QB_STREAMING, loads and stores carry the
+// evict-first hint (ld.global.cs / st.global.cs): every byte is touched once.
+#ifdef QB_STREAMING
+template <typename V> __device__ __forceinline__ V ld(const V* p) { return __ldcs(p); }
+template <typename V> __device__ __forceinline__ void st(V* p, V v) { __stcs(p, v); }
+#else
+template <typename V> __device__ __forceinline__ V ld(const V* p) { return *p; }
+template <typename V> __device__ __forceinline__ void st(V* p, V v) { *p = v; }
+#endif
+
+// Between a thread's loads and its stores, so that all the loads are in
+// flight before the first store, which waits a whole round trip for its
+// own: the front end may not move memory accesses across it. A guard: with
+// plain loads the SASS is the same without it. ptxas can still reorder what
+// it knows does not alias, and did, putting a store of combine ahead of its
+// last loads when they were ld.global.nc (from __restrict__).
+#define QB_LOADS_BEFORE_STORES() asm volatile("" ::: "memory")
+
+// (x + s * y) / √2, per component; s is +1 or −1.
+__device__ __forceinline__ C1 mix(C1 x, C1 y, float s) {
+    const float c = (float)SQRT1_2;
+    C1 r;
+    r.x = c * (x.x + s * y.x);
+    r.y = c * (x.y + s * y.y);
+    return r;
+}
+__device__ __forceinline__ C2 mix(C2 x, C2 y, double s) {
+    const double c = SQRT1_2;
+    C2 r;
+    r.x = c * (x.x + s * y.x);
+    r.y = c * (x.y + s * y.y);
+    return r;
+}
+__device__ __forceinline__ float4 mix(float4 x, float4 y, float s) {
+    const float c = (float)SQRT1_2;
+    return make_float4(c * (x.x + s * y.x), c * (x.y + s * y.y), c * (x.z + s * y.z), c * (x.w + s * y.w));
+}
+__device__ __forceinline__ double2 mix(double2 x, double2 y, double s) {
+    const double c = SQRT1_2;
+    return make_double2(c * (x.x + s * y.x), c * (x.y + s * y.y));
 }
 
 // amplitude(g) = lo[g mod 2^split] * hi[g >> split], in double.
@@ -56,90 +122,137 @@ __device__ void check(const A* amp, u64 n, u64 base, const double2* lo, const do
     if (local) atomicAdd(wrong, local);
 }
 
-// H on local qubit q: pairs (i, i + 2^q) with bit q of i clear. Each thread
-// takes UNROLL pairs a grid stride apart, loading all before storing, so
-// that enough bytes are in flight to saturate HBM.
-#define UNROLL 4
+// H on qubit q for pairs k, k + step, ... below k1 (pair k: amplitudes i
+// and i + 2^q, i being k with a 0 bit inserted at q), one pair at a time:
+// a partial tile, or a kernel called for qubits it has no tiles for.
 template <typename A>
-__device__ void hadamard(A* amp, u64 pairs, unsigned q) {
-    typedef typename Ops<A>::R R;
-    const u64 low = (1ULL << q) - 1, stride = (u64)gridDim.x * blockDim.x;
-    for (u64 k0 = blockIdx.x * (u64)blockDim.x + threadIdx.x; k0 < pairs; k0 += stride * UNROLL) {
-        A a[UNROLL], b[UNROLL];
-        u64 idx[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            u64 k = k0 + u * stride;
-            idx[u] = ((k & ~low) << 1) | (k & low);
-            if (k < pairs) {
-                a[u] = amp[idx[u]];
-                b[u] = amp[idx[u] + low + 1];
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            if (k0 + u * stride < pairs) {
-                A s, d;
-                s.x = (R)SQRT1_2 * (a[u].x + b[u].x);
-                s.y = (R)SQRT1_2 * (a[u].y + b[u].y);
-                d.x = (R)SQRT1_2 * (a[u].x - b[u].x);
-                d.y = (R)SQRT1_2 * (a[u].y - b[u].y);
-                amp[idx[u]] = s;
-                amp[idx[u] + low + 1] = d;
-            }
-        }
+__device__ void hadamard_pairs(A* amp, u64 k, u64 k1, u64 step, unsigned q) {
+    const u64 low = (1ULL << q) - 1;
+    for (; k < k1; k += step) {
+        const u64 i = ((k & ~low) << 1) | (k & low);
+        const A a = amp[i], b = amp[i + low + 1];
+        amp[i] = mix(a, b, 1);
+        amp[i + low + 1] = mix(a, b, -1);
     }
 }
 
-// H on local qubit q < 5, whose pairs lie within a warp: each thread loads
-// contiguous amplitudes (fully coalesced) and gets its partner's value from
-// lane ^ 2^q by shuffle. n is a multiple of 32 * UNROLL and every warp runs
-// whole iterations, so all lanes take part in each shuffle.
+// H on qubit q < 5 (pairs within 32 vectors): a full tile's vectors are
+// loaded contiguously, lane by lane, and each lane gets its partner's by a
+// shuffle from lane ^ 2^q (complex<double>) or, for complex<float>, from
+// lane ^ 2^(q-1), or from its own vector when q = 0.
 __device__ __forceinline__ float shfl(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 __device__ __forceinline__ double shfl(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 
-template <typename A>
-__device__ void hadamard_warp(A* amp, u64 n, unsigned q) {
-    typedef typename Ops<A>::R R;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
+// The new value of vector v, number i, under H on qubit q < 5.
+__device__ __forceinline__ double2 h_lane(double2 v, u64 i, unsigned q) {
     const int m = 1 << q;
-    for (u64 i0 = blockIdx.x * (u64)blockDim.x + threadIdx.x; i0 < n; i0 += stride * UNROLL) {
-        A v[UNROLL];
+    const double2 p = make_double2(shfl(v.x, m), shfl(v.y, m));
+    // |0> half: (v + p)/√2; |1> half: (p − v)/√2
+    return mix(p, v, ((i >> q) & 1) ? -1.0 : 1.0);
+}
+__device__ __forceinline__ float4 h_lane(float4 v, u64 i, unsigned q) {
+    const float c = (float)SQRT1_2;
+    if (q == 0)  // the pair is this vector: (a, b) -> ((a + b)/√2, (a − b)/√2)
+        return make_float4(c * (v.x + v.z), c * (v.y + v.w), c * (v.x - v.z), c * (v.y - v.w));
+    const int m = 1 << (q - 1);
+    const float4 p = make_float4(shfl(v.x, m), shfl(v.y, m), shfl(v.z, m), shfl(v.w, m));
+    return mix(p, v, ((i >> (q - 1)) & 1) ? -1.0f : 1.0f);
+}
+
+template <typename A>
+__device__ void hadamard_near(A* amp, u64 n, unsigned q) {
+    typedef typename Ops<A>::V V;
+    enum { NV = QB_PER_THREAD / Ops<A>::E };
+    V* vec = (V*)amp;
+    const u64 tile = (u64)blockDim.x * NV, nv = n / Ops<A>::E;
+    // Whole tiles: every lane of every warp takes part in each shuffle.
+    u64 t = blockIdx.x;
+    for (; (t + 1) * tile <= nv; t += gridDim.x) {
+        const u64 i0 = t * tile + threadIdx.x;
+        V v[NV];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            u64 i = i0 + u * stride;
-            if (i < n) v[u] = amp[i];
+        for (int u = 0; u < NV; u++) v[u] = ld(vec + i0 + u * blockDim.x);
+        QB_LOADS_BEFORE_STORES();
+#pragma unroll
+        for (int u = 0; u < NV; u++) st(vec + i0 + u * blockDim.x, h_lane(v[u], i0 + u * blockDim.x, q));
+    }
+    // The partial tile, if this block's turn: a tile holds whole pairs
+    // (QB_PER_THREAD * blockDim.x ≥ 2^(q+1) amplitudes), so the rest is
+    // pairs from the tile's first amplitude / 2 to n / 2.
+    if (t * tile < nv) hadamard_pairs(amp, t * tile * Ops<A>::E / 2 + threadIdx.x, n / 2, blockDim.x, q);
+}
+
+// H on qubit q ≥ 5 (each half of a pair in runs of ≥ 16 vectors): pairs of
+// vectors (j, j + 2^(q - log2 E)), QB_PER_THREAD amplitude pairs a thread,
+// all loads (8 for complex<double>, 4 for complex<float>) before the
+// stores; a warp reads two runs of 512 bytes (or two of 2 × 256).
+template <typename A>
+__device__ void hadamard_far(A* amp, u64 pairs, unsigned q) {
+    typedef typename Ops<A>::V V;
+    enum { NP = QB_PER_THREAD / Ops<A>::E };
+    V* vec = (V*)amp;
+    const unsigned qv = q - (Ops<A>::E == 2 ? 1 : 0);  // the qubit's bit in a vector's index
+    const u64 low = (1ULL << qv) - 1, half = 1ULL << qv;
+    const u64 tile = (u64)blockDim.x * NP, np = pairs / Ops<A>::E;
+    u64 t = blockIdx.x;
+    for (; (t + 1) * tile <= np; t += gridDim.x) {
+        const u64 k0 = t * tile + threadIdx.x;
+        V a[NP], b[NP];
+        u64 j[NP];
+#pragma unroll
+        for (int u = 0; u < NP; u++) {
+            const u64 k = k0 + u * blockDim.x;
+            j[u] = ((k & ~low) << 1) | (k & low);
+            a[u] = ld(vec + j[u]);
+            b[u] = ld(vec + j[u] + half);
         }
+        QB_LOADS_BEFORE_STORES();
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            u64 i = i0 + u * stride;
-            A p, r;
-            p.x = shfl(v[u].x, m);
-            p.y = shfl(v[u].y, m);
-            // |0> half: (v + p)/√2; |1> half: (p − v)/√2
-            R sign = ((i >> q) & 1) ? (R)-1 : (R)1;
-            r.x = (R)SQRT1_2 * (p.x + sign * v[u].x);
-            r.y = (R)SQRT1_2 * (p.y + sign * v[u].y);
-            if (i < n) amp[i] = r;
+        for (int u = 0; u < NP; u++) {
+            st(vec + j[u], mix(a[u], b[u], 1));
+            st(vec + j[u] + half, mix(a[u], b[u], -1));
         }
     }
+    if (t * tile < np) hadamard_pairs(amp, t * tile * Ops<A>::E + threadIdx.x, pairs, blockDim.x, q);
 }
 
 // H on a global qubit, after the exchange: this rank holds the |0> (one = 0)
 // or |1> (one = 1) amplitudes of each pair and `peer` holds the other.
+// Two streams read, one written; QB_PER_THREAD amplitudes a thread. No
+// __restrict__: with it the peer loads become ld.global.nc, which ptxas
+// scheduled after the first store.
 template <typename A>
 __device__ void combine(A* amp, const A* peer, u64 n, int one) {
+    typedef typename Ops<A>::V V;
     typedef typename Ops<A>::R R;
+    enum { NV = QB_PER_THREAD / Ops<A>::E };
+    V* va = (V*)amp;
+    const V* vp = (const V*)peer;
+    // |0>: (a + p)/√2;  |1>: (p − a)/√2
     const R sign = one ? (R)-1 : (R)1;
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        A a = amp[i], p = peer[i], r;
-        // |0>: (a + p)/√2;  |1>: (p − a)/√2
-        r.x = (R)SQRT1_2 * (p.x + sign * a.x);
-        r.y = (R)SQRT1_2 * (p.y + sign * a.y);
-        amp[i] = r;
+    const u64 nv = n / Ops<A>::E, tile = (u64)blockDim.x * NV;
+    u64 t = blockIdx.x;
+    for (; (t + 1) * tile <= nv; t += gridDim.x) {
+        const u64 i0 = t * tile + threadIdx.x;
+        V a[NV], p[NV];
+#pragma unroll
+        for (int u = 0; u < NV; u++) {
+            a[u] = ld(va + i0 + u * blockDim.x);
+            p[u] = ld(vp + i0 + u * blockDim.x);
+        }
+        QB_LOADS_BEFORE_STORES();
+#pragma unroll
+        for (int u = 0; u < NV; u++) st(va + i0 + u * blockDim.x, mix(p[u], a[u], sign));
     }
+    if (t * tile < nv)
+        for (u64 i = t * tile * Ops<A>::E + threadIdx.x; i < n; i += blockDim.x) amp[i] = mix(peer[i], amp[i], sign);
 }
 
+// Each H kernel is right for every qubit, fast for its own: sv_h_warp for
+// q < 5, which qbench launches with n / 4 threads, and sv_h for q >= 5,
+// launched with n / 8 (4 pairs a thread): src/transport/amplitudes/gpu.rs,
+// local_h. The other qubits go pair by pair, which keeps each kernel's
+// registers those of its own path.
 #define QB_SV(NAME, A)                                                                                         \
     extern "C" __global__ void sv_init_##NAME(A* amp, u64 n, u64 base, const double2* lo, const double2* hi,    \
                                               unsigned split) {                                                \
@@ -149,8 +262,20 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
                                                const double2* hi, unsigned split, double rel, u64* wrong) {     \
         check<A>(amp, n, base, lo, hi, split, rel, wrong);                                                     \
     }                                                                                                          \
-    extern "C" __global__ void sv_h_##NAME(A* amp, u64 pairs, unsigned q) { hadamard<A>(amp, pairs, q); }      \
-    extern "C" __global__ void sv_h_warp_##NAME(A* amp, u64 n, unsigned q) { hadamard_warp<A>(amp, n, q); }   \
+    extern "C" __global__ void sv_h_##NAME(A* __restrict__ amp, u64 pairs, unsigned q) {                       \
+        if (q >= 5)                                                                                            \
+            hadamard_far<A>(amp, pairs, q);                                                                    \
+        else                                                                                                   \
+            hadamard_pairs<A>(amp, blockIdx.x * (u64)blockDim.x + threadIdx.x, pairs,                          \
+                              (u64)gridDim.x * blockDim.x, q);                                                 \
+    }                                                                                                          \
+    extern "C" __global__ void sv_h_warp_##NAME(A* __restrict__ amp, u64 n, unsigned q) {                      \
+        if (q < 5)                                                                                             \
+            hadamard_near<A>(amp, n, q);                                                                       \
+        else                                                                                                   \
+            hadamard_pairs<A>(amp, blockIdx.x * (u64)blockDim.x + threadIdx.x, n / 2,                          \
+                              (u64)gridDim.x * blockDim.x, q);                                                 \
+    }                                                                                                          \
     extern "C" __global__ void sv_combine_##NAME(A* amp, const A* peer, u64 n, int one) {                     \
         combine<A>(amp, peer, n, one);                                                                         \
     }
@@ -159,15 +284,20 @@ QB_SV(single, C1)
 QB_SV(double, C2)
 
 // dst[i] = src[i] for n 16-byte words; dst may be a peer GPU's memory.
-extern "C" __global__ void sv_copy16(uint4* dst, const uint4* src, u64 n) {
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
-        dst[i] = a;
-        dst[i + stride] = b;
-        dst[i + 2 * stride] = c;
-        dst[i + 3 * stride] = d;
+// Tiles of 4 words a thread, loads before stores, as the kernels above.
+extern "C" __global__ void sv_copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, u64 n) {
+    const u64 tile = (u64)blockDim.x * 4;
+    u64 t = blockIdx.x;
+    for (; (t + 1) * tile <= n; t += gridDim.x) {
+        const u64 i = t * tile + threadIdx.x;
+        const uint4 a = ld(src + i), b = ld(src + i + blockDim.x), c = ld(src + i + 2 * blockDim.x),
+                    d = ld(src + i + 3 * blockDim.x);
+        QB_LOADS_BEFORE_STORES();
+        st(dst + i, a);
+        st(dst + i + blockDim.x, b);
+        st(dst + i + 2 * blockDim.x, c);
+        st(dst + i + 3 * blockDim.x, d);
     }
-    for (; i < n; i += stride) dst[i] = src[i];
+    if (t * tile < n)
+        for (u64 i = t * tile + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }

@@ -36,7 +36,7 @@ DEADLINE=${DEADLINE:-480}
 GPUS=${GPUS:-1}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 NCCL_HOME=${NCCL_HOME:-/usr}
-ITERS="-n 200 -w 20"
+ITERS="-n 1000 -w 100"
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

@@ -225,8 +225,13 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual([g["verdict"] for g in doc["goals"]], ["fail"] * 4)
         self.assertEqual(rc, 1)
         self.assertEqual([c["placement"] for c in doc["goals"][0]["failed"]], ["in_place"])
-        # 7 collectives x 2 sizes x 2 placements off by 5%.
-        self.assertEqual(len(doc["goals"][3]["failed"]), 28)
+        # 7 collectives x 2 sizes off by 5% out of place; the in-place cells
+        # of the sample take under 2 us (nothing moved), so 5% of them is
+        # within the absolute tolerance.
+        self.assertEqual(len(doc["goals"][3]["failed"]), 14)
+        self.assertTrue(all(c["placement"] == "out_of_place" for c in doc["goals"][3]["failed"]))
+        judged = [c for c in doc["goals"][3]["checks"] if "judged_by" in c]
+        self.assertEqual(len(judged), 14)
         self.assertEqual(sorted(c["direction"] for c in doc["goals"][2]["failed"]), ["d2h", "h2d", "mapped_read", "mapped_write"])
 
     def test_missing_reference_is_incomplete(self):

@@ -14,7 +14,7 @@ use crate::stats::Summary;
 use crate::transport::{Op, Transport};
 use crate::units::sweep;
 use crate::workload::collective::plan::CollectivePlan;
-use crate::workload::collective::{OpUse, Spec};
+use crate::workload::collective::{Kind, OpUse, Spec};
 use crate::world::{self, World};
 
 /// Runs one collective plan in this process's part of the session's world.
@@ -64,7 +64,11 @@ fn open_transport<'w>(plan: &CollectivePlan, world: &'w dyn World) -> Result<Box
             }
             return Err(Error::Runtime("internal: a multi-process world without MPI".into()));
         }
-        TransportKind::Nccl => Box::new(crate::transport::nccl::Nccl::new(t, g, plan.config.timeout_s, world)?),
+        TransportKind::Nccl => {
+            let checks: Vec<&dyn crate::transport::Collective> =
+                Kind::ALL.iter().map(|k| k.spec() as &dyn crate::transport::Collective).collect();
+            Box::new(crate::transport::nccl::Nccl::new(t, g, plan.config.timeout_s, world, &checks)?)
+        }
     })
 }
 

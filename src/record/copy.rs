@@ -187,6 +187,9 @@ pub struct CopyRun {
     pub header: Header,
     pub config: Config,
     pub devices: Vec<Device>,
+    /// What NVRTC built kernels/copy.cu as, e.g. "sm_90 cubin (NVRTC 13.0)".
+    #[serde(default)]
+    pub kernels: Option<String>,
     /// What each kind of figure means.
     pub definitions: Vec<Definition>,
     pub tests: Vec<TestRecord>,

@@ -166,6 +166,9 @@ pub struct ExchangeRun {
     pub header: Header,
     pub devices: Vec<RankInfo>,
     pub library: Option<LibraryInfo>,
+    /// What NVRTC built kernels/statevec.cu as, e.g. "sm_90 cubin (NVRTC 13.0)".
+    #[serde(default)]
+    pub kernels: Option<String>,
     pub iters: u32,
     pub warmup_iters: u32,
     pub registers: Vec<RegisterRun>,

@@ -521,6 +521,7 @@ mod tests {
                 corrupt_word: None,
             },
             devices: Vec::new(),
+            kernels: None,
             definitions: Vec::new(),
             tests: vec![
                 record(

@@ -1,7 +1,7 @@
 //! What a transport needs to run and check a collective it does not know:
 //! the element counts and offsets of each rank's buffers, the operation
 //! issued through NCCL's primitives (all_reduce, all_gather, reduce_scatter,
-//! broadcast, reduce, send, recv), and where each output element's expected
+//! broadcast, reduce, all_to_all, send, recv), and where each output element's expected
 //! value comes from, in Rust and in CUDA. Each collective implements
 //! [`Collective`] in one file of workload/collective/.
 
@@ -81,6 +81,11 @@ pub struct Call {
 /// operation form a group: they complete together, sends and receives
 /// between a pair of ranks matched in order.
 pub trait Primitives {
+    /// Block p (of `count` elements) of the input to every rank p, block q of
+    /// the output from every rank q: ncclAlltoAll, or its sends and receives.
+    fn all_to_all(&mut self, input: Region, output: Region, count: u64, nranks: usize) -> Result<()> {
+        all_to_all_in_pairs(self, input, output, count, nranks)
+    }
     fn all_reduce(&mut self, input: Region, output: Region, count: u64) -> Result<()>;
     fn all_gather(&mut self, input: Region, output: Region, count: u64) -> Result<()>;
     fn reduce_scatter(&mut self, input: Region, output: Region, count: u64) -> Result<()>;
@@ -88,6 +93,22 @@ pub trait Primitives {
     fn reduce(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()>;
     fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()>;
     fn recv(&mut self, output: Region, count: u64, peer: usize) -> Result<()>;
+}
+
+/// An all-to-all as a send and a receive to and from every rank.
+pub fn all_to_all_in_pairs<P: Primitives + ?Sized>(
+    p: &mut P,
+    input: Region,
+    output: Region,
+    count: u64,
+    nranks: usize,
+) -> Result<()> {
+    for peer in 0..nranks {
+        let block = peer as u64 * count;
+        p.send(input.at(block), count, peer)?;
+        p.recv(output.at(block), count, peer)?;
+    }
+    Ok(())
 }
 
 /// A collective as a transport runs and checks it.

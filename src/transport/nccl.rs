@@ -212,23 +212,9 @@ pub fn library_info() -> Result<LibraryInfo> {
     })
 }
 
-/// A rank's GPU with the fill and check kernels of `op`'s collective,
-/// compiled on first use.
-fn kernels<'a>(r: &'a mut Rank, op: &Op) -> Result<(&'a Gpu, &'a PatternKernels)> {
-    let name = op.collective.name();
-    if r.kernels.as_ref().is_none_or(|(n, _)| *n != name) {
-        r.kernels = Some((name, PatternKernels::load(&r.gpu, op.collective)?));
-    }
-    match &r.kernels {
-        Some((_, k)) => Ok((&r.gpu, k)),
-        None => Err(Error::Runtime("internal: kernels missing after loading".into())),
-    }
-}
-
 struct Rank {
     gpu: Gpu,
-    /// The fill and check kernels of the collective last checked, by name.
-    kernels: Option<(&'static str, PatternKernels)>,
+    kernels: PatternKernels,
     send: Option<DeviceBuffer>,
     recv: Option<DeviceBuffer>,
     wrong: DeviceBuffer,
@@ -245,6 +231,37 @@ pub struct Nccl {
     nranks: usize,
     library: LibraryInfo,
     timeout: Option<Duration>,
+    /// Bytes of each rank's send and receive buffers.
+    allocated: u64,
+    /// NCCL's own all-to-all (NCCL 2.28 and later), looked up at run time.
+    alltoall: Option<AllToAllFn>,
+}
+
+/// ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream).
+type AllToAllFn = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    sys::ncclDataType_t,
+    sys::ncclComm_t,
+    sys::cudaStream_t,
+) -> sys::ncclResult_t;
+
+/// ncclAlltoAll, where the loaded NCCL has it (2.28 and later), as
+/// nccl-tests calls it there.
+fn nccl_alltoall(version: i64) -> Option<AllToAllFn> {
+    if version < 22800 {
+        return None;
+    }
+    let path = libs::loaded_path(Library::Nccl)?;
+    // SAFETY: the library is already loaded in this process, so opening it
+    // again only takes a reference; its initialisers have run.
+    let lib = unsafe { libloading::Library::new(&path) }.ok()?;
+    // SAFETY: the type is ncclAlltoAll's as nccl.h 2.28 declares it.
+    let f: AllToAllFn = unsafe { *lib.get::<AllToAllFn>(b"ncclAlltoAll\0").ok()? };
+    // The library stays loaded for the process: NCCL is never unloaded.
+    std::mem::forget(lib);
+    Some(f)
 }
 
 impl Nccl {
@@ -252,7 +269,14 @@ impl Nccl {
     /// one communicator over every process of `world` (the GPUs after those
     /// of the processes before this one on the node, as nccl-tests picks
     /// them); each of `threads` threads launches on its `per_thread` GPUs.
-    pub fn new(threads: usize, per_thread: usize, timeout_s: u64, world: &dyn World) -> Result<Nccl> {
+    /// The check kernels are built for `collectives`.
+    pub fn new(
+        threads: usize,
+        per_thread: usize,
+        timeout_s: u64,
+        world: &dyn World,
+        collectives: &[&dyn super::Collective],
+    ) -> Result<Nccl> {
         let local = threads * per_thread;
         let gpus = gpu::open_local_gpus(local, world)?;
         let library = library_info()?;
@@ -262,8 +286,9 @@ impl Nccl {
         let mut info = Vec::with_capacity(local);
         for (i, gpu) in gpus.into_iter().enumerate() {
             info.push(gpu.rank_info(first_rank + i));
+            let kernels = PatternKernels::load(&gpu, collectives)?;
             let wrong = gpu.alloc(8)?;
-            ranks.push(Rank { gpu, kernels: None, send: None, recv: None, wrong });
+            ranks.push(Rank { gpu, kernels, send: None, recv: None, wrong });
         }
         Ok(Nccl {
             ranks,
@@ -272,8 +297,10 @@ impl Nccl {
             info,
             first_rank,
             nranks,
+            alltoall: nccl_alltoall(library.version_code),
             library,
             timeout: (timeout_s > 0).then(|| Duration::from_secs(timeout_s)),
+            allocated: 0,
         })
     }
 
@@ -285,11 +312,22 @@ impl Nccl {
         }
     }
 
+    /// Bytes by which iteration `iter` moves its buffers, as nccl-tests
+    /// does, so that back-to-back iterations do not find their data in the
+    /// cache: whole operations' worth, wrapping within the allocation.
+    fn shift(&self, op: &Op, iter: u64) -> u64 {
+        let bytes = op.counts.bytes(op.dtype);
+        let steps = self.allocated.checked_div(bytes).unwrap_or(1).max(1);
+        bytes * (iter % steps)
+    }
+
     /// Enqueues `op.agg` operations of `op` on the GPUs of local ranks
-    /// `local`, as one group.
-    fn launch(&self, op: &Op, local: std::ops::Range<usize>) -> Result<()> {
+    /// `local`, as one group; `iter` counts the launches of a timed loop
+    /// (0 for one whose data is filled or checked).
+    fn launch(&self, op: &Op, local: std::ops::Range<usize>, iter: u64) -> Result<()> {
         nccl::group_start().map_err(nccl_err("starting a group"))?;
-        for _ in 0..op.agg {
+        for a in 0..op.agg as u64 {
+            let shift = if iter == 0 && a == 0 { 0 } else { self.shift(op, iter * op.agg as u64 + a) };
             for i in local.clone() {
                 let r = &self.ranks[i];
                 let rank = self.first_rank + i;
@@ -297,8 +335,9 @@ impl Nccl {
                 let mut calls = Calls {
                     comm: self.comms.get(i),
                     stream: r.gpu.stream.cu_stream() as sys::cudaStream_t,
-                    send,
-                    recv,
+                    send: send + shift,
+                    recv: recv + shift,
+                    alltoall: self.alltoall,
                     dtype: op.dtype,
                     redop: op.redop,
                     what: format!("launching {} on GPU {}", op.collective.name(), r.gpu.ordinal),
@@ -348,10 +387,10 @@ impl Nccl {
                 self.ranks[local.clone()].iter().map(|r| r.gpu.stream.as_ref()).collect();
             barrier.wait();
             let t0 = Instant::now();
-            for _ in 0..samples {
+            for k in 0..samples as u64 {
                 match &graphs {
                     Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
-                    None => self.launch(op, local.clone())?,
+                    None => self.launch(op, local.clone(), k + 1)?,
                 }
             }
             gpu::wait_streams(&streams, timeout, || self.comms.async_error())?;
@@ -383,7 +422,7 @@ impl Nccl {
             for k in 0..samples as usize {
                 match &graphs {
                     Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
-                    None => self.launch(op, local.clone())?,
+                    None => self.launch(op, local.clone(), k as u64 + 1)?,
                 }
                 for i in local.clone() {
                     events[i][k + 1].record(&self.ranks[i].gpu.stream).map_err(cuda_err("recording an event"))?;
@@ -419,7 +458,7 @@ impl Nccl {
         for r in &self.ranks[local.clone()] {
             r.gpu.stream.begin_capture(mode).map_err(cuda_err("starting a graph capture"))?;
         }
-        let launched = (0..iters).try_for_each(|_| self.launch(op, local.clone()));
+        let launched = (0..iters as u64).try_for_each(|k| self.launch(op, local.clone(), k + 1));
         let mut graphs = Vec::new();
         for r in &self.ranks[local.clone()] {
             let g = r
@@ -481,6 +520,7 @@ impl Transport for Nccl {
             r.send = Some(r.gpu.alloc(bytes)?);
             r.recv = Some(r.gpu.alloc(bytes)?);
         }
+        self.allocated = bytes;
         Ok(())
     }
 
@@ -496,15 +536,15 @@ impl Transport for Nccl {
             } else {
                 (send, c.recv)
             };
-            let (gpu, k) = kernels(&mut self.ranks[i], op)?;
-            gpu.memset(recv, POISON, poison_len * ws)?;
-            k.fill(gpu, in_ptr, c.send, &op.pattern, rank)?;
+            let r = &self.ranks[i];
+            r.gpu.memset(recv, POISON, poison_len * ws)?;
+            r.kernels.fill(&r.gpu, in_ptr, c.send, &op.pattern, rank)?;
         }
         self.sync()
     }
 
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing> {
-        self.on_threads(|local, _| (0..warmup).try_for_each(|_| self.launch(op, local.clone())))?;
+        self.on_threads(|local, _| (0..warmup as u64).try_for_each(|k| self.launch(op, local.clone(), k + 1)))?;
         self.sync()?;
         let per_thread = self.host_timed(op, iters, graph)?;
         let iterations = self.timed_events(op, iters, graph)?;
@@ -517,7 +557,7 @@ impl Transport for Nccl {
 
     fn run_once(&mut self, op: &Op) -> Result<()> {
         let once = Op { agg: 1, ..*op };
-        self.on_threads(|local, _| self.launch(&once, local))?;
+        self.on_threads(|local, _| self.launch(&once, local, 0))?;
         self.sync()
     }
 
@@ -546,13 +586,12 @@ impl Transport for Nccl {
         for i in 0..self.ranks.len() {
             let rank = self.first_rank + i;
             let (_, recv) = self.buffers(i)?;
-            let counter = self.ranks[i].wrong.ptr();
-            let nranks = self.nranks;
-            let (gpu, k) = kernels(&mut self.ranks[i], op)?;
-            gpu.memset(counter, 0, 8)?;
-            if op.checks_rank(rank, nranks) {
+            let r = &self.ranks[i];
+            let counter = r.wrong.ptr();
+            r.gpu.memset(counter, 0, 8)?;
+            if op.checks_rank(rank, self.nranks) {
                 let out = recv + op.output_offset(rank) * ws;
-                k.check(gpu, out, op.counts.recv, op, rank, nranks, counter)?;
+                r.kernels.check(&r.gpu, out, op.counts.recv, op, rank, self.nranks, counter)?;
             }
         }
         self.sync()?;
@@ -577,6 +616,7 @@ struct Calls {
     /// Device addresses of the rank's send and receive buffers.
     send: u64,
     recv: u64,
+    alltoall: Option<AllToAllFn>,
     dtype: DataType,
     redop: RedOp,
     what: String,
@@ -633,6 +673,15 @@ impl Primitives for Calls {
         let (t, op) = (nccl_type(self.dtype), nccl_op(self.redop));
         // SAFETY: see above.
         self.done(unsafe { nccl::reduce(s, r, count as usize, t, op, root as i32, self.comm, self.stream) })
+    }
+    fn all_to_all(&mut self, input: Region, output: Region, count: u64, nranks: usize) -> Result<()> {
+        let (s, r) = self.ptrs(input, output);
+        let t = nccl_type(self.dtype);
+        match self.alltoall {
+            // SAFETY: see above; `f` is ncclAlltoAll of the loaded NCCL.
+            Some(f) => self.done(unsafe { f(s, r, count as usize, t, self.comm, self.stream) }.result()),
+            None => super::collective::all_to_all_in_pairs(self, input, output, count, nranks),
+        }
     }
     fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()> {
         let s = self.addr(input) as *const c_void;

@@ -1,5 +1,6 @@
-//! alltoall: block d of rank s's buffer lands as block s of rank d's, by a
-//! send and a receive to and from every rank (as nccl-tests issues it).
+//! alltoall: block d of rank s's buffer lands as block s of rank d's, by
+//! NCCL's all-to-all where it has one, else a send and a receive to and
+//! from every rank (as nccl-tests issues it).
 
 use super::{OpUse, Spec, aligned_block};
 use crate::dtype::DataType;
@@ -13,12 +14,7 @@ impl Collective for AllToAll {
         "alltoall"
     }
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
-        for peer in 0..c.nranks {
-            let block = peer as u64 * c.count;
-            p.send(c.input.at(block), c.count, peer)?;
-            p.recv(c.output.at(block), c.count, peer)?;
-        }
-        Ok(())
+        p.all_to_all(c.input, c.output, c.count, c.nranks)
     }
     fn source(&self, c: &Counts, rank: usize, _: usize, _: usize, j: u64) -> Source {
         Source::Copied { rank: (j / c.param) as usize, index: rank as u64 * c.param + j % c.param }

@@ -132,6 +132,7 @@ pub fn run(plan: &CopyPlan, session: &Session, obs: &mut dyn Observer<CopyRun>) 
         header: Header::start(KIND, plan.fault),
         config: plan.config.clone(),
         devices: Vec::new(),
+        kernels: None,
         definitions: DEFINITIONS
             .iter()
             .map(|&(name, text)| record::Definition { name: name.into(), text: text.into() })
@@ -205,6 +206,7 @@ impl Bench {
         let mut plan = plan.clone();
         plan.config.ngpus = n;
         out.config.ngpus = n;
+        out.kernels = crate::gpu::kernels::built("kernels/copy.cu", gpus[0].compute_capability).map(|b| b.to_string());
         out.devices = gpus
             .iter()
             .enumerate()

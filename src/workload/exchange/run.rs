@@ -178,6 +178,7 @@ pub fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<Exchan
         header: Header::start(KIND, plan.fault),
         devices: Vec::new(),
         library: None,
+        kernels: None,
         iters: plan.iters,
         warmup_iters: plan.warmup,
         registers: Vec::new(),
@@ -220,6 +221,7 @@ fn exchange(
             if !begun {
                 out.devices = crate::world::all_ranks(world, reg.ranks())?;
                 out.library = if nccl { Some(crate::transport::nccl::library_info()?) } else { None };
+                out.kernels = reg.kernel_build();
                 gpu_memory = reg.gpu_memory().saturating_sub(1 << 30);
                 obs.begin(out);
                 begun = true;

@@ -153,6 +153,12 @@ impl<'w> GpuRegister<'w> {
         Ok(GpuRegister { comms, layout, world, first_rank, ranks, info, no_peer, flows: Vec::new(), piece, xbuf_bytes })
     }
 
+    /// What NVRTC built the state-vector kernels as, for the records.
+    pub fn kernel_build(&self) -> Option<String> {
+        let cc = self.ranks.first()?.gpu.compute_capability;
+        crate::gpu::kernels::built("kernels/statevec.cu", cc).map(|b| b.to_string())
+    }
+
     /// The smallest total memory of this process's GPUs.
     pub fn gpu_memory(&self) -> u64 {
         self.ranks.iter().map(|r| r.gpu.total_mem).min().unwrap_or(0)
@@ -453,7 +459,8 @@ impl Register for GpuRegister<'_> {
                 let (amp, peer) = (r.state.ptr(), r.xbuf.ptr());
                 let mut l = me.kernel(i, &name)?;
                 l.arg(&amp).arg(&peer).arg(&n).arg(&one);
-                go(l, grid(&r.gpu, n), &name)?;
+                // Each thread takes 4 amplitudes (one tile a block).
+                go(l, grid(&r.gpu, n.div_ceil(4)), &name)?;
             }
             Ok(())
         })

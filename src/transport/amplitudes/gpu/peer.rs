@@ -59,7 +59,8 @@ impl GpuWire for Kernel {
                 let words = len / 16;
                 let mut l = me.kernel(i, "sv_copy16")?;
                 l.arg(&to).arg(&from).arg(&words);
-                go(l, grid(&src.gpu, words), "sv_copy16")?;
+                // Each thread copies 4 words (one tile a block).
+                go(l, grid(&src.gpu, words.div_ceil(4)), "sv_copy16")?;
             }
             Ok(())
         })

@@ -1,0 +1,442 @@
+// Times qbench's streaming kernels, compiled from the very files qbench's
+// NVRTC compiles (kernels/statevec.cu, kernels/copy.cu), against the copy
+// engine's device copy (cudaMemcpyAsync device to device) in the same
+// process: the H gate at every qubit, the global gate's combine (two
+// streams read, one written), the swap's placement (half a chunk, by the
+// copy engine as qbench does and by sv_copy16), and the SM copies qb_copy
+// and sv_copy16 on a whole chunk. Each figure is the median of 5 timed
+// launches after one warm-up, in 3 rounds; each round times the copy
+// engine first, and every ratio is to that round's copy. Before timing,
+// every kernel's output is compared bit for bit with a plain one-pair-a-
+// thread kernel's, at every qubit and on every grid shape timed.
+//
+// Build (the GPU machine's nvcc; -arch=sm_90 gives the same SASS as
+// qbench's NVRTC cubin, docs/kernels-roofline.md):
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o bench results/ref/kernels_bench.cu
+//   ... -DQB_STREAMING            the same kernels with evict-first loads and stores
+//   ... -DQB_PER_THREAD=8         8 amplitudes (pairs) a thread instead of 4, launched to match
+//   ... -DQB_BASELINE             the kernels before (results/ref/baseline/), with their launch shapes
+// Run:
+//   ./bench [-o out.json] [--grids tiles,tiles128,wave,sm16] [--qubits all|edges] [--verify 0|1] double:30 single:31
+// Grids (qbench's kernels loop over tiles, so each is correct):
+//   tiles  one tile a block, as qbench's src/gpu/kernels.rs grid() launches them
+//   tiles128  the same with blocks of 128 threads (PyTorch's), not 256
+//   wave   a persistent grid: multiprocessors x resident blocks, each looping over tiles
+//   sm16   at most 16 blocks a multiprocessor, the old grid() cap
+// The baseline build has one grid, its own ("old").
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#ifdef QB_BASELINE
+#include "baseline/statevec.cu"
+#include "baseline/copy.cu"
+static const char* BUILD = "baseline";
+#else
+#include "../../kernels/statevec.cu"
+#include "../../kernels/copy.cu"
+#if defined(QB_STREAMING)
+static const char* BUILD = "streaming";
+#elif QB_PER_THREAD != 4
+static const char* BUILD = "wide";
+#else
+static const char* BUILD = "qbench";
+#endif
+#endif
+
+#define CK(x)                                                                                       \
+    do {                                                                                            \
+        cudaError_t e_ = (x);                                                                       \
+        if (e_ != cudaSuccess) {                                                                    \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            std::exit(1);                                                                           \
+        }                                                                                           \
+    } while (0)
+
+static const unsigned BLOCK = 256;  // src/gpu/kernels.rs, BLOCK
+static int sms = 0;
+
+// ---- reference kernels: one pair (or element) a thread, nothing clever ----
+
+template <typename A>
+__global__ void ref_h(A* a, u64 pairs, unsigned q) {
+    typedef typename Ops<A>::R R;
+    const R c = (R)SQRT1_2;
+    for (u64 k = blockIdx.x * (u64)blockDim.x + threadIdx.x; k < pairs; k += (u64)gridDim.x * blockDim.x) {
+        const u64 low = (1ULL << q) - 1, i = ((k & ~low) << 1) | (k & low), j = i + low + 1;
+        const A x = a[i], y = a[j];
+        A s, d;
+        s.x = c * (x.x + y.x);
+        s.y = c * (x.y + y.y);
+        d.x = c * (x.x - y.x);
+        d.y = c * (x.y - y.y);
+        a[i] = s;
+        a[j] = d;
+    }
+}
+
+template <typename A>
+__global__ void ref_combine(A* a, const A* p, u64 n, int one) {
+    typedef typename Ops<A>::R R;
+    const R c = (R)SQRT1_2, s = one ? (R)-1 : (R)1;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        A r;
+        r.x = c * (p[i].x + s * a[i].x);
+        r.y = c * (p[i].y + s * a[i].y);
+        a[i] = r;
+    }
+}
+
+// Values in (-1, 1) from a hash of the index: never zero, never NaN.
+__global__ void fill_random(float* f, u64 n, u64 seed) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u64 z = (i + 1) * 0x9e3779b97f4a7c15ULL + seed;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        f[i] = ((float)(z >> 40) + 0.5f) / (float)(1 << 24) * 2.0f - 1.0f;
+    }
+}
+
+__global__ void count_diff(const uint4* a, const uint4* b, u64 n, unsigned long long* wrong) {
+    unsigned long long local = 0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const uint4 x = a[i], y = b[i];
+        local += (x.x != y.x) | (x.y != y.y) | (x.z != y.z) | (x.w != y.w);
+    }
+    if (local) atomicAdd(wrong, local);
+}
+
+static unsigned plain_grid(u64 threads) {
+    return (unsigned)std::min<u64>(std::max<u64>(1, (threads + BLOCK - 1) / BLOCK), (u64)sms * 64);
+}
+
+// ---- launch shapes ----
+
+// Threads a block under grid shape `g`.
+static unsigned block_of(const std::string& g) { return g == "tiles128" ? 128 : BLOCK; }
+
+// Blocks for `threads` threads under grid shape `g` for kernel `f`.
+static unsigned blocks(const std::string& g, u64 threads, const void* f) {
+    const unsigned b = block_of(g);
+    const u64 want = std::max<u64>(1, (threads + b - 1) / b);
+    if (g == "tiles" || g == "tiles128") return (unsigned)std::min<u64>(want, (1ULL << 31) - 1);
+    if (g == "wave") {
+        int per = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, f, b, 0));
+        return (unsigned)std::min<u64>(want, (u64)sms * per);
+    }
+    // sm16, and the baseline's own ("old"): src/gpu/kernels.rs before these kernels.
+    return (unsigned)std::min<u64>(want, (u64)sms * 16);
+}
+
+// One precision's kernels, as the runtime's launch handles.
+struct Kernels {
+    const void *h, *hw, *comb;
+};
+
+// The threads qbench asks for (src/transport/amplitudes/gpu.rs; the
+// baseline's, before these kernels, where they differ).
+#ifdef QB_BASELINE
+static const u64 GATE_PER_THREAD = 4, COMBINE_PER_THREAD = 1, COPY16_PER_THREAD = 1;
+#else
+static const u64 GATE_PER_THREAD = QB_PER_THREAD, COMBINE_PER_THREAD = QB_PER_THREAD, COPY16_PER_THREAD = 4;
+#endif
+
+static void launch(const void* f, u64 threads, const std::string& grid, cudaStream_t s, void** args) {
+    CK(cudaLaunchKernel(f, dim3(blocks(grid, threads, f)), dim3(block_of(grid)), args, 0, s));
+}
+
+// qbench's launches of each kernel, on a grid shape.
+struct Launcher {
+    Kernels k;
+    std::string grid;
+    u64 n;  // amplitudes
+    void h(void* amp, unsigned q, cudaStream_t s) const {
+        if (q < 5 && n >= 32 * 4) {  // local_h: sv_h_warp, n / 4 threads
+            u64 nn = n;
+            void* args[] = {&amp, &nn, &q};
+            launch(k.hw, n / GATE_PER_THREAD, grid, s, args);
+            return;
+        }
+        u64 pairs = n / 2;  // sv_h, 4 pairs a thread
+        void* args[] = {&amp, &pairs, &q};
+        launch(k.h, (pairs + GATE_PER_THREAD - 1) / GATE_PER_THREAD, grid, s, args);
+    }
+    void combine(void* amp, const void* peer, int one, cudaStream_t s) const {
+        u64 nn = n;
+        void* args[] = {&amp, &peer, &nn, &one};
+        launch(k.comb, (n + COMBINE_PER_THREAD - 1) / COMBINE_PER_THREAD, grid, s, args);
+    }
+    void copy16(void* dst, const void* src, u64 bytes, cudaStream_t s) const {
+        u64 words = bytes / 16;
+        void* args[] = {&dst, &src, &words};
+        launch((const void*)sv_copy16, (words + COPY16_PER_THREAD - 1) / COPY16_PER_THREAD, grid, s, args);
+    }
+    void qbcopy(void* dst, const void* src, u64 bytes, cudaStream_t s) const {
+        // src/workload/copy/device.rs: bytes / 64 threads, in both versions.
+        void* args[] = {&dst, &src, &bytes};
+        launch((const void*)qb_copy, (bytes + 63) / 64, grid, s, args);
+    }
+};
+
+// ---- timing ----
+
+struct Timer {
+    cudaStream_t s;
+    std::vector<cudaEvent_t> ev;
+    explicit Timer(cudaStream_t st) : s(st), ev(12) {
+        for (auto& e : ev) CK(cudaEventCreate(&e));
+    }
+    // Median seconds of 5 timed runs after one warm-up.
+    template <typename F> double median(F&& run) {
+        run();
+        for (int i = 0; i < 5; i++) {
+            CK(cudaEventRecord(ev[2 * i], s));
+            run();
+            CK(cudaEventRecord(ev[2 * i + 1], s));
+        }
+        CK(cudaGetLastError());
+        CK(cudaStreamSynchronize(s));
+        std::vector<double> t;
+        for (int i = 0; i < 5; i++) {
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+            t.push_back(ms * 1e-3);
+        }
+        std::sort(t.begin(), t.end());
+        return t[2];
+    }
+};
+
+struct Row {
+    std::string precision, kernel, grid;
+    unsigned log2n;
+    int q;  // -1: not a gate
+    u64 bytes;
+    int round;
+    double seconds, gbps, copy_gbps;
+};
+
+static std::vector<Row> rows;
+static FILE* json = nullptr;
+static int failures = 0;
+
+static void emit(const Row& r) {
+    rows.push_back(r);
+    if (json)
+        std::fprintf(json,
+                     "%s{\"build\":\"%s\",\"precision\":\"%s\",\"log2_amplitudes\":%u,\"kernel\":\"%s\",\"grid\":\"%s\","
+                     "\"qubit\":%d,\"bytes\":%llu,\"round\":%d,\"median_s\":%.9g,\"gbps\":%.3f,\"copy_gbps\":%.3f,"
+                     "\"of_copy\":%.5f}",
+                     rows.size() > 1 ? ",\n" : "", BUILD, r.precision.c_str(), r.log2n, r.kernel.c_str(),
+                     r.grid.c_str(), r.q, (unsigned long long)r.bytes, r.round, r.seconds, r.gbps, r.copy_gbps,
+                     r.gbps / r.copy_gbps);
+    if (json) std::fflush(json);  // a run cut off keeps its rows
+}
+
+static void verify(const char* what, const void* got, const void* want, u64 bytes, unsigned long long* dwrong) {
+    CK(cudaMemset(dwrong, 0, 8));
+    count_diff<<<plain_grid(bytes / 16), BLOCK>>>((const uint4*)got, (const uint4*)want, bytes / 16, dwrong);
+    CK(cudaGetLastError());
+    unsigned long long wrong = 0;
+    CK(cudaMemcpy(&wrong, dwrong, 8, cudaMemcpyDeviceToHost));
+    if (wrong) {
+        failures++;
+        std::printf("WRONG %s: %llu of %llu 16-byte words differ from the reference\n", what, wrong,
+                    (unsigned long long)(bytes / 16));
+    }
+}
+
+template <typename A>
+static void run_precision(const char* name, unsigned L, Kernels k, const std::vector<std::string>& grids,
+                          bool all_qubits, bool check) {
+    const u64 n = 1ULL << L, chunk = n * sizeof(A), half = chunk / 2;
+    std::printf("== %s: %s, 2^%u amplitudes, chunk %.1f GiB\n", BUILD, name, L, chunk / 1073741824.0);
+    std::fflush(stdout);
+    char *state, *xbuf, *ref = nullptr;
+    CK(cudaMalloc(&state, chunk));
+    CK(cudaMalloc(&xbuf, chunk));
+    if (check) CK(cudaMalloc(&ref, chunk));
+    unsigned long long* dwrong;
+    CK(cudaMalloc(&dwrong, 8));
+    fill_random<<<plain_grid(chunk / 4), BLOCK>>>((float*)state, chunk / 4, 1);
+    fill_random<<<plain_grid(chunk / 4), BLOCK>>>((float*)xbuf, chunk / 4, 2);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    Timer timer(s);
+
+    std::vector<int> qs;
+    for (unsigned q = 0; q < L; q++)
+        if (all_qubits || q <= 6 || q == L / 2 || q + 2 >= L) qs.push_back((int)q);
+
+    // Every kernel against the reference, on every grid, before any timing.
+    if (check) {
+        char what[200];
+        for (const auto& g : grids) {
+            const Launcher run{k, g, n};
+            for (int q : qs) {
+                CK(cudaMemcpy(ref, state, chunk, cudaMemcpyDeviceToDevice));
+                ref_h<A><<<plain_grid(n / 2), BLOCK>>>((A*)ref, n / 2, q);
+                run.h(state, q, 0);
+                CK(cudaGetLastError());
+                std::snprintf(what, sizeof what, "%s H q=%d grid=%s", name, q, g.c_str());
+                verify(what, state, ref, chunk, dwrong);
+            }
+            for (int one = 0; one < 2; one++) {
+                CK(cudaMemcpy(ref, state, chunk, cudaMemcpyDeviceToDevice));
+                ref_combine<A><<<plain_grid(n), BLOCK>>>((A*)ref, (const A*)xbuf, n, one);
+                run.combine(state, xbuf, one, 0);
+                CK(cudaGetLastError());
+                std::snprintf(what, sizeof what, "%s combine one=%d grid=%s", name, one, g.c_str());
+                verify(what, state, ref, chunk, dwrong);
+            }
+            CK(cudaMemset(ref, 0xA5, chunk));
+            run.qbcopy(ref, state, chunk, 0);
+            std::snprintf(what, sizeof what, "%s qb_copy grid=%s", name, g.c_str());
+            verify(what, ref, state, chunk, dwrong);
+            CK(cudaMemset(ref, 0x5A, chunk));
+            run.copy16(ref, state, chunk, 0);
+            std::snprintf(what, sizeof what, "%s sv_copy16 grid=%s", name, g.c_str());
+            verify(what, ref, state, chunk, dwrong);
+        }
+        CK(cudaDeviceSynchronize());
+        CK(cudaFree(ref));
+        std::printf("   checked every kernel on %zu grid(s), %zu qubits: %s\n", grids.size(), qs.size(),
+                    failures ? "WRONG RESULTS" : "all bit-identical to the reference");
+    }
+
+    for (int round = 0; round < 3; round++) {
+        // The copy engine first: the round's reference.
+        const double ce = timer.median([&] { CK(cudaMemcpyAsync(xbuf, state, chunk, cudaMemcpyDeviceToDevice, s)); });
+        const double copy_gbps = 2.0 * chunk / ce / 1e9;
+        emit({name, "ce_copy", "ce", L, -1, 2 * chunk, round, ce, copy_gbps, copy_gbps});
+        const double place =
+            timer.median([&] { CK(cudaMemcpyAsync(state + half, xbuf, half, cudaMemcpyDeviceToDevice, s)); });
+        emit({name, "place_ce", "ce", L, -1, chunk, round, place, chunk / place / 1e9, copy_gbps});
+        for (const auto& g : grids) {
+            const Launcher run{k, g, n};
+            for (int q : qs) {
+                const double t = timer.median([&] { run.h(state, q, s); });
+                emit({name, "h", g, L, q, 2 * chunk, round, t, 2.0 * chunk / t / 1e9, copy_gbps});
+            }
+            const double c = timer.median([&] { run.combine(state, xbuf, round & 1, s); });
+            emit({name, "combine", g, L, -1, 3 * chunk, round, c, 3.0 * chunk / c / 1e9, copy_gbps});
+            const double p = timer.median([&] { run.copy16(state + half, xbuf, half, s); });
+            emit({name, "place_sv_copy16", g, L, -1, chunk, round, p, chunk / p / 1e9, copy_gbps});
+            const double qc = timer.median([&] { run.qbcopy(xbuf, state, chunk, s); });
+            emit({name, "qb_copy", g, L, -1, 2 * chunk, round, qc, 2.0 * chunk / qc / 1e9, copy_gbps});
+            const double c16 = timer.median([&] { run.copy16(xbuf, state, chunk, s); });
+            emit({name, "sv_copy16", g, L, -1, 2 * chunk, round, c16, 2.0 * chunk / c16 / 1e9, copy_gbps});
+        }
+        std::printf("   round %d: copy engine %.0f GB/s\n", round + 1, copy_gbps);
+        std::fflush(stdout);
+    }
+    CK(cudaStreamDestroy(s));
+    CK(cudaFree(state));
+    CK(cudaFree(xbuf));
+    CK(cudaFree(dwrong));
+}
+
+// Median over rounds of one figure's of_copy, with its min and max.
+static void table(const std::string& precision, unsigned L, const std::vector<std::string>& grids) {
+    auto stat = [&](const std::string& kernel, const std::string& grid, int q, double* lo, double* hi) {
+        std::vector<double> v;
+        for (const auto& r : rows)
+            if (r.precision == precision && r.log2n == L && r.kernel == kernel && r.grid == grid && r.q == q)
+                v.push_back(r.gbps / r.copy_gbps);
+        if (v.empty()) return -1.0;
+        std::sort(v.begin(), v.end());
+        *lo = v.front();
+        *hi = v.back();
+        return v[v.size() / 2];
+    };
+    std::printf("-- %s %s 2^%u: of the copy engine's device copy (median of 3 rounds [min, max])\n", BUILD,
+                precision.c_str(), L);
+    std::printf("%-18s", "kernel");
+    for (const auto& g : grids) std::printf(" %24s", g.c_str());
+    std::printf("\n");
+    std::vector<std::pair<std::string, int>> keys;
+    for (const auto& r : rows)
+        if (r.precision == precision && r.log2n == L && r.grid != "ce" &&
+            std::find(keys.begin(), keys.end(), std::make_pair(r.kernel, r.q)) == keys.end())
+            keys.push_back({r.kernel, r.q});
+    for (const auto& key : keys) {
+        std::string label = key.first;
+        if (key.second >= 0) label += " q=" + std::to_string(key.second);
+        std::printf("%-18s", label.c_str());
+        for (const auto& g : grids) {
+            double lo = 0, hi = 0;
+            const double m = stat(key.first, g, key.second, &lo, &hi);
+            if (m < 0)
+                std::printf(" %24s", "-");
+            else
+                std::printf("      %.3f [%.3f, %.3f]", m, lo, hi);
+        }
+        std::printf("\n");
+    }
+    double lo = 0, hi = 0;
+    std::printf("%-18s       %.3f [%.3f, %.3f]\n", "place_ce", stat("place_ce", "ce", -1, &lo, &hi), lo, hi);
+}
+
+int main(int argc, char** argv) {
+    std::vector<std::string> grids = {"tiles", "tiles128", "wave", "sm16"};
+    bool all_qubits = true, check = true;
+    std::vector<std::pair<std::string, unsigned>> sizes;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "-o" && i + 1 < argc) {
+            json = std::fopen(argv[++i], "w");
+            if (!json) return std::perror("-o"), 2;
+            std::fprintf(json, "[\n");
+        } else if (a == "--grids" && i + 1 < argc) {
+            grids.clear();
+            std::string g = argv[++i];
+            for (size_t p = 0; p <= g.size();) {
+                size_t c = g.find(',', p);
+                if (c == std::string::npos) c = g.size();
+                grids.push_back(g.substr(p, c - p));
+                p = c + 1;
+            }
+        } else if (a == "--qubits" && i + 1 < argc) {
+            all_qubits = std::string(argv[++i]) == "all";
+        } else if (a == "--verify" && i + 1 < argc) {
+            check = std::atoi(argv[++i]) != 0;
+        } else if (a.find(':') != std::string::npos) {
+            sizes.push_back({a.substr(0, a.find(':')), (unsigned)std::atoi(a.c_str() + a.find(':') + 1)});
+        } else {
+            std::fprintf(stderr, "usage: %s [-o out.json] [--grids tiles,tiles128,wave,sm16] [--qubits all|edges] "
+                                 "[--verify 0|1] double:30 single:31 ...\n", argv[0]);
+            return 2;
+        }
+    }
+#ifdef QB_BASELINE
+    grids = {"old"};
+#endif
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    sms = prop.multiProcessorCount;
+    std::printf("%s, %d multiprocessors, %.0f MiB of L2, compute capability %d.%d; build %s\n", prop.name, sms,
+                prop.l2CacheSize / 1048576.0, prop.major, prop.minor, BUILD);
+    const Kernels single = {(const void*)sv_h_single, (const void*)sv_h_warp_single, (const void*)sv_combine_single};
+    const Kernels dbl = {(const void*)sv_h_double, (const void*)sv_h_warp_double, (const void*)sv_combine_double};
+    for (const auto& sz : sizes) {
+        if (sz.first == "single")
+            run_precision<C1>("single", sz.second, single, grids, all_qubits, check);
+        else if (sz.first == "double")
+            run_precision<C2>("double", sz.second, dbl, grids, all_qubits, check);
+        else
+            return std::fprintf(stderr, "unknown precision %s\n", sz.first.c_str()), 2;
+    }
+    if (json) std::fprintf(json, "\n]\n"), std::fclose(json);
+    for (const auto& sz : sizes) table(sz.first, sz.second, grids);
+    if (failures) std::printf("%d kernel results were WRONG\n", failures);
+    return failures ? 1 : 0;
+}
