@@ -39,12 +39,18 @@ pub enum Command {
     Exchange(ExchangeArgs),
     /// The same bytes over every transport between partner GPUs, side by side
     Compare(CompareArgs),
+    /// Is this node ready for the simulation? The profile's facts and measurements, judged, one verdict
+    #[command(after_help = CHECK_HELP)]
+    Check(CheckArgs),
     /// Copy bandwidth and latency: host<->GPU, GPU<->GPU, zero-copy, gdrcopy (nvbandwidth, gdrcopy's copylat)
     #[command(
         after_help = "Every destination is compared with its source after each size; wrong data exits 1.\nQBENCH_CORRUPT=copy[:WORD] flips word WORD (default 0) of every destination before that check, to prove it."
     )]
     Copy(CopyArgs),
 }
+
+/// What check's exit status says, under its --help.
+const CHECK_HELP: &str = "Exit status: 0 ready, 1 not ready (a FAIL), 2 bad profile or usage, 3 hardware the profile requires is missing, 4 runtime failure.\nBuilt-in profiles: cpu, h200x1, h200x2-nvlink, h100x8-ndr, h200x8-ndr, a100x8-hdr, mlx4-fdr (profiles/README.md).";
 
 /// How the collectives are timed and checked, under each one's --help.
 const TIMING_HELP: &str = "Timing (--transport nccl): the time column is the host clock around -n back-to-back launches (-G: graph launches) until every GPU is idle, divided by the operations, as nccl-tests measures it; the per-iteration percentiles in the JSON come from a separate pass with CUDA events. --transport cpu times each iteration on the host clock.\nEvery output element is compared with its exact expected value; wrong data exits 1. QBENCH_CORRUPT=RANK[:ELEMENT] flips one element after each validation operation, to prove it.";
@@ -187,6 +193,77 @@ impl CompareArgs {
     }
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct CheckArgs {
+    /// A built-in profile or a TOML file (default: the built-in profile matching this node's GPUs)
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Option<String>,
+    /// quick, standard or full: which steps run, within the profile's time budget for the level
+    #[arg(long, default_value = "quick")]
+    pub level: String,
+    /// Hold the measurements against an earlier --save-baseline of this node or one of its kind
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write this check's record, to be the baseline of later checks
+    #[arg(long, value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
+    /// Print nothing when ready, one line per failure otherwise (Slurm Prolog and HealthCheckProgram)
+    #[arg(long)]
+    pub quiet: bool,
+    /// Measure this node and write a profile with floors at the profile's fraction of what it measured
+    #[arg(long, value_name = "FILE")]
+    pub init: Option<PathBuf>,
+    /// Judge the facts read under this directory instead of / and measure nothing (fixture trees)
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+impl CheckArgs {
+    pub fn plan(&self) -> Result<crate::check::CheckPlan> {
+        use crate::check::profile;
+        crate::fault::Fault::requested("check", &[])?;
+        let level = profile::Level::parse(&self.level)?;
+        if let Some(root) = &self.sysfs_root {
+            std::fs::read_dir(root).map_err(|e| Error::Usage(format!("--sysfs-root {}: {e}", root.display())))?;
+        }
+        let (profile, profile_from) = match &self.profile {
+            Some(spec) => profile::load(spec)?,
+            None => {
+                let host = crate::probe::collect::Host::new(self.sysfs_root.clone(), Default::default());
+                let gpus = crate::probe::collect::gpu::collect(&host);
+                let names: Vec<String> = gpus.gpus.iter().filter_map(|g| g.name.value().cloned()).collect();
+                profile::choose(&names)?
+            }
+        };
+        let baseline = match &self.baseline {
+            None => None,
+            Some(path) => match crate::record::read(path)? {
+                crate::record::AnyRecord::Check(run) => Some((path.display().to_string(), run)),
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "--baseline {}: not the record of a qbench check",
+                        path.display()
+                    )));
+                }
+            },
+        };
+        let mut output = self.out.plan();
+        output.json_files.extend(self.save_baseline.iter().cloned());
+        output.quiet = self.quiet;
+        Ok(crate::check::CheckPlan {
+            profile,
+            profile_from,
+            level,
+            baseline,
+            sysfs_root: self.sysfs_root.clone(),
+            init: self.init.clone(),
+            output,
+        })
+    }
+}
+
 /// Where a run's records go besides the text on stdout.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
@@ -203,7 +280,12 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     pub fn plan(&self) -> OutputPlan {
-        OutputPlan { json_file: self.output_file.clone(), csv_file: self.csv.clone(), json_stdout: self.json }
+        OutputPlan {
+            json_files: self.output_file.iter().cloned().collect(),
+            csv_file: self.csv.clone(),
+            json_stdout: self.json,
+            quiet: false,
+        }
     }
 }
 
@@ -355,6 +437,7 @@ impl CopyArgs {
             ngpus: self.ngpus.map(|n| n as usize),
             seed: self.seed,
         };
+        crate::workload::copy::alone_on_this_node()?;
         CopyPlan::new(&options, self.out.plan())
     }
 }

@@ -43,6 +43,31 @@ pub fn run(command: Command) -> Result<()> {
                 |r| r.verdict(),
             )
         }
+        Command::Check(a) => {
+            let plan = a.plan()?;
+            let session = Session::start(&plan.libraries())?;
+            let quiet = plan.output.quiet && session.main();
+            execute(
+                &session,
+                &plan.output,
+                None,
+                |o| crate::check::run(&plan, &session, o),
+                |r| {
+                    let verdict = r.verdict();
+                    if quiet && verdict.is_err() {
+                        // One line per failure and nothing else: for Slurm.
+                        for line in r.failure_lines() {
+                            eprintln!("{line}");
+                        }
+                        return verdict.map_err(|e| match e {
+                            Error::Missing(_) => Error::Missing(String::new()),
+                            _ => Error::CheckFailed(String::new()),
+                        });
+                    }
+                    verdict
+                },
+            )
+        }
         Command::Copy(a) if a.list => write_stdout(&crate::report::copy::list(
             &crate::workload::copy::catalogue(),
             &crate::workload::copy::FAMILIES,
@@ -70,24 +95,28 @@ pub fn execute<R: Streamed + Table + Csv + Serialize>(
     work: impl FnOnce(&mut Output) -> Outcome<R>,
     verdict: impl FnOnce(&R) -> Result<()>,
 ) -> Result<()> {
-    let result = (|| {
-        let mut out = Output::open(output, session.main())?;
-        if let (Some(f), true) = (fault, session.main()) {
-            eprintln!("qbench: {}", f.describe());
+    let mut out = match Output::open(output, session.main()) {
+        Ok(out) => out,
+        Err(e) => return crate::world::conclude(session.world(), Err(e)),
+    };
+    if let (Some(f), true) = (fault, session.main()) {
+        eprintln!("qbench: {}", f.describe());
+    }
+    let Outcome { record, error } = work(&mut out);
+    let written = out.finish(&record);
+    match error {
+        Some(Error::Interrupted { signal, step }) => {
+            let saved = match &written {
+                Ok(Some(path)) => format!("; the records gathered so far are in {} (incomplete)", path.display()),
+                _ => String::new(),
+            };
+            crate::world::conclude(session.world(), Err(Error::Interrupted { signal, step: step + &saved }))
         }
-        let Outcome { record, error } = work(&mut out);
-        let written = out.finish(&record);
-        match error {
-            Some(Error::Interrupted { signal, step }) => {
-                let saved = match &written {
-                    Ok(Some(path)) => format!("; the records gathered so far are in {} (incomplete)", path.display()),
-                    _ => String::new(),
-                };
-                Err(Error::Interrupted { signal, step: step + &saved })
-            }
-            Some(e) => Err(e),
-            None => written.and_then(|_| verdict(&record)),
-        }
-    })();
-    crate::world::conclude(session.world(), result)
+        Some(e) => crate::world::conclude(session.world(), Err(e)),
+        None => match written {
+            Err(e) => crate::world::conclude(session.world(), Err(e)),
+            // Every rank judges the same records.
+            Ok(_) => crate::world::verdict(session.world(), verdict(&record)),
+        },
+    }
 }

@@ -2,6 +2,7 @@
 //! GPUs cost? The library behind the `qbench` binary; docs/ARCHITECTURE.md
 //! shows how its parts fit.
 
+pub mod check;
 pub mod cli;
 pub mod command;
 pub mod dtype;

@@ -61,7 +61,7 @@ impl Library {
     fn remedy(self) -> &'static str {
         match self {
             Library::Driver => {
-                "install the NVIDIA driver on a machine with an NVIDIA GPU, or use --transport cpu to run on host memory"
+                "install the NVIDIA driver on a machine with an NVIDIA GPU (without one, --transport cpu runs on host memory, and check has --profile cpu)"
             }
             Library::Nccl => {
                 "install NCCL (apt install libnccl2, or pip install nvidia-nccl-cu12) or point QBENCH_NCCL_LIB at libnccl.so.2"

@@ -15,12 +15,14 @@ use std::path::PathBuf;
 /// What the command line asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OutputPlan {
-    /// `-J FILE`: the records as JSON.
-    pub json_file: Option<PathBuf>,
+    /// `-J FILE` (and `check --save-baseline FILE`): the records as JSON.
+    pub json_files: Vec<PathBuf>,
     /// `--csv FILE`.
     pub csv_file: Option<PathBuf>,
     /// `--json`: JSON on stdout instead of the tables.
     pub json_stdout: bool,
+    /// No tables on stdout (`check --quiet`).
+    pub quiet: bool,
 }
 
 /// Writes `text` to stdout; a reader that went away ends the run quietly.
@@ -43,31 +45,34 @@ fn create(path: &PathBuf, what: &str) -> Result<File> {
 /// The open destinations of one run.
 pub struct Output {
     json_stdout: bool,
+    quiet: bool,
     main: bool,
-    json: Option<(PathBuf, File)>,
+    json: Vec<(PathBuf, File)>,
     csv: Option<(PathBuf, File)>,
 }
 
 impl Output {
     /// Creates the files (on the main process only).
     pub fn open(plan: &OutputPlan, main: bool) -> Result<Output> {
-        let open = |p: &Option<PathBuf>, what| -> Result<Option<(PathBuf, File)>> {
+        let open = |p: Option<&PathBuf>, what| -> Result<Option<(PathBuf, File)>> {
             match p {
                 Some(path) if main => Ok(Some((path.clone(), create(path, what)?))),
                 _ => Ok(None),
             }
         };
+        let json = plan.json_files.iter().map(|p| open(Some(p), "JSON")).collect::<Result<Vec<_>>>()?;
         Ok(Output {
             json_stdout: plan.json_stdout,
+            quiet: plan.quiet,
             main,
-            json: open(&plan.json_file, "JSON")?,
-            csv: open(&plan.csv_file, "CSV")?,
+            json: json.into_iter().flatten().collect(),
+            csv: open(plan.csv_file.as_ref(), "CSV")?,
         })
     }
 
     /// Whether the tables go to stdout.
     fn tables(&self) -> bool {
-        self.main && !self.json_stdout
+        self.main && !self.json_stdout && !self.quiet
     }
 
     fn print(&self, text: &str) {
@@ -89,11 +94,11 @@ impl Output {
         let json = serde_json::to_string_pretty(record)
             .map_err(|e| Error::Runtime(format!("cannot encode the results as JSON: {e}")))?;
         let mut written = None;
-        if let Some((path, file)) = &mut self.json {
+        for (path, file) in &mut self.json {
             file.write_all(json.as_bytes())
                 .and_then(|()| file.write_all(b"\n"))
                 .map_err(|e| Error::Usage(format!("cannot write JSON results to {}: {e}", path.display())))?;
-            written = Some(path.clone());
+            written.get_or_insert(path.clone());
         }
         if let Some((path, file)) = &mut self.csv {
             file.write_all(&record.csv()?)

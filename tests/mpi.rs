@@ -1,7 +1,8 @@
 //! Multi-process runs under mpirun (cargo feature `mpi`, Open MPI): the
 //! cpu transport across processes, one table, busbw factors for the
 //! process count, wrong data and a failing rank ending the job; copy
-//! refusing to run twice on one node.
+//! refusing to run twice on one node; qbench check as one table with
+//! every pair of processes.
 #![cfg(feature = "mpi")]
 
 mod common;
@@ -76,4 +77,30 @@ fn copy_refuses_several_processes_on_one_node() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("one per node"), "{err}");
+}
+
+#[test]
+fn check_across_processes_gives_one_table_with_every_pair() {
+    let o = mpirun(4, &["check", "--profile", "cpu", "--level", "standard"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out.matches("# qbench check:").count(), 1, "one table, printed by rank 0: {out}");
+    assert_eq!(out.matches("| all ").count(), 3, "the steps across processes, once each: {out}");
+    for rank in 0..4 {
+        assert!(out.contains(&format!("node pairs, MPI sendrecv 1M (rank {rank} with ")), "rank {rank}: {out}");
+    }
+    assert!(out.lines().last().unwrap().starts_with("qbench check: READY: 7 PASS"), "{out}");
+
+    // A profile no process can meet: one verdict, exit 1 from the job.
+    let dir = std::env::temp_dir().join(format!("qbench-mpi-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cpu = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/cpu.toml")).unwrap();
+    let p = dir.join("impossible.toml");
+    std::fs::write(&p, cpu.replace("floor = 0.001", "floor = 1e9")).unwrap();
+    let o = mpirun(2, &["check", "--profile", p.to_str().unwrap(), "--level", "standard", "--quiet"], &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(err.lines().filter(|l| l.starts_with("qbench: check FAIL ")).count(), 5, "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
 }

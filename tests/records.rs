@@ -21,8 +21,9 @@ fn records_in(dir: &Path) -> Vec<(PathBuf, AnyRecord)> {
         let text = std::fs::read_to_string(&path).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let schema = v["schema"].as_str().unwrap_or("");
-        // The probe report and the PyTorch references are not run records.
-        if schema.starts_with("qbench.probe") || !schema.starts_with("qbench.") {
+        // The probe report and the reference scripts' figures (PyTorch,
+        // nccl-tests, CUDA harnesses) are not run records.
+        if schema.starts_with("qbench.probe") || schema.starts_with("qbench.ref.") || !schema.starts_with("qbench.") {
             continue;
         }
         let rec = record::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -37,6 +38,7 @@ fn round_trip(rec: &AnyRecord) -> AnyRecord {
         AnyRecord::Exchange(r) => serde_json::to_string(r),
         AnyRecord::Compare(r) => serde_json::to_string(r),
         AnyRecord::Copy(r) => serde_json::to_string(r),
+        AnyRecord::Check(r) => serde_json::to_string(r),
     }
     .unwrap();
     record::parse(&json).unwrap()
@@ -48,6 +50,7 @@ fn same(a: &AnyRecord, b: &AnyRecord) -> bool {
         (AnyRecord::Exchange(x), AnyRecord::Exchange(y)) => x == y,
         (AnyRecord::Compare(x), AnyRecord::Compare(y)) => x == y,
         (AnyRecord::Copy(x), AnyRecord::Copy(y)) => x == y,
+        (AnyRecord::Check(x), AnyRecord::Check(y)) => x == y,
         _ => false,
     }
 }

@@ -4,6 +4,7 @@
 //! [`Header`] naming its schema and version; what `-J` writes, [`read`]
 //! reads back, older versions included.
 
+pub mod check;
 pub mod collective;
 pub mod compare;
 pub mod copy;
@@ -160,6 +161,7 @@ pub enum AnyRecord {
     Exchange(exchange::ExchangeRun),
     Compare(compare::Comparison),
     Copy(copy::CopyRun),
+    Check(check::CheckRun),
 }
 
 impl AnyRecord {
@@ -169,6 +171,7 @@ impl AnyRecord {
             AnyRecord::Exchange(r) => &r.header,
             AnyRecord::Compare(r) => &r.header,
             AnyRecord::Copy(r) => &r.header,
+            AnyRecord::Check(r) => &r.header,
         }
     }
 }
@@ -204,6 +207,7 @@ pub fn parse(text: &str) -> Result<AnyRecord> {
         "exchange" => AnyRecord::Exchange(typed(value, schema)?),
         "compare" => AnyRecord::Compare(typed(value, schema)?),
         "copy" => AnyRecord::Copy(typed(value, schema)?),
+        "check" => AnyRecord::Check(typed(value, schema)?),
         _ => return Err(Error::Usage(format!("schema {schema} is not a record qbench reads back"))),
     })
 }

@@ -3,6 +3,7 @@
 //! record and nothing else; JSON is the record itself (serde).
 
 pub mod cfmt;
+pub mod check;
 pub mod compare;
 pub mod copy;
 pub mod csv;
@@ -37,6 +38,7 @@ pub fn render_any(record: &crate::record::AnyRecord) -> String {
         AnyRecord::Exchange(r) => render(r),
         AnyRecord::Compare(r) => render(r),
         AnyRecord::Copy(r) => render(r),
+        AnyRecord::Check(r) => render(r),
     }
 }
 

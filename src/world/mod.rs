@@ -27,6 +27,8 @@ pub trait World {
     fn max_f64(&self, v: &[f64]) -> Vec<f64>;
     /// Ends every process of the job with `code`.
     fn abort(&self, code: i32) -> !;
+    /// Sends `send` to process `peer` and receives as many bytes from it.
+    fn sendrecv(&self, peer: usize, send: &[u8], recv: &mut [u8]);
     /// The MPI communicator, for transports that move data through MPI.
     #[cfg(feature = "mpi")]
     fn mpi(&self) -> Option<&mpi::Mpi> {
@@ -87,6 +89,10 @@ impl World for Solo {
     fn abort(&self, code: i32) -> ! {
         std::process::exit(code)
     }
+    /// The only peer is this process.
+    fn sendrecv(&self, _: usize, send: &[u8], recv: &mut [u8]) {
+        recv.copy_from_slice(send);
+    }
 }
 
 /// The launcher variable that shows this process is one of several, and how
@@ -134,8 +140,22 @@ pub fn detect() -> Result<Box<dyn World>> {
 /// ends the whole job.
 pub fn conclude(world: &dyn World, result: Result<()>) -> Result<()> {
     match result {
-        Err(Error::CheckFailed(_)) if world.rank() != 0 => Err(Error::CheckFailed(String::new())),
-        Err(e) if world.size() > 1 && !matches!(e, Error::CheckFailed(_)) => fail_job(world, &e),
+        Err(e @ Error::CheckFailed(_)) => verdict(world, Err(e)),
+        Err(e) if world.size() > 1 => fail_job(world, &e),
+        r => r,
+    }
+}
+
+/// A verdict every rank reached alike: rank 0 says it, the others end with
+/// its exit status in silence.
+pub fn verdict(world: &dyn World, result: Result<()>) -> Result<()> {
+    match result {
+        Err(e) if world.rank() != 0 => Err(match e {
+            Error::Missing(_) => Error::Missing(String::new()),
+            Error::Usage(_) => Error::Usage(String::new()),
+            Error::Runtime(_) => Error::Runtime(String::new()),
+            _ => Error::CheckFailed(String::new()),
+        }),
         r => r,
     }
 }

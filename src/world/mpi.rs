@@ -92,6 +92,10 @@ impl World for Mpi {
     fn abort(&self, code: i32) -> ! {
         self.comm.abort(code)
     }
+    fn sendrecv(&self, peer: usize, send: &[u8], recv: &mut [u8]) {
+        let p = self.comm.process_at_rank(peer as i32);
+        mpi::point_to_point::send_receive_into(send, &p, recv, &p);
+    }
     fn mpi(&self) -> Option<&Mpi> {
         Some(self)
     }

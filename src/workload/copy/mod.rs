@@ -100,11 +100,6 @@ impl CopyPlan {
                 _ => None,
             },
         };
-        if let Some((var, n)) = crate::world::launched_on_this_node() {
-            return Err(Error::Usage(format!(
-                "qbench copy was started {n} times on this node ({var}={n}): the copies would share the GPUs and the host link and measure each other; start one per node (mpirun --map-by ppr:1:node) or run it without a launcher"
-            )));
-        }
         if !Library::Driver.loadable() {
             return Err(Error::Missing(
                 "qbench copy measures copies to and from GPUs, but the CUDA driver library (libcuda.so.1) is not on this machine: run it where an NVIDIA GPU and its driver are installed".into(),
@@ -115,6 +110,17 @@ impl CopyPlan {
 
     pub fn libraries(&self) -> Vec<Library> {
         vec![Library::Driver, Library::Nvrtc]
+    }
+}
+
+/// Refuses several copy runs on one node: they would share the GPUs and
+/// the host link and measure each other.
+pub fn alone_on_this_node() -> Result<()> {
+    match crate::world::launched_on_this_node() {
+        Some((var, n)) => Err(Error::Usage(format!(
+            "qbench copy was started {n} times on this node ({var}={n}): the copies would share the GPUs and the host link and measure each other; start one per node (mpirun --map-by ppr:1:node) or run it without a launcher"
+        ))),
+        None => Ok(()),
     }
 }
 

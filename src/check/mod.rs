@@ -1,0 +1,226 @@
+//! `qbench check`: is this node (this cluster) ready for the simulation?
+//! The facts a profile requires and the measurements it lists, run in one
+//! process (one session), each judged against its floor or ceiling, its
+//! warn band and a baseline, into one readiness record. Under MPI every
+//! node is judged: per-node steps give a row per node, steps across nodes
+//! one row, and a pairwise pass names the slow node.
+
+mod facts;
+mod judge;
+pub mod profile;
+mod steps;
+
+use crate::error::{Error, Result};
+use crate::interrupt;
+use crate::libs::Library;
+use crate::output::OutputPlan;
+use crate::record::check::{CheckRun, KIND, Row, Status};
+use crate::record::{Header, Observer, Outcome};
+use crate::session::Session;
+use profile::{Kind, Level, Profile};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What `qbench check` runs, resolved before anything is measured.
+#[derive(Debug, Clone)]
+pub struct CheckPlan {
+    pub profile: Profile,
+    /// Where the profile was read from.
+    pub profile_from: String,
+    pub level: Level,
+    /// The earlier check the rows are held against, and its file.
+    pub baseline: Option<(String, CheckRun)>,
+    /// Read the facts under this directory, measure nothing (fixtures).
+    pub sysfs_root: Option<PathBuf>,
+    /// Write a profile of what this node measured here.
+    pub init: Option<PathBuf>,
+    pub output: OutputPlan,
+}
+
+impl CheckPlan {
+    /// The steps of the plan's level, in the profile's order.
+    pub fn steps(&self) -> impl Iterator<Item = &profile::Step> {
+        self.profile.steps.iter().filter(|s| s.level <= self.level)
+    }
+
+    pub fn libraries(&self) -> Vec<Library> {
+        if self.sysfs_root.is_some() {
+            return Vec::new();
+        }
+        let mut libs = Vec::new();
+        for s in self.steps() {
+            let gpu = match s.kind {
+                Kind::Collective | Kind::Exchange => s.transport.as_deref() != Some("cpu"),
+                Kind::Copy => true,
+                Kind::Pairs => false,
+            };
+            if gpu {
+                libs.extend([Library::Driver, Library::Nvrtc]);
+                if s.kind == Kind::Collective || s.transport.as_deref() == Some("nccl") {
+                    libs.push(Library::Nccl);
+                }
+            }
+        }
+        libs.sort();
+        libs.dedup();
+        libs
+    }
+}
+
+/// The name this process's rows carry: its host, or host:rank where the
+/// host runs several processes of the job.
+fn node_name(session: &Session) -> String {
+    let host = crate::host::short_hostname();
+    let world = session.world();
+    let on_host = crate::world::launched_on_this_node().map_or(1, |(_, n)| n);
+    if world.size() > 1 && on_host > 1 { format!("{host}:{}", world.rank()) } else { host }
+}
+
+pub fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) -> Outcome<CheckRun> {
+    let p = &plan.profile;
+    let mut out = CheckRun {
+        header: Header::start(KIND, None),
+        profile: p.profile.name.clone(),
+        profile_from: plan.profile_from.clone(),
+        source: p.profile.source.clone(),
+        measured_here: p.profile.measured_here,
+        level: plan.level.name().into(),
+        budget_s: p.levels.of(plan.level),
+        elapsed_s: 0.0,
+        baseline: plan.baseline.as_ref().map(|(f, _)| f.clone()),
+        nodes: Vec::new(),
+        rows: Vec::new(),
+        verdict: None,
+    };
+    let result = check(plan, session, obs, &mut out);
+    if result.is_ok() {
+        out.settle();
+    }
+    Outcome::new(out, result)
+}
+
+fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, out: &mut CheckRun) -> Result<()> {
+    session.need(&plan.libraries())?;
+    let world = session.world();
+    let start = Instant::now();
+    let node = node_name(session);
+    out.nodes = gather_strings(session, &node)?;
+    obs.begin(out);
+    // (position in the run, row): every process's rows, sorted at the end.
+    let mut mine: Vec<(usize, Row)> = Vec::new();
+    interrupt::step("check: the facts");
+    let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    let facts = crate::probe::collect::collect(&crate::probe::collect::Host::new(plan.sysfs_root.clone(), env));
+    mine.extend(facts::judge(&plan.profile.facts, &facts, &node).into_iter().map(|r| (0, r)));
+    let short_of_gpus = plan.profile.facts.gpu_count.is_some_and(|n| facts.gpu.gpus.len() < n);
+    let budget = plan.profile.levels.of(plan.level) as f64;
+    for (i, step) in plan.steps().enumerate() {
+        interrupt::check()?;
+        interrupt::step(format!("check: {}", step.name));
+        let spent = start.elapsed().as_secs_f64();
+        // Every process must take the same path through steps that span them.
+        let over = agree(session, spent > budget);
+        let rows = if plan.sysfs_root.is_some() {
+            vec![steps::skipped(step, &node, "not measured: facts only (--sysfs-root)")]
+        } else if over {
+            vec![steps::skipped(
+                step,
+                &node,
+                &format!("not run: the {} level's {budget:.0} s were spent", plan.level.name()),
+            )]
+        } else {
+            steps::run(step, &plan.profile, session, &node, short_of_gpus)?
+        };
+        for mut r in rows {
+            judge::baseline(&mut r, plan.baseline.as_ref().map(|(_, b)| b), &plan.profile.baseline);
+            if r.status == Status::Skip && over {
+                r.status = Status::Warn;
+                r.fix = format!("run a higher level, or raise the {} budget in the profile", plan.level.name());
+            }
+            mine.push((i + 1, r));
+        }
+    }
+    out.elapsed_s = start.elapsed().as_secs_f64();
+    out.rows = gather_rows(session, mine)?;
+    for r in out.rows.clone() {
+        obs.part(out, &r);
+    }
+    if let Some(path) = &plan.init
+        && world.rank() == 0
+    {
+        write_profile(path, plan, out)?;
+    }
+    Ok(())
+}
+
+/// Rank 0's answer, on every rank.
+/// Whether any process says yes.
+fn any(session: &Session, mine: bool) -> bool {
+    session.world().max_f64(&[if mine { 1.0 } else { 0.0 }])[0] > 0.0
+}
+
+/// Rank 0's answer, for every process.
+fn agree(session: &Session, mine: bool) -> bool {
+    let mut b = [mine as u8];
+    session.world().broadcast(0, &mut b);
+    b[0] != 0
+}
+
+fn gather_strings(session: &Session, mine: &str) -> Result<Vec<String>> {
+    let mut all: Vec<String> = session
+        .world()
+        .all_gather(mine.as_bytes())
+        .into_iter()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect();
+    all.dedup();
+    Ok(all)
+}
+
+/// Every process's rows in step order, then node order.
+fn gather_rows(session: &Session, mine: Vec<(usize, Row)>) -> Result<Vec<Row>> {
+    let bytes = serde_json::to_vec(&mine).map_err(|e| Error::Runtime(format!("cannot encode the rows: {e}")))?;
+    let mut all: Vec<(usize, Row)> = Vec::new();
+    for b in session.world().all_gather(&bytes) {
+        let rows: Vec<(usize, Row)> =
+            serde_json::from_slice(&b).map_err(|e| Error::Runtime(format!("cannot decode a node's rows: {e}")))?;
+        all.extend(rows);
+    }
+    all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.node.cmp(&b.1.node)));
+    Ok(all.into_iter().map(|(_, r)| r).collect())
+}
+
+/// A profile of this node: every measured step expected at what it
+/// measured (the lowest node, or the slowest for a time), its floor at the
+/// profile's fraction of that, a ceiling as far above it as the profile's was.
+fn write_profile(path: &PathBuf, plan: &CheckPlan, run: &CheckRun) -> Result<()> {
+    let mut p = plan.profile.clone();
+    let host = crate::host::short_hostname();
+    p.profile.name = format!("{host}-init");
+    p.profile.description = format!("{} as measured on {host}", plan.profile.profile.description);
+    p.profile.source = format!("qbench check --init on {host} at {}", run.header.start_time);
+    p.profile.measured_here = true;
+    p.matches = None;
+    // Four significant figures: what the table shows, not the noise below it.
+    let round = |x: f64| {
+        let scale = 10f64.powi(3 - x.abs().log10().floor() as i32);
+        (x * scale).round() / scale
+    };
+    for s in &mut p.steps {
+        let measured = run.rows.iter().filter(|r| r.step == s.name).filter_map(|r| r.measured);
+        let worst = if s.ceiling.is_some() { measured.reduce(f64::max) } else { measured.reduce(f64::min) };
+        let Some(m) = worst.filter(|m| *m > 0.0) else { continue };
+        s.ceiling = s.ceiling.map(|c| match s.expected {
+            Some(e) if e > 0.0 => round(m * c / e),
+            _ => round(m / p.profile.floor_fraction),
+        });
+        s.expected = Some(round(m));
+        s.floor = None;
+    }
+    let text = toml::to_string(&p).map_err(|e| Error::Runtime(format!("cannot write the profile: {e}")))?;
+    let head = format!(
+        "# Written by qbench check --init on {host}: expected values as measured, floors at {} of them.\n",
+        p.profile.floor_fraction
+    );
+    std::fs::write(path, head + &text).map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))
+}

@@ -1,0 +1,395 @@
+//! Profiles: what a ready node of one kind measures. A profile names the
+//! machines it is for (match), the facts a node must have, and the steps it
+//! measures with a floor or ceiling each; levels select the steps and bound
+//! the time. Profiles are TOML; an unknown key or a wrong type is refused
+//! with the file, line and key. The profiles of profiles/ are built in and
+//! chosen by GPU model and count when none is named.
+
+use crate::error::{Error, Result};
+use crate::units::parse_size;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The profiles shipped in profiles/, built into the binary.
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("cpu", include_str!("../../profiles/cpu.toml")),
+    ("h200x1", include_str!("../../profiles/h200x1.toml")),
+    ("h200x2-nvlink", include_str!("../../profiles/h200x2-nvlink.toml")),
+    ("h100x8-ndr", include_str!("../../profiles/h100x8-ndr.toml")),
+    ("h200x8-ndr", include_str!("../../profiles/h200x8-ndr.toml")),
+    ("a100x8-hdr", include_str!("../../profiles/a100x8-hdr.toml")),
+    ("mlx4-fdr", include_str!("../../profiles/mlx4-fdr.toml")),
+];
+
+/// How long a check may run at each level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Quick,
+    Standard,
+    Full,
+}
+
+impl Level {
+    pub fn parse(text: &str) -> Result<Level> {
+        match text {
+            "quick" => Ok(Level::Quick),
+            "standard" => Ok(Level::Standard),
+            "full" => Ok(Level::Full),
+            _ => Err(Error::Usage(format!("unknown level '{text}': use quick, standard or full"))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Quick => "quick",
+            Level::Standard => "standard",
+            Level::Full => "full",
+        }
+    }
+}
+
+/// A profile as its file says it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub profile: About,
+    /// Which machines the profile is for, when none is named.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matches: Option<Match>,
+    /// Seconds each level may take.
+    pub levels: Budgets,
+    #[serde(default)]
+    pub facts: Facts,
+    #[serde(default)]
+    pub baseline: Tolerance,
+    #[serde(default, rename = "step")]
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct About {
+    pub name: String,
+    pub description: String,
+    /// Where the expected values come from: committed results, a vendor's
+    /// specification, a published measurement.
+    pub source: String,
+    /// Whether the expected values were measured on such a machine here.
+    pub measured_here: bool,
+    /// The fraction of `expected` a floor sits at, by default (0.9 for 90%).
+    #[serde(default = "ninety")]
+    pub floor_fraction: f64,
+    /// WARN when within this fraction above a floor (or below a ceiling).
+    #[serde(default = "five")]
+    pub warn: f64,
+}
+
+fn ninety() -> f64 {
+    0.9
+}
+
+fn five() -> f64 {
+    0.05
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    /// Every GPU's name contains this ("H200").
+    pub gpu_model: Option<String>,
+    pub gpu_count: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    pub quick: u64,
+    pub standard: u64,
+    pub full: u64,
+}
+
+impl Budgets {
+    pub fn of(&self, level: Level) -> u64 {
+        match level {
+            Level::Quick => self.quick,
+            Level::Standard => self.standard,
+            Level::Full => self.full,
+        }
+    }
+}
+
+/// Facts a ready node has (every field optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Facts {
+    /// At least this many GPUs.
+    pub gpu_count: Option<usize>,
+    /// Every GPU's name contains this.
+    pub gpu_model: Option<String>,
+    /// Every pair of GPUs joined by NVLink.
+    pub nvlink: Option<bool>,
+    /// At least this many RDMA ports ACTIVE.
+    pub rdma_active_ports: Option<usize>,
+    /// Every active port at least this fast, Gb/s.
+    pub rdma_rate_gbps: Option<f64>,
+    /// "InfiniBand" or "Ethernet" (RoCE) on every active port.
+    pub rdma_link_layer: Option<String>,
+    /// GPUDirect RDMA possible: a peer-memory module, or dma-buf on every GPU.
+    pub gpudirect: Option<bool>,
+    /// gdrdrv loaded (/dev/gdrdrv).
+    pub gdrdrv: Option<bool>,
+    /// At least this NCCL version ("2.18.0").
+    pub nccl_version: Option<String>,
+    /// NCCL variables that must hold these values.
+    pub nccl_env: Option<BTreeMap<String, String>>,
+    /// This qbench built with MPI support.
+    pub mpi: Option<bool>,
+}
+
+/// How far below a baseline a step may fall, as fractions of it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub warn: f64,
+    pub fail: f64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Tolerance {
+        Tolerance { warn: 0.05, fail: 0.10 }
+    }
+}
+
+/// What a step measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A collective sweep at one size (`collective`, `transport`, `gpus`).
+    Collective,
+    /// A copy test at one size (`test`).
+    Copy,
+    /// The amplitude exchange of a register (`qubits`, `transport`, `gpus`).
+    Exchange,
+    /// Every pair of nodes by MPI sendrecv, re-paired to find a slow node.
+    Pairs,
+}
+
+/// One measurement and its bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub name: String,
+    pub kind: Kind,
+    /// The lowest level that runs the step.
+    #[serde(default = "quick")]
+    pub level: Level,
+    /// busbw, algbw, time_us (collective); gbps, latency_us (copy);
+    /// gbps_per_direction, local_of_copy (exchange); gbps (pairs).
+    pub metric: String,
+    /// Collective: allreduce, sendrecv, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collective: Option<String>,
+    /// Copy: the test's name (qbench copy --list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+    /// nccl or cpu (collective); a wire (exchange).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// GPUs (host ranks for cpu) per process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<usize>,
+    /// Bytes, "1G" (collective, copy, pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+    /// Exchange: the register's qubits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qubits: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iters: Option<u32>,
+    /// What a ready node measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<f64>,
+    /// At least this (bandwidths); default: floor_fraction × expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<f64>,
+    /// At most this (times, latencies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<f64>,
+    /// Runs again before it FAILs.
+    #[serde(default)]
+    pub retries: u32,
+    /// What to do when it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn quick() -> Level {
+    Level::Quick
+}
+
+impl Step {
+    /// The floor: given, or the profile's fraction of the expected value,
+    /// unless the step is bounded by a ceiling.
+    pub fn floor(&self, about: &About) -> Option<f64> {
+        self.floor
+            .or_else(|| if self.ceiling.is_some() { None } else { self.expected.map(|e| e * about.floor_fraction) })
+    }
+
+    pub fn bytes(&self) -> Result<Option<u64>> {
+        self.size.as_deref().map(parse_size).transpose()
+    }
+}
+
+/// Reads a profile: a built-in name or a file.
+pub fn load(spec: &str) -> Result<(Profile, String)> {
+    if let Some((name, text)) = BUILT_IN.iter().find(|(n, _)| *n == spec) {
+        return Ok((parse(text, &format!("profiles/{name}.toml"))?, format!("built-in {name}")));
+    }
+    let path = Path::new(spec);
+    if !path.exists() && !spec.contains('/') && !spec.ends_with(".toml") {
+        let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
+        return Err(Error::Usage(format!(
+            "no profile '{spec}': use a built-in profile ({}) or a TOML file",
+            names.join(", ")
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("cannot read profile {spec}: {e}")))?;
+    Ok((parse(&text, spec)?, spec.to_string()))
+}
+
+/// Parses and checks a profile's text; errors name the file, line and key.
+pub fn parse(text: &str, file: &str) -> Result<Profile> {
+    let p: Profile = toml::from_str(text).map_err(|e| {
+        let what = e.message().trim().replace('\n', " ");
+        // The line the error is on, by number and by its text (which names the key).
+        let Some(start) = e.span().map(|s| s.start.min(text.len())) else {
+            return Error::Usage(format!("profile {file}: {what}"));
+        };
+        let line = text[..start].matches('\n').count() + 1;
+        let code = text.lines().nth(line - 1).unwrap_or("").trim();
+        Error::Usage(format!("profile {file}:{line}: {what} (in `{code}`)"))
+    })?;
+    validate(&p).map_err(|e| Error::Usage(format!("profile {file}: {}", e.message())))?;
+    Ok(p)
+}
+
+fn validate(p: &Profile) -> Result<()> {
+    let bad = |step: &Step, what: String| Error::Usage(format!("step '{}': {what}", step.name));
+    for s in &p.steps {
+        let needs = |field: &str, present: bool| {
+            if present { Ok(()) } else { Err(bad(s, format!("a {:?} step needs `{field}`", s.kind))) }
+        };
+        let metrics: &[&str] = match s.kind {
+            Kind::Collective => {
+                needs("collective", s.collective.is_some())?;
+                needs("size", s.size.is_some())?;
+                let c = s.collective.as_deref().unwrap_or("");
+                if crate::workload::collective::Kind::from_command(c).is_none() {
+                    return Err(bad(s, format!("unknown collective '{c}'")));
+                }
+                &["busbw", "algbw", "time_us"]
+            }
+            Kind::Copy => {
+                needs("test", s.test.is_some())?;
+                needs("size", s.size.is_some())?;
+                let t = s.test.as_deref().unwrap_or("");
+                if !crate::workload::copy::TESTS.iter().any(|x| x.name == t) {
+                    return Err(bad(s, format!("unknown copy test '{t}' (qbench copy --list)")));
+                }
+                &["gbps", "latency_us"]
+            }
+            Kind::Exchange => {
+                needs("qubits", s.qubits.is_some())?;
+                &["gbps_per_direction", "local_of_copy", "local_gbps"]
+            }
+            Kind::Pairs => {
+                needs("size", s.size.is_some())?;
+                &["gbps"]
+            }
+        };
+        if !metrics.contains(&s.metric.as_str()) {
+            return Err(bad(s, format!("metric '{}' is not one of {}", s.metric, metrics.join(", "))));
+        }
+        if s.expected.is_none() && s.floor.is_none() && s.ceiling.is_none() {
+            return Err(bad(s, "give `expected`, `floor` or `ceiling`".into()));
+        }
+        s.bytes().map_err(|e| bad(s, e.message()))?;
+    }
+    let mut names: Vec<&str> = p.steps.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::Usage(format!("two steps are named '{}'", w[0])));
+    }
+    Ok(())
+}
+
+/// The built-in profile whose match fits these GPUs best: the model and
+/// the count both, else the model alone; the cpu profile without GPUs.
+pub fn choose(gpu_names: &[String]) -> Result<(Profile, String)> {
+    if gpu_names.is_empty() {
+        return load("cpu");
+    }
+    let mut best: Option<(u8, &str)> = None;
+    for (name, text) in BUILT_IN {
+        let p = parse(text, name)?;
+        let Some(m) = p.matches else { continue };
+        let model = m.gpu_model.as_deref().is_none_or(|want| gpu_names.iter().all(|g| g.contains(want)));
+        if !model || m.gpu_model.is_none() {
+            continue;
+        }
+        let score = if m.gpu_count == Some(gpu_names.len()) { 2 } else { 1 };
+        if best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, name));
+        }
+    }
+    match best {
+        Some((_, name)) => load(name),
+        None => Err(Error::Usage(format!(
+            "no built-in profile matches {} × {}: name one with --profile, or write one with --init",
+            gpu_names.len(),
+            gpu_names[0]
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_in_profile_parses() {
+        for (name, text) in BUILT_IN {
+            let p = parse(text, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(p.profile.name, *name);
+            assert!(!p.profile.source.is_empty());
+        }
+    }
+
+    #[test]
+    fn malformed_profiles_name_the_file_line_and_key() {
+        let ok = BUILT_IN[0].1;
+        let unknown = ok.replacen("[levels]", "[levels]\nsprint = 5", 1);
+        let e = parse(&unknown, "x.toml").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message().contains("x.toml:") && e.message().contains("sprint"), "{e}");
+        let wrong = ok.replacen("quick = ", "quick = \"soon\" # ", 1);
+        let e = parse(&wrong, "y.toml").unwrap_err();
+        assert!(e.message().contains("y.toml:") && e.message().contains("quick"), "{e}");
+        let e = parse("not toml at all [", "z.toml").unwrap_err();
+        assert!(e.message().starts_with("profile z.toml:1"), "{e}");
+        assert!(load("/nonexistent/p.toml").unwrap_err().message().contains("cannot read profile"));
+        assert!(load("no-such-profile").unwrap_err().message().contains("built-in profile"));
+    }
+
+    #[test]
+    fn the_profile_is_chosen_by_gpu_model_and_count() {
+        let h200 = |n| vec!["NVIDIA H200".to_string(); n];
+        assert_eq!(choose(&h200(1)).unwrap().0.profile.name, "h200x1");
+        assert_eq!(choose(&h200(2)).unwrap().0.profile.name, "h200x2-nvlink");
+        assert_eq!(choose(&h200(8)).unwrap().0.profile.name, "h200x8-ndr");
+        assert_eq!(choose(&[]).unwrap().0.profile.name, "cpu");
+        assert_eq!(choose(&["NVIDIA GeForce GTX 1080".to_string()]).unwrap_err().exit_code(), 2);
+    }
+}

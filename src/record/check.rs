@@ -1,0 +1,178 @@
+//! The record of a readiness check (schema `qbench.check`): a row per fact
+//! and measurement (per node where the step is the node's own), each with
+//! what was expected, its status and the fix, and the verdict.
+
+use super::{Header, Streamed};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+pub const KIND: &str = "check";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Skip,
+    Pass,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Skip => "SKIP",
+            Status::Pass => "PASS",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
+        }
+    }
+}
+
+/// One fact or measurement on one node (or across all of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// The profile's name of the step.
+    pub step: String,
+    /// Where on the node, for a step measured per GPU: "GPU 0".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
+    /// "fact", or the step's kind: collective, copy, exchange, pairs.
+    pub kind: String,
+    /// The node (host, or host:rank where a host runs several processes);
+    /// "all" for a step across every node.
+    pub node: String,
+    /// What was found, in words (a fact, or why a step did not run).
+    pub found: String,
+    pub measured: Option<f64>,
+    pub unit: String,
+    pub expected: Option<f64>,
+    pub floor: Option<f64>,
+    pub ceiling: Option<f64>,
+    /// measured / expected (above 1 is better for a bandwidth, worse for a time).
+    pub ratio: Option<f64>,
+    /// The same step in the baseline, and measured / baseline (read as `ratio`).
+    pub baseline: Option<f64>,
+    pub vs_baseline: Option<f64>,
+    pub status: Status,
+    /// What to do, when the row is not PASS.
+    pub fix: String,
+    /// Runs made (1 + retries used).
+    pub attempts: u32,
+    /// The hardware the step needs is absent (not slow, not down: absent).
+    pub missing: bool,
+}
+
+impl Row {
+    /// The step as the table names it: "host to GPU 1G, pinned (GPU 0)".
+    pub fn label(&self) -> String {
+        match &self.place {
+            Some(p) => format!("{} ({p})", self.step),
+            None => self.step.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The worst row.
+    pub status: Status,
+    pub ready: bool,
+    /// The nodes with a FAIL of their own: the ones to drain.
+    pub failed_nodes: Vec<String>,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckRun {
+    #[serde(flatten)]
+    pub header: Header,
+    pub profile: String,
+    /// Where the profile was read from (a file, or built in).
+    pub profile_from: String,
+    /// Where its expected values come from.
+    pub source: String,
+    pub measured_here: bool,
+    pub level: String,
+    pub budget_s: u64,
+    pub elapsed_s: f64,
+    /// The baseline the rows were held against, if any.
+    pub baseline: Option<String>,
+    pub nodes: Vec<String>,
+    pub rows: Vec<Row>,
+    pub verdict: Option<Verdict>,
+}
+
+impl Streamed for CheckRun {
+    type Part = Row;
+    fn header(&self) -> &Header {
+        &self.header
+    }
+    fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
+    fn parts(&self) -> &[Row] {
+        &self.rows
+    }
+}
+
+impl CheckRun {
+    /// Settles the verdict from the rows.
+    pub fn settle(&mut self) {
+        let status = self.rows.iter().map(|r| r.status).max().unwrap_or(Status::Pass).max(Status::Pass);
+        let mut failed_nodes: Vec<String> =
+            self.rows.iter().filter(|r| r.status == Status::Fail && r.node != "all").map(|r| r.node.clone()).collect();
+        failed_nodes.sort();
+        failed_nodes.dedup();
+        let count = |s: Status| self.rows.iter().filter(|r| r.status == s).count();
+        let (fails, warns, passes) = (count(Status::Fail), count(Status::Warn), count(Status::Pass));
+        let summary = match status {
+            Status::Fail => format!(
+                "NOT READY: {fails} FAIL, {warns} WARN, {passes} PASS{}",
+                if failed_nodes.is_empty() { String::new() } else { format!("; drain {}", failed_nodes.join(", ")) }
+            ),
+            Status::Warn => format!("READY with warnings: {warns} WARN, {passes} PASS"),
+            _ => format!("READY: {passes} PASS"),
+        };
+        self.verdict = Some(Verdict { status, ready: status != Status::Fail, failed_nodes, summary });
+    }
+
+    /// Exit 1 when not ready, 3 when what failed is hardware that is absent.
+    pub fn verdict(&self) -> Result<()> {
+        let Some(v) = &self.verdict else { return Ok(()) };
+        if v.ready {
+            return Ok(());
+        }
+        let failed: Vec<&Row> = self.rows.iter().filter(|r| r.status == Status::Fail).collect();
+        let line = format!("{} (profile {}, level {})", v.summary, self.profile, self.level);
+        if !failed.is_empty() && failed.iter().all(|r| r.missing) {
+            return Err(Error::Missing(line));
+        }
+        Err(Error::CheckFailed(line))
+    }
+
+    /// The rows that failed, one line each, as `--quiet` prints them.
+    pub fn failure_lines(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter(|r| r.status == Status::Fail)
+            .map(|r| {
+                let what = match (r.measured, r.floor, r.ceiling) {
+                    (Some(m), Some(f), _) => format!("{} {u} (floor {} {u})", figure(m), figure(f), u = r.unit),
+                    (Some(m), None, Some(c)) => format!("{} {u} (ceiling {} {u})", figure(m), figure(c), u = r.unit),
+                    _ => r.found.clone(),
+                };
+                format!("qbench: check FAIL {} {}: {what}; {}", r.node, r.label(), r.fix)
+            })
+            .collect()
+    }
+}
+
+/// A measured or expected figure as the table and the failure lines print
+/// it: three decimals, one from 100, powers of ten from a million.
+pub fn figure(x: f64) -> String {
+    match x.abs() {
+        a if a >= 1e6 => format!("{x:.3e}"),
+        a if a >= 100.0 => format!("{x:.1}"),
+        _ => format!("{x:.3}"),
+    }
+}

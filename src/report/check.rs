@@ -1,0 +1,122 @@
+//! The readiness table: step, node, measured, expected, ratio, status and
+//! the fix, then the one-line verdict; and its CSV.
+
+use super::exchange::table;
+use super::{Csv, Table, csv_lines};
+use crate::error::Result;
+use crate::record::check::{CheckRun, Row, figure};
+use serde::Serialize;
+
+fn number(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), figure)
+}
+
+/// The expected value and the bound beside it: "55.5 (≥ 49.95)".
+fn expected(r: &Row) -> String {
+    let bound = match (r.floor, r.ceiling) {
+        (Some(f), _) => format!("≥ {}", number(Some(f))),
+        (None, Some(c)) => format!("≤ {}", number(Some(c))),
+        _ => String::new(),
+    };
+    match (r.expected, bound.is_empty()) {
+        (Some(e), true) => number(Some(e)),
+        (Some(e), false) => format!("{} ({bound})", number(Some(e))),
+        (None, _) => bound,
+    }
+}
+
+impl Table for CheckRun {
+    fn head(&self) -> String {
+        format!(
+            "# qbench check: profile {} ({}), level {} ({} s)\n# expected values, {}: {}\n# nodes: {}\n",
+            self.profile,
+            self.profile_from,
+            self.level,
+            self.budget_s,
+            if self.measured_here { "measured on such a machine" } else { "not measured here" },
+            self.source,
+            self.nodes.join(", ")
+        )
+    }
+
+    /// The rows come together, in the tail, as one table.
+    fn part(&self, _: &Row) -> String {
+        String::new()
+    }
+
+    fn tail(&self) -> String {
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                let measured = match r.measured {
+                    Some(m) => format!("{} {}", number(Some(m)), r.unit).trim_end().to_string(),
+                    None => r.found.clone(),
+                };
+                let ratio = match (r.ratio, r.vs_baseline) {
+                    (Some(x), Some(b)) => format!("{x:.2} (baseline {b:.2})"),
+                    (Some(x), None) => format!("{x:.2}"),
+                    (None, Some(b)) => format!("baseline {b:.2}"),
+                    (None, None) => "-".into(),
+                };
+                vec![
+                    r.label(),
+                    r.node.clone(),
+                    measured,
+                    expected(r),
+                    ratio,
+                    r.status.name().to_string(),
+                    r.fix.clone(),
+                ]
+            })
+            .collect();
+        let mut s = table(&["step", "node", "measured", "expected", "ratio", "status", "fix"], rows);
+        s.push('\n');
+        if let Some(v) = &self.verdict {
+            s.push_str(&format!("qbench check: {} in {:.0} s\n", v.summary, self.elapsed_s));
+        } else if !self.header.complete {
+            s.push_str(&format!("qbench check: stopped: {}\n", self.header.stopped.as_deref().unwrap_or("")));
+        }
+        s
+    }
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    step: &'a str,
+    place: &'a str,
+    node: &'a str,
+    kind: &'a str,
+    measured: Option<f64>,
+    unit: &'a str,
+    expected: Option<f64>,
+    floor: Option<f64>,
+    ceiling: Option<f64>,
+    ratio: Option<f64>,
+    vs_baseline: Option<f64>,
+    status: &'a str,
+    found: &'a str,
+    fix: &'a str,
+}
+
+/// One line per row.
+impl Csv for CheckRun {
+    fn csv(&self) -> Result<Vec<u8>> {
+        csv_lines(self.rows.iter().map(|r| Line {
+            step: &r.step,
+            place: r.place.as_deref().unwrap_or(""),
+            node: &r.node,
+            kind: &r.kind,
+            measured: r.measured,
+            unit: &r.unit,
+            expected: r.expected,
+            floor: r.floor,
+            ceiling: r.ceiling,
+            ratio: r.ratio,
+            vs_baseline: r.vs_baseline,
+            status: r.status.name(),
+            found: &r.found,
+            fix: &r.fix,
+        }))
+    }
+}

@@ -1,0 +1,257 @@
+//! `qbench check` run as a cluster admin runs it: the cpu profile on this
+//! machine (ready), a profile that cannot pass (not ready, naming the step),
+//! a baseline the node no longer reaches (a regression), profiles that are
+//! not well formed (exit 2 naming the key and line), and the facts of the
+//! RDMA fixture trees judged against the mlx4 FDR profile.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// qbench check with a clean environment: no launcher variables, no GPU.
+fn check(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qbench"))
+        .arg("check")
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
+}
+
+/// A scratch folder of this test's own.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("qbench-check-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The cpu profile with every floor at `floor` (GB/s).
+fn cpu_profile_with_floor(dir: &Path, floor: &str) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("profiles/cpu.toml")).unwrap();
+    assert!(text.contains("floor = 0.001"));
+    let p = dir.join("floor.toml");
+    std::fs::write(&p, text.replace("floor = 0.001", &format!("floor = {floor}"))).unwrap();
+    p
+}
+
+#[test]
+fn the_cpu_profile_is_ready_on_any_machine() {
+    let o = check(&["--profile", "cpu"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("# qbench check: profile cpu (built-in cpu), level quick"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("qbench check: READY: 3 PASS"), "{out}");
+
+    let r = json(&check(&["--profile", "cpu", "--json"]));
+    assert_eq!(r["schema"], "qbench.check.v2");
+    assert_eq!(r["verdict"]["ready"], true);
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "quick leaves out the standard level's pairs step");
+    for row in rows {
+        assert_eq!(row["status"], "PASS", "{row}");
+        assert!(row["measured"].as_f64().unwrap() > 0.001, "{row}");
+    }
+}
+
+#[test]
+fn without_a_gpu_the_default_profile_is_cpu() {
+    let r = json(&check(&["--json"]));
+    assert_eq!(r["profile"], "cpu");
+}
+
+#[test]
+fn a_gpu_profile_on_a_node_without_gpus_is_missing_hardware() {
+    // Without a driver: one line naming it. With a driver but no GPU
+    // visible (a GPU machine running the tests): the steps are not run.
+    let o = check(&["--profile", "h200x1"]);
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    if err.starts_with("qbench: the CUDA driver library (libcuda.so.1) was not found") {
+        assert!(err.contains("--profile cpu"), "{err}");
+    } else {
+        assert!(stdout(&o).contains("not run: fewer GPUs than the profile's facts want"), "{}{err}", stdout(&o));
+    }
+}
+
+#[test]
+fn a_profile_the_node_cannot_meet_fails_naming_the_step_and_its_fix() {
+    let dir = scratch("impossible");
+    let p = cpu_profile_with_floor(&dir, "1e9");
+    let o = check(&["--profile", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("all_reduce 1M, host ranks"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("qbench check: NOT READY: 3 FAIL"), "{out}");
+    assert!(stderr(&o).contains("NOT READY"), "{}", stderr(&o));
+
+    // --quiet, as a Prolog runs it: nothing on stdout, one line a failure.
+    let q = check(&["--profile", p.to_str().unwrap(), "--quiet"]);
+    assert_eq!(q.status.code(), Some(1));
+    assert!(q.stdout.is_empty(), "{}", stdout(&q));
+    let lines: Vec<String> = stderr(&q).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].starts_with("qbench: check FAIL "), "{lines:?}");
+    assert!(lines[0].contains("all_reduce 1M, host ranks") && lines[0].contains("(floor 1.000e9 GB/s)"), "{lines:?}");
+    assert!(lines[0].ends_with("look for other processes (top)"), "{lines:?}");
+
+    // A passing --quiet prints nothing at all.
+    let ok = check(&["--profile", "cpu", "--quiet"]);
+    assert!(ok.status.success() && ok.stdout.is_empty() && ok.stderr.is_empty(), "{}{}", stdout(&ok), stderr(&ok));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_node_slower_than_its_baseline_is_a_regression() {
+    let dir = scratch("baseline");
+    let base = dir.join("base.json");
+    let o = check(&["--profile", "cpu", "--save-baseline", base.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Against itself the node is ready and every row states its ratio.
+    let r = json(&check(&["--profile", "cpu", "--baseline", base.to_str().unwrap(), "--json"]));
+    for row in r["rows"].as_array().unwrap() {
+        assert!(row["vs_baseline"].as_f64().unwrap() > 0.0, "{row}");
+    }
+
+    // A baseline doctored to read ten times what the node measured.
+    let mut doctored: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    for row in doctored["rows"].as_array_mut().unwrap() {
+        let m = row["measured"].as_f64().unwrap();
+        row["measured"] = (m * 10.0).into();
+    }
+    let fast = dir.join("fast.json");
+    std::fs::write(&fast, serde_json::to_string(&doctored).unwrap()).unwrap();
+    let o = check(&["--profile", "cpu", "--baseline", fast.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let r = json(&o);
+    assert_eq!(r["verdict"]["ready"], false);
+    let row = &r["rows"][0];
+    assert_eq!(row["status"], "FAIL", "{row}");
+    assert!(row["vs_baseline"].as_f64().unwrap() < 0.2, "{row}");
+    assert!(row["fix"].as_str().unwrap().contains("× the baseline"), "{row}");
+
+    // A baseline that is not a check record is refused.
+    let o = check(&["--profile", "cpu", "--baseline", repo().join("results/h200-copy.json").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("qbench: "), "{}", stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn malformed_profiles_are_refused_naming_the_place() {
+    let dir = scratch("malformed");
+    let cpu = std::fs::read_to_string(repo().join("profiles/cpu.toml")).unwrap();
+    let cases: [(&str, String, &[&str]); 4] = [
+        (
+            "unknown-key.toml",
+            cpu.replace("metric = \"algbw\"", "metric = \"algbw\"\nflor = 3"),
+            &["unknown-key.toml:23: unknown field `flor`"],
+        ),
+        (
+            "wrong-type.toml",
+            cpu.replace("floor = 0.001", "floor = \"fast\""),
+            &["wrong-type.toml:23:", "(in `floor = \"fast\"`)"],
+        ),
+        ("not-toml.toml", "this is [not toml\n".into(), &["not-toml.toml:1:"]),
+        ("unknown-kind.toml", cpu.replace("kind = \"exchange\"", "kind = \"teleport\""), &["teleport"]),
+    ];
+    for (name, text, wants) in cases {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        let o = check(&["--profile", p.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        for w in wants {
+            assert!(err.contains(w), "{name}: no '{w}' in: {err}");
+        }
+    }
+    let o = check(&["--profile", dir.join("absent.toml").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("absent.toml"), "{}", stderr(&o));
+    let o = check(&["--profile", "h300x64"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no profile 'h300x64': use a built-in profile (cpu, h200x1"), "{}", stderr(&o));
+    let o = check(&["--profile", "cpu", "--level", "thorough"]);
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn rdma_facts_are_judged_against_the_fixture_trees() {
+    let fixtures = repo().join("tests/fixtures/probe");
+    let o = check(&["--profile", "mlx4-fdr", "--sysfs-root", fixtures.join("mlx4-ib").to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let r = json(&o);
+    assert!(r["rows"].as_array().unwrap().iter().all(|row| row["status"] == "PASS"), "{r}");
+
+    // No adapter at all: the hardware the profile requires is missing
+    // (exit 3), and every failing row says what to do.
+    let o = check(&["--profile", "mlx4-fdr", "--sysfs-root", fixtures.join("no-rdma").to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    let r = json(&o);
+    let failed: Vec<&Value> = r["rows"].as_array().unwrap().iter().filter(|row| row["status"] == "FAIL").collect();
+    assert!(!failed.is_empty(), "{r}");
+    for row in failed {
+        assert!(!row["fix"].as_str().unwrap().is_empty(), "{row}");
+    }
+
+    // Ports that are down fail the ports fact, naming them, and not as
+    // missing hardware.
+    let dir = scratch("ports");
+    let p = dir.join("three-ports.toml");
+    let mlx4 = std::fs::read_to_string(repo().join("profiles/mlx4-fdr.toml")).unwrap();
+    std::fs::write(&p, mlx4.replace("rdma_active_ports = 1", "rdma_active_ports = 3")).unwrap();
+    let o = check(&["--profile", p.to_str().unwrap(), "--sysfs-root", fixtures.join("port-down").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("mlx5_1:1 DOWN"), "{}", stdout(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn init_writes_a_profile_of_what_the_node_measured() {
+    let dir = scratch("init");
+    let p = dir.join("mine.toml");
+    let o = check(&["--profile", "cpu", "--init", p.to_str().unwrap()]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.starts_with("# Written by qbench check --init on "), "{text}");
+    let fraction: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("floor_fraction = "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no floor_fraction in {text}"));
+    // The node is judged again against what it measured a moment ago: each
+    // step expected at that figure, its floor the fraction of it, the ratio
+    // stated. (Whether it passes again is this machine's noise to decide.)
+    let o = check(&["--profile", p.to_str().unwrap(), "--json"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}{}", stdout(&o), stderr(&o));
+    let r = json(&o);
+    assert!(r["measured_here"].as_bool().unwrap(), "{r}");
+    assert_eq!(r["profile"], format!("{}-init", r["host"].as_str().unwrap()));
+    for row in r["rows"].as_array().unwrap() {
+        let (expected, floor) = (row["expected"].as_f64().unwrap(), row["floor"].as_f64().unwrap());
+        assert!((floor - fraction * expected).abs() <= 1e-9 * expected, "{row}");
+        let ratio = row["measured"].as_f64().unwrap() / expected;
+        assert!((row["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9, "{row}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
