@@ -3,7 +3,8 @@
 # chosen by GPU model and count (h200x1) at the quick and standard levels,
 # a baseline saved and held against, --init and its profile, --quiet with a
 # profile that cannot pass, a profile for another machine (h200x2-nvlink),
-# the GPU hidden (CUDA_VISIBLE_DEVICES=), and the cpu profile. Every command's exit status and wall time is logged.
+# the GPU hidden (CUDA_VISIBLE_DEVICES=), and the cpu profile. Every
+# command's exit status and wall time is logged.
 # Usage: bash results/run-check-h200.sh QBENCH_BINARY [OUT_DIR]
 #   OUT_DIR (default $OUT) receives run.log, h200-check-quick.json,
 #   h200-check-standard.json and raw.tgz (every file of the run).
