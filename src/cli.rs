@@ -25,8 +25,18 @@ use std::path::PathBuf;
     long_about = None,
 )]
 pub struct Cli {
+    /// No progress on stderr while a run works (it is drawn only when stderr is a terminal)
+    #[arg(short = 'q', long, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The terminal settings of this run: --quiet, and what stdout and stderr are.
+    pub fn ui(&self) -> crate::ui::Ui {
+        crate::ui::Ui::detect(self.quiet)
+    }
 }
 
 #[derive(Subcommand, Debug)]

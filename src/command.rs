@@ -10,12 +10,13 @@ use crate::output::{Output, OutputPlan, write_stdout};
 use crate::record::{Outcome, Streamed};
 use crate::report::{Csv, Table};
 use crate::session::Session;
+use crate::ui::Ui;
 use serde::Serialize;
 
-/// Runs a parsed command.
-pub fn run(command: Command) -> Result<()> {
+/// Runs a parsed command with the terminal settings of `ui`.
+pub fn run(command: Command, ui: &Ui) -> Result<()> {
     match command {
-        Command::Probe(a) => crate::probe::run(&a.plan()),
+        Command::Probe(a) => crate::probe::run(&a.plan(), ui),
         Command::Collective(c) => {
             let plan = c.args.plan(c.kind)?;
             let session = Session::start(&plan.libraries())?;
@@ -46,6 +47,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Copy(a) if a.list => write_stdout(&crate::report::copy::list(
             &crate::workload::copy::catalogue(),
             &crate::workload::copy::FAMILIES,
+            ui.width,
         )),
         Command::Copy(a) => {
             let plan = a.plan()?;

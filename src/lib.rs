@@ -22,6 +22,7 @@ pub mod statevec;
 pub mod stats;
 pub mod threads;
 pub mod transport;
+pub mod ui;
 pub mod units;
 pub mod workload;
 pub mod world;

@@ -32,13 +32,13 @@ fn table(header: Vec<String>, rows: Vec<Vec<String>>, text: Option<usize>) -> St
     t.to_string()
 }
 
-/// `qbench copy --list`.
-pub fn list(tests: &[TestInfo], families: &[&str]) -> String {
+/// `qbench copy --list`; `width` (stdout's terminal) wraps the descriptions.
+pub fn list(tests: &[TestInfo], families: &[&str], width: Option<usize>) -> String {
     let mut s = String::from("qbench copy tests (--test NAME,... | FAMILY | all):\n");
     for f in families {
         let _ = writeln!(s, "\n{f}");
         for t in tests.iter().filter(|t| t.family == *f) {
-            let _ = writeln!(s, "  {:<22} {}", t.name, t.description);
+            let _ = writeln!(s, "{}", super::fit::hanging(&format!("  {:<22} ", t.name), &t.description, width));
         }
     }
     s

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod copy;
 pub mod csv;
 pub mod exchange;
+pub mod fit;
 pub mod table;
 
 use crate::error::{Error, Result};
