@@ -7,7 +7,8 @@ use crate::cli::Command;
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::output::{Output, OutputPlan, write_stdout};
-use crate::record::{Outcome, Streamed};
+use crate::progress::{Progress, Progressive};
+use crate::record::Outcome;
 use crate::report::{Csv, Table};
 use crate::session::Session;
 use crate::ui::Ui;
@@ -20,13 +21,21 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
         Command::Collective(c) => {
             let plan = c.args.plan(c.kind)?;
             let session = Session::start(&plan.libraries())?;
-            execute(&session, &plan.output, plan.fault, |o| crate::harness::run(&plan, &session, o), |r| r.verdict())
+            execute(
+                &session,
+                ui,
+                &plan.output,
+                plan.fault,
+                |o| crate::harness::run(&plan, &session, o),
+                |r| r.verdict(),
+            )
         }
         Command::Exchange(a) => {
             let plan = a.plan()?;
             let session = Session::start(&plan.libraries())?;
             execute(
                 &session,
+                ui,
                 &plan.output,
                 plan.fault,
                 |o| crate::workload::exchange::run::run(&plan, &session, o),
@@ -38,6 +47,7 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
             let session = Session::start(&plan.libraries())?;
             execute(
                 &session,
+                ui,
                 &plan.output,
                 plan.fault,
                 |o| crate::workload::exchange::compare::run(&plan, &session, o),
@@ -54,6 +64,7 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
             let session = Session::start(&plan.libraries())?;
             execute(
                 &session,
+                ui,
                 &plan.output,
                 plan.fault,
                 |o| crate::workload::copy::run(&plan, &session, o),
@@ -63,13 +74,15 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
     }
 }
 
-/// Opens the output, runs `work` with it as the observer, writes the
-/// records (partial ones too, marked so), and judges them.
-pub fn execute<R: Streamed + Table + Csv + Serialize>(
+/// Opens the output, runs `work` with it as the observer (and progress on
+/// stderr around it, as `ui` allows), writes the records (partial ones
+/// too, marked so), and judges them.
+pub fn execute<R: Progressive + Table + Csv + Serialize>(
     session: &Session,
+    ui: &Ui,
     output: &OutputPlan,
     fault: Option<Fault>,
-    work: impl FnOnce(&mut Output) -> Outcome<R>,
+    work: impl FnOnce(&mut dyn crate::record::Observer<R>) -> Outcome<R>,
     verdict: impl FnOnce(&R) -> Result<()>,
 ) -> Result<()> {
     let result = (|| {
@@ -77,7 +90,8 @@ pub fn execute<R: Streamed + Table + Csv + Serialize>(
         if let (Some(f), true) = (fault, session.main()) {
             eprintln!("qbench: {}", f.describe());
         }
-        let Outcome { record, error } = work(&mut out);
+        // The progress line is cleared before the table's last lines.
+        let Outcome { record, error } = work(&mut Progress::new(&mut out, ui.progress() && session.main()));
         let written = out.finish(&record);
         match error {
             Some(Error::Interrupted { signal, step }) => {

@@ -15,6 +15,7 @@ pub mod libs;
 pub mod output;
 pub mod pattern;
 pub mod probe;
+pub mod progress;
 pub mod record;
 pub mod report;
 pub mod session;
