@@ -1,7 +1,7 @@
 //! One command from plan to exit status: the session (libraries, world),
 //! the output (files created before any work), the workload, the records
-//! written, and the verdict on them. Every command but probe goes through
-//! [`execute`].
+//! written, and the verdict on them. Every command that measures goes
+//! through [`execute`]; probe and plot read and render.
 
 use crate::cli::Command;
 use crate::error::{Error, Result};
@@ -70,6 +70,11 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
                 |o| crate::workload::copy::run(&plan, &session, o),
                 |r| r.verdict(),
             )
+        }
+        Command::Plot(a) => {
+            let plan = a.plan()?;
+            let picture = crate::report::plot::draw(&plan.read()?, &plan.options)?;
+            crate::output::write_picture(&plan.output, &picture)
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod copy;
 pub mod csv;
 pub mod exchange;
 pub mod fit;
+pub mod plot;
 pub mod table;
 
 use crate::error::{Error, Result};
