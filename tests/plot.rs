@@ -106,10 +106,10 @@ fn collective_sweeps_overlay_with_a_line_per_run_and_placement() {
     assert!(said.contains("6 series in 1 panel"), "{said}");
     let texts = svg_texts(&out);
     for label in [
-        "vm 2026-11-30 nccl, out-of-place",
-        "vm 2026-11-30 nccl, in-place",
-        "vm 2026-11-30 nccl, 2 processes, out-of-place",
-        "vm 2026-12-01 nccl, out-of-place",
+        "vm 2026-11-30 nccl, 2 ranks, out-of-place",
+        "vm 2026-11-30 nccl, 2 ranks, in-place",
+        "vm 2026-11-30 nccl, 2 ranks, 2 processes, out-of-place",
+        "vm 2026-12-01 nccl, 1 rank, out-of-place",
     ] {
         assert!(texts.iter().any(|t| t == label), "no legend entry {label}: {texts:?}");
     }

@@ -15,7 +15,8 @@ impl Plot for CollectiveRun {
             pids.dedup();
             pids.len()
         };
-        let mut s = self.transport.name().to_string();
+        let ranks = self.config.nranks;
+        let mut s = format!("{}, {ranks} rank{}", self.transport.name(), if ranks == 1 { "" } else { "s" });
         if processes > 1 {
             s.push_str(&format!(", {processes} processes"));
         }

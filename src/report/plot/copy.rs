@@ -30,9 +30,11 @@ impl Plot for CopyRun {
             t.status == Status::Ran
                 && options.tests.as_ref().is_none_or(|w| w.iter().any(|x| x == &t.name || x == &t.family || x == "all"))
         };
+        // One run: its name heads the figure, not every panel.
+        let named = runs.len() > 1;
         let mut panels = Vec::new();
         for run in runs {
-            panels.extend(heat_maps(run, &chosen));
+            panels.extend(heat_maps(run, &chosen, named));
         }
         // Latency: a panel per table, every run's lines in it.
         let mut tables: Vec<(String, String, String)> = Vec::new();
@@ -89,11 +91,8 @@ impl Plot for CopyRun {
             )));
         }
         let columns = if panels.len() > 1 { 2 } else { 1 };
-        Ok(Figure {
-            title: format!("Copy bandwidth and latency, {}", super::hosts(runs, |r| &r.header)),
-            panels,
-            columns,
-        })
+        let whose = if named { super::hosts(runs, |r| &r.header) } else { runs[0].label.clone() };
+        Ok(Figure { title: format!("Copy bandwidth and latency, {whose}"), panels, columns })
     }
 }
 
@@ -109,7 +108,8 @@ fn direction(o: Orientation) -> &'static str {
 
 /// The run's bandwidth tests: one map of every one-row matrix (host and
 /// local copies, a row each), a map per GPU-to-GPU matrix.
-fn heat_maps(run: &Source<'_, CopyRun>, chosen: &dyn Fn(&TestRecord) -> bool) -> Vec<Panel> {
+fn heat_maps(run: &Source<'_, CopyRun>, chosen: &dyn Fn(&TestRecord) -> bool, named: bool) -> Vec<Panel> {
+    let who = if named { format!("{}: ", run.label) } else { String::new() };
     let ngpu = run.record.devices.len().max(1);
     let gpu_names: Vec<String> = (0..ngpu).map(|g| format!("GPU {g}")).collect();
     let tests: Vec<(&TestRecord, Vec<Matrix>)> = run
@@ -149,7 +149,7 @@ fn heat_maps(run: &Source<'_, CopyRun>, chosen: &dyn Fn(&TestRecord) -> bool) ->
             .collect();
         let cells = one_row.iter().map(|(_, m)| fit(&m.values[0], ngpu)).collect();
         panels.push(Panel {
-            title: format!("{}: host and local copies, GB/s{}", run.label, at_size(&at)),
+            title: format!("{who}host and local copies, GB/s{}", at_size(&at)),
             chart: Chart::Heat(Heat {
                 rows_title: "test".into(),
                 rows,
@@ -163,7 +163,7 @@ fn heat_maps(run: &Source<'_, CopyRun>, chosen: &dyn Fn(&TestRecord) -> bool) ->
     for (t, ms) in &tests {
         for m in ms.iter().filter(|m| m.orientation == Orientation::GpuToGpu) {
             panels.push(Panel {
-                title: format!("{}: {} ({}), GB/s{}", run.label, t.name, m.engine, at_size(&[m.size])),
+                title: format!("{who}{} ({}), GB/s{}", t.name, m.engine, at_size(&[m.size])),
                 chart: Chart::Heat(Heat {
                     rows_title: "from (source GPU)".into(),
                     rows: gpu_names.clone(),

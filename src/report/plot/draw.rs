@@ -424,7 +424,8 @@ fn mesh<DB: DrawingBackend>(
         .bold_line_style(GRID)
         .light_line_style(TRANSPARENT);
     if !grid {
-        m.disable_mesh().set_all_tick_mark_size(0);
+        // Heat maps: the cells are the grid; no axis lines or tick marks, a gap for the labels.
+        m.disable_mesh().axis_style(TRANSPARENT).set_all_tick_mark_size(8);
     }
     m.draw().map_err(e)
 }
@@ -676,7 +677,7 @@ fn heat<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, legend_area: &Drawing
         .margin_top(8)
         .margin_right(36)
         .margin_left(12)
-        .x_label_area_size(62)
+        .x_label_area_size(50)
         .y_label_area_size(room + 34)
         .build_cartesian_2d(categories(&h.columns, false), rows)
         .map_err(e)?;
@@ -717,7 +718,8 @@ fn scale_bar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, s: &Shade, unit:
     let y = (LEGEND_PAD + LEGEND_ROW / 2) as i32;
     let mut x = LEGEND_PAD as i32 + 20;
     let style = font(LEGEND_PT).color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
-    let lead = format!("colour: {unit}{}, {}", if s.log { " (log scale)" } else { "" }, number(s.lo));
+    let lo = if s.lo > 0.0 { value_label(s.lo) } else { "0".into() };
+    let lead = format!("colour: {unit}{}, {lo}", if s.log { " (log scale)" } else { "" });
     area.draw(&Text::new(lead.clone(), (x, y), style.clone())).map_err(e)?;
     x += text_width(&lead, LEGEND_PT) as i32 + 10;
     let steps = 60;
