@@ -22,7 +22,7 @@ fn records_in(dir: &Path) -> Vec<(PathBuf, AnyRecord)> {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let schema = v["schema"].as_str().unwrap_or("");
         // The probe report and the PyTorch references are not run records.
-        if schema.starts_with("qbench.probe") || !schema.starts_with("qbench.") {
+        if schema.starts_with("qbench.probe") || schema.starts_with("qbench.ref.") || !schema.starts_with("qbench.") {
             continue;
         }
         let rec = record::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
