@@ -25,8 +25,18 @@ use std::path::PathBuf;
     long_about = None,
 )]
 pub struct Cli {
+    /// No progress on stderr while a run works (it is drawn only when stderr is a terminal); for check, nothing when ready and one line per failure otherwise (Slurm Prolog and HealthCheckProgram)
+    #[arg(short = 'q', long, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The terminal settings of this run: --quiet, and what stdout and stderr are.
+    pub fn ui(&self) -> crate::ui::Ui {
+        crate::ui::Ui::detect(self.quiet)
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -47,6 +57,8 @@ pub enum Command {
         after_help = "Every destination is compared with its source after each size; wrong data exits 1.\nQBENCH_CORRUPT=copy[:WORD] flips word WORD (default 0) of every destination before that check, to prove it."
     )]
     Copy(CopyArgs),
+    /// Draw qbench's JSON records as SVG or PNG: bandwidth against size, copy matrices, transports side by side
+    Plot(PlotArgs),
 }
 
 /// What check's exit status says, under its --help.
@@ -207,9 +219,6 @@ pub struct CheckArgs {
     /// Write this check's record, to be the baseline of later checks
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
-    /// Print nothing when ready, one line per failure otherwise (Slurm Prolog and HealthCheckProgram)
-    #[arg(long)]
-    pub quiet: bool,
     /// Measure this node and write a profile with floors at the profile's fraction of what it measured
     #[arg(long, value_name = "FILE")]
     pub init: Option<PathBuf>,
@@ -221,7 +230,9 @@ pub struct CheckArgs {
 }
 
 impl CheckArgs {
-    pub fn plan(&self) -> Result<crate::check::CheckPlan> {
+    /// The plan; `quiet` (the global --quiet): nothing printed when ready,
+    /// one line per failure otherwise.
+    pub fn plan(&self, quiet: bool) -> Result<crate::check::CheckPlan> {
         use crate::check::profile;
         crate::fault::Fault::requested("check", &[])?;
         let level = profile::Level::parse(&self.level)?;
@@ -251,7 +262,7 @@ impl CheckArgs {
         };
         let mut output = self.out.plan();
         output.json_files.extend(self.save_baseline.iter().cloned());
-        output.quiet = self.quiet;
+        output.quiet = quiet;
         Ok(crate::check::CheckPlan {
             profile,
             profile_from,
@@ -439,6 +450,38 @@ impl CopyArgs {
         };
         crate::workload::copy::alone_on_this_node()?;
         CopyPlan::new(&options, self.out.plan())
+    }
+}
+
+/// `qbench plot`.
+#[derive(Args, Debug, Clone)]
+pub struct PlotArgs {
+    /// JSON records written by -J or --json (collective, copy, exchange, compare); several of one kind overlay
+    #[arg(required = true, value_name = "FILE.json")]
+    pub files: Vec<PathBuf>,
+    /// The picture: SVG, or PNG when the name ends in .png; - writes SVG to stdout (default: FILE.svg here)
+    #[arg(short = 'o', long = "output", value_name = "OUT.svg|OUT.png")]
+    pub output: Option<PathBuf>,
+    /// Collectives: the figure against size (default busbw); time, p50 and p99 also pick copy latency and exchange figures
+    #[arg(long, value_name = "busbw|algbw|time|p50|p99")]
+    pub metric: Option<String>,
+    /// The picture's title (default: what is drawn, from which hosts)
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Copy records: the tests to draw, names or families, comma-separated (default: every test that ran)
+    #[arg(long = "test", value_name = "NAME,...")]
+    pub test: Option<String>,
+}
+
+impl PlotArgs {
+    pub fn plan(&self) -> Result<crate::report::plot::PlotPlan> {
+        crate::report::plot::PlotPlan::new(
+            self.files.clone(),
+            self.output.clone(),
+            self.metric.as_deref(),
+            self.title.clone(),
+            self.test.as_deref(),
+        )
     }
 }
 

@@ -28,7 +28,8 @@ fn main() {
         }
         Err(e) => e.exit(),
     };
-    let result = std::panic::catch_unwind(|| qbench::command::run(cli.command))
+    let ui = cli.ui();
+    let result = std::panic::catch_unwind(|| qbench::command::run(cli.command, &ui))
         .unwrap_or_else(|_| Err(Error::Runtime(String::new())));
     if let Err(e) = result {
         let message = e.message();

@@ -38,6 +38,24 @@ pub fn write_stdout(text: &str) -> Result<()> {
     }
 }
 
+/// Writes `qbench plot`'s picture to `path` and says so on stdout, or
+/// writes it to stdout itself when there is no path (`-o -`).
+pub fn write_picture(path: &Option<PathBuf>, picture: &crate::report::plot::Picture) -> Result<()> {
+    let Some(path) = path else {
+        return write_stdout(&String::from_utf8_lossy(&picture.bytes));
+    };
+    std::fs::write(path, &picture.bytes)
+        .map_err(|e| Error::Usage(format!("cannot write the picture {}: {e}", path.display())))?;
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    write_stdout(&format!(
+        "{}: {} series in {} panel{}\n",
+        path.display(),
+        picture.series,
+        picture.panels,
+        s(picture.panels)
+    ))
+}
+
 fn create(path: &PathBuf, what: &str) -> Result<File> {
     File::create(path).map_err(|e| Error::Usage(format!("cannot create the {what} file {}: {e}", path.display())))
 }

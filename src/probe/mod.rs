@@ -23,7 +23,7 @@ pub struct ProbePlan {
     pub sysfs_root: Option<PathBuf>,
 }
 
-pub fn run(args: &ProbePlan) -> Result<()> {
+pub fn run(args: &ProbePlan, ui: &crate::ui::Ui) -> Result<()> {
     if let Some(root) = &args.sysfs_root {
         std::fs::read_dir(root).map_err(|e| usage!("--sysfs-root {}: {e}", root.display()))?;
     }
@@ -32,8 +32,11 @@ pub fn run(args: &ProbePlan) -> Result<()> {
     let facts = collect::collect(&host);
     let checks = checks::evaluate(&facts);
     let verdict = checks::verdict(&checks);
-    let report =
-        if args.json { render::json(&facts, &checks, verdict) } else { render::text(&facts, &checks, verdict) };
+    let report = if args.json {
+        render::json(&facts, &checks, verdict)
+    } else {
+        render::text(&facts, &checks, verdict, ui.width)
+    };
     crate::output::write_stdout(&format!("{report}\n"))?;
     if verdict == Status::Fail { Err(Error::CheckFailed(String::new())) } else { Ok(()) }
 }

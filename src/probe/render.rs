@@ -5,6 +5,7 @@ use crate::probe::checks::{Check, Status};
 use crate::probe::collect::Facts;
 use crate::probe::collect::sysfs::Known;
 use crate::probe::topo::PciPlace;
+use crate::report::fit;
 use serde::Serialize;
 
 pub const SCHEMA: &str = "qbench.probe.v1";
@@ -23,22 +24,24 @@ pub fn json(facts: &Facts, checks: &[Check], verdict: Status) -> String {
     serde_json::to_string_pretty(&report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
-pub fn text(facts: &Facts, checks: &[Check], verdict: Status) -> String {
+/// The report for people; `width` (stdout's terminal, None for a pipe or a
+/// file) wraps the tables' widest columns to fit it.
+pub fn text(facts: &Facts, checks: &[Check], verdict: Status, width: Option<usize>) -> String {
     let h = &facts.host;
-    let mut out = format!("qbench probe: host {}, kernel {}", h.hostname, h.kernel);
+    let mut head = format!("qbench probe: host {}, kernel {}", h.hostname, h.kernel);
     if !h.live {
-        out.push_str(&format!(", facts read under {} (GPU libraries not queried)", h.root));
+        head.push_str(&format!(", facts read under {} (GPU libraries not queried)", h.root));
     }
-    out.push('\n');
+    let mut out = fit::hanging("", &head, width) + "\n";
     let mut section = |title: &str, body: String| out.push_str(&format!("\n{title}\n{body}\n"));
-    section("GPUs", gpus(facts));
-    section("Topology (as nvidia-smi topo -m)", topology(facts));
-    section("RDMA ports", rdma(facts));
-    section("GPUDirect", gdr(facts));
-    section("Network interfaces", net(facts));
-    section("NCCL", nccl(facts));
+    section("GPUs", gpus(facts, width));
+    section("Topology (as nvidia-smi topo -m)", topology(facts, width));
+    section("RDMA ports", rdma(facts, width));
+    section("GPUDirect", gdr(facts, width));
+    section("Network interfaces", net(facts, width));
+    section("NCCL", nccl(facts, width));
     section("MPI", mpi(facts));
-    section("Verdict", verdict_table(checks));
+    section("Verdict", verdict_table(checks, width));
     let n = |s: Status| checks.iter().filter(|c| c.status == s).count();
     out.push_str(&format!(
         "\nverdict: {verdict} ({} FAIL, {} WARN, {} PASS, {} SKIP)\n",
@@ -50,8 +53,9 @@ pub fn text(facts: &Facts, checks: &[Check], verdict: Status) -> String {
     out
 }
 
-fn table(header: &[&str], rows: Vec<Vec<String>>) -> tabled::Table {
-    crate::report::table(header.iter().map(|s| s.to_string()), rows)
+/// A table, fitted to `width` when one is given.
+fn table(header: &[&str], rows: Vec<Vec<String>>, width: Option<usize>) -> tabled::Table {
+    crate::report::fit::table(crate::report::table(header.iter().map(|s| s.to_string()), rows), width)
 }
 
 /// The value, or "?N" with the reason as note N (printed under the table).
@@ -85,7 +89,7 @@ fn gib(bytes: &u64) -> String {
     format!("{:.1} GiB", *bytes as f64 / (1u64 << 30) as f64)
 }
 
-fn gpus(f: &Facts) -> String {
+fn gpus(f: &Facts, width: Option<usize>) -> String {
     if f.gpu.gpus.is_empty() {
         return "none".into();
     }
@@ -120,11 +124,12 @@ fn gpus(f: &Facts) -> String {
         cell(&d.cuda.clone().map(|c| format!("CUDA {}", c.version)), &mut notes),
         cell(&d.nvml.clone().map(|n| format!("driver {}", n.driver_version)), &mut notes)
     );
-    let t = table(&["GPU", "BUS ID", "NAME", "UUID", "NUMA", "MEMORY", "CC", "CUDA #", "NVLINK"], rows).to_string();
+    let t =
+        table(&["GPU", "BUS ID", "NAME", "UUID", "NUMA", "MEMORY", "CC", "CUDA #", "NVLINK"], rows, width).to_string();
     with_notes(format!("{driver}\n{t}"), &notes)
 }
 
-fn topology(f: &Facts) -> String {
+fn topology(f: &Facts, width: Option<usize>) -> String {
     let gpus = &f.gpu.gpus;
     let nics = &f.rdma.devices;
     if gpus.is_empty() && nics.is_empty() {
@@ -181,13 +186,14 @@ fn topology(f: &Facts) -> String {
         Some(_) => "from sysfs PCI paths: NVLinks are not visible there",
         None => "from sysfs PCI paths",
     };
-    format!(
-        "{}\n  X self, NV# bonded NVLinks, PIX one PCIe switch, PXB several switches, PHB through a host bridge,\n  NODE between host bridges of one NUMA node, SYS across CPUs; {source}",
-        table(&header, rows)
-    )
+    let key = format!(
+        "X self, NV# bonded NVLinks, PIX one PCIe switch, PXB several switches, PHB through a host bridge,\n  NODE between host bridges of one NUMA node, SYS across CPUs; {source}"
+    );
+    let key = if width.is_some() { fit::hanging("  ", &key.replace("\n  ", " "), width) } else { format!("  {key}") };
+    format!("{}\n{key}", table(&header, rows, width))
 }
 
-fn rdma(f: &Facts) -> String {
+fn rdma(f: &Facts, width: Option<usize>) -> String {
     if f.rdma.devices.is_empty() {
         return "none".into();
     }
@@ -236,6 +242,7 @@ fn rdma(f: &Facts) -> String {
             "GIDS",
         ],
         rows,
+        width,
     );
     with_notes(t.to_string(), &notes)
 }
@@ -246,7 +253,7 @@ fn joined_or_none(items: impl Iterator<Item = String>) -> String {
     if items.is_empty() { "none".to_string() } else { items.join(", ") }
 }
 
-fn gdr(f: &Facts) -> String {
+fn gdr(f: &Facts, width: Option<usize>) -> String {
     let g = &f.gdr;
     let peer = joined_or_none(g.peer_memory.iter().map(|m| format!("{} ({})", m.path, m.version)));
     let gdrdrv = if g.gdrdrv_device { "present" } else { "absent" };
@@ -256,12 +263,12 @@ fn gdr(f: &Facts) -> String {
             |bus: &str| f.gpu.gpus.iter().position(|x| x.bus_id == bus).map_or(bus.to_string(), |i| format!("GPU{i}"));
         let rows = g.gpu_nic.iter().map(|p| vec![gpu_index(&p.gpu), p.nic.clone(), p.path.to_string()]).collect();
         s.push('\n');
-        s.push_str(&table(&["GPU", "NIC", "PCIe PATH"], rows).to_string());
+        s.push_str(&table(&["GPU", "NIC", "PCIe PATH"], rows, width).to_string());
     }
     s
 }
 
-fn net(f: &Facts) -> String {
+fn net(f: &Facts, width: Option<usize>) -> String {
     if f.net.is_empty() {
         return "none".into();
     }
@@ -278,10 +285,10 @@ fn net(f: &Facts) -> String {
             ]
         })
         .collect();
-    with_notes(table(&["INTERFACE", "STATE", "TYPE", "ADDRESSES"], rows).to_string(), &notes)
+    with_notes(table(&["INTERFACE", "STATE", "TYPE", "ADDRESSES"], rows, width).to_string(), &notes)
 }
 
-fn nccl(f: &Facts) -> String {
+fn nccl(f: &Facts, width: Option<usize>) -> String {
     let n = &f.nccl;
     let mut notes = Vec::new();
     let plugin =
@@ -297,7 +304,7 @@ fn nccl(f: &Facts) -> String {
     } else {
         let rows = n.variables.iter().map(|v| vec![v.name.clone(), v.value.clone(), v.source.clone()]).collect();
         s.push('\n');
-        s.push_str(&table(&["VARIABLE", "VALUE", "SOURCE"], rows).to_string());
+        s.push_str(&table(&["VARIABLE", "VALUE", "SOURCE"], rows, width).to_string());
     }
     s
 }
@@ -312,35 +319,21 @@ fn mpi(f: &Facts) -> String {
     )
 }
 
-fn verdict_table(checks: &[Check]) -> String {
-    let rows = checks
-        .iter()
-        .map(|c| vec![c.check.clone(), c.status.to_string(), wrap(&c.found, 64), wrap(&c.fix, 52)])
-        .collect();
-    table(&["CHECK", "STATUS", "FOUND", "FIX"], rows).to_string()
-}
-
-/// `text` in lines of at most `width` characters, broken between words
-/// (a longer word, such as a path, gets a line of its own).
-fn wrap(text: &str, width: usize) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    for word in text.split_whitespace() {
-        match lines.last_mut() {
-            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
-                line.push(' ');
-                line.push_str(word);
-            }
-            _ => lines.push(word.to_string()),
-        }
-    }
-    lines.join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn wraps_between_words() {
-        assert_eq!(super::wrap("load the nvidia_peermem module now", 14), "load the\nnvidia_peermem\nmodule now");
-        assert_eq!(super::wrap("", 10), "");
+/// The checks with what was found and the remedy: those two columns
+/// wrapped at fixed widths, or, when that is still wider than the terminal,
+/// wrapped to fit it.
+fn verdict_table(checks: &[Check], width: Option<usize>) -> String {
+    let rows = |wrapped: bool| {
+        let cell = |text: &str, w| if wrapped { fit::words(text, w).join("\n") } else { text.to_string() };
+        checks
+            .iter()
+            .map(|c| vec![c.check.clone(), c.status.to_string(), cell(&c.found, 64), cell(&c.fix, 52)])
+            .collect()
+    };
+    let head = ["CHECK", "STATUS", "FOUND", "FIX"];
+    let t = table(&head, rows(true), None);
+    match width {
+        Some(w) if t.total_width() > w => table(&head, rows(false), width).to_string(),
+        _ => t.to_string(),
     }
 }

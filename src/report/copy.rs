@@ -32,13 +32,13 @@ fn table(header: Vec<String>, rows: Vec<Vec<String>>, text: Option<usize>) -> St
     t.to_string()
 }
 
-/// `qbench copy --list`.
-pub fn list(tests: &[TestInfo], families: &[&str]) -> String {
+/// `qbench copy --list`; `width` (stdout's terminal) wraps the descriptions.
+pub fn list(tests: &[TestInfo], families: &[&str], width: Option<usize>) -> String {
     let mut s = String::from("qbench copy tests (--test NAME,... | FAMILY | all):\n");
     for f in families {
         let _ = writeln!(s, "\n{f}");
         for t in tests.iter().filter(|t| t.family == *f) {
-            let _ = writeln!(s, "  {:<22} {}", t.name, t.description);
+            let _ = writeln!(s, "{}", super::fit::hanging(&format!("  {:<22} ", t.name), &t.description, width));
         }
     }
     s
@@ -166,8 +166,8 @@ fn sweep_table(rows: &[Row]) -> String {
 }
 
 /// Which matrix a flow's value goes into.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Orientation {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Orientation {
     HostToGpu,
     GpuToHost,
     GpuToGpu,
@@ -185,7 +185,7 @@ impl Orientation {
         }
     }
 
-    fn title(self) -> &'static str {
+    pub fn title(self) -> &'static str {
         match self {
             Orientation::HostToGpu => "CPU(row) -> GPU(column)",
             Orientation::GpuToHost => "CPU(row) <- GPU(column)",
@@ -195,10 +195,21 @@ impl Orientation {
     }
 }
 
-/// nvbandwidth's matrices at the largest size measured: one per
-/// orientation of the flows, N/A where nothing was measured.
-fn matrices(t: &TestRecord) -> String {
-    let Some(size) = t.rows.iter().map(|r| r.size).max() else { return String::new() };
+/// One of nvbandwidth's matrices of a test: the flows of one orientation
+/// at the largest size measured, GB/s, None where nothing was measured.
+/// GPU-to-GPU matrices have a row per GPU, the others one row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    pub orientation: Orientation,
+    /// "memcpy CE", "memcpy SM" or "CPU copy".
+    pub engine: &'static str,
+    pub size: u64,
+    pub values: Vec<Vec<Option<f64>>>,
+}
+
+/// The matrices of a test, in nvbandwidth's order.
+pub fn matrices_of(t: &TestRecord) -> Vec<Matrix> {
+    let Some(size) = t.rows.iter().map(|r| r.size).max() else { return Vec::new() };
     let at: Vec<&Row> = t.rows.iter().filter(|r| r.size == size).collect();
     let ngpu = at
         .iter()
@@ -210,7 +221,7 @@ fn matrices(t: &TestRecord) -> String {
         })
         .max()
         .unwrap_or(0);
-    let mut s = String::new();
+    let mut out = Vec::new();
     for o in [Orientation::HostToGpu, Orientation::GpuToHost, Orientation::GpuToGpu, Orientation::Local] {
         let flows: Vec<_> =
             at.iter().flat_map(|r| &r.flows).filter(|f| Orientation::of(f.src, f.dst) == Some(o)).collect();
@@ -230,9 +241,19 @@ fn matrices(t: &TestRecord) -> String {
             "sm" => "memcpy SM",
             _ => "CPU copy",
         };
-        let _ = writeln!(s, "{engine} {} bandwidth (GB/s), {size} B", o.title());
-        s.push_str(&matrix_text(&m));
-        let sum: f64 = m.iter().flatten().flatten().sum();
+        out.push(Matrix { orientation: o, engine, size, values: m });
+    }
+    out
+}
+
+/// nvbandwidth's matrices at the largest size measured: one per
+/// orientation of the flows, N/A where nothing was measured.
+fn matrices(t: &TestRecord) -> String {
+    let mut s = String::new();
+    for m in matrices_of(t) {
+        let _ = writeln!(s, "{} {} bandwidth (GB/s), {} B", m.engine, m.orientation.title(), m.size);
+        s.push_str(&matrix_text(&m.values));
+        let sum: f64 = m.values.iter().flatten().flatten().sum();
         let _ = writeln!(s, "SUM {} {sum:.2}\n", t.name);
     }
     s

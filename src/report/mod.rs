@@ -8,6 +8,8 @@ pub mod compare;
 pub mod copy;
 pub mod csv;
 pub mod exchange;
+pub mod fit;
+pub mod plot;
 pub mod table;
 
 use crate::error::{Error, Result};

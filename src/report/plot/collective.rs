@@ -1,0 +1,168 @@
+//! Collective sweeps: the metric against size, one line per run, placement
+//! and type (and op and root where the run has several), the
+//! `NCCL_TESTS_MIN_BW` floor dashed where the run was held to one.
+
+use super::figure::{Axis, Chart, Dash, Figure, Lines, Marker, Panel, Reference, Scale, Series};
+use super::{Metric, Options, Plot, Source};
+use crate::error::Result;
+use crate::record::collective::{Cell, CollectiveRun, SizeRecord};
+
+impl Plot for CollectiveRun {
+    fn carrier(&self) -> String {
+        let processes = {
+            let mut pids: Vec<(String, u32)> = self.devices.iter().map(|d| (d.host.clone(), d.pid)).collect();
+            pids.sort();
+            pids.dedup();
+            pids.len()
+        };
+        let ranks = self.config.nranks;
+        let mut s = format!("{}, {ranks} rank{}", self.transport.name(), if ranks == 1 { "" } else { "s" });
+        if processes > 1 {
+            s.push_str(&format!(", {processes} processes"));
+        }
+        if self.config.cudagraph > 0 {
+            s.push_str(", CUDA graph");
+        }
+        s
+    }
+
+    fn figure(runs: &[Source<'_, Self>], options: &Options) -> Result<Figure> {
+        let metric = options.metric.unwrap_or(Metric::BusBw);
+        let (title, scale) = match metric {
+            Metric::BusBw => ("bus bandwidth (GB/s)", Scale::Linear),
+            Metric::AlgBw => ("algorithm bandwidth (GB/s)", Scale::Linear),
+            Metric::Time => ("time per operation (µs)", Scale::Log10),
+            Metric::P50 => ("per-iteration median time (µs)", Scale::Log10),
+            Metric::P99 => ("per-iteration 99th percentile time (µs)", Scale::Log10),
+        };
+        let value = |c: &Cell| match metric {
+            Metric::BusBw => c.busbw_gbps,
+            Metric::AlgBw => c.algbw_gbps,
+            Metric::Time => c.time_us,
+            Metric::P50 => c.iterations.median,
+            Metric::P99 => c.iterations.p99,
+        };
+        let many = |f: &dyn Fn(&CollectiveRun) -> usize| runs.iter().any(|r| f(r.record) > 1);
+        let (types, ops, roots) = (
+            many(&|r| distinct(&r.results, |x| x.dtype.name().to_string())),
+            many(&|r| distinct(&r.results, |x| x.redop.map_or("none", |o| o.name()).to_string())),
+            many(&|r| distinct(&r.results, |x| x.root.to_string())),
+        );
+        let collectives = distinct(runs, |r| r.record.collective.clone()) > 1;
+        let mut series = Vec::new();
+        let mut references = Vec::new();
+        for run in runs {
+            let r = run.record;
+            for key in &keys(&r.results) {
+                let rows: Vec<&SizeRecord> = r.results.iter().filter(|x| group(x) == *key).collect();
+                let mut name = run.label.clone();
+                if collectives {
+                    name = format!("{name} {}", r.collective);
+                }
+                let first = rows[0];
+                if types {
+                    name = format!("{name} {}", first.dtype.name());
+                }
+                if ops {
+                    name = format!("{name} {}", first.redop.map_or("none", |o| o.name()));
+                }
+                if roots && first.root >= 0 {
+                    name = format!("{name} root {}", first.root);
+                }
+                let colour = series.len() / 2;
+                for (placement, marker, dash, cell) in [
+                    (
+                        "out-of-place",
+                        Marker::Circle,
+                        Dash::Solid,
+                        (|x: &SizeRecord| x.out_of_place) as fn(&SizeRecord) -> Cell,
+                    ),
+                    ("in-place", Marker::Triangle, Dash::Dotted, |x: &SizeRecord| x.in_place),
+                ] {
+                    series.push(Series {
+                        label: format!("{name}, {placement}"),
+                        points: by_size(&rows, |x| value(&cell(x))),
+                        colour,
+                        dash,
+                        marker,
+                        reference: false,
+                    });
+                }
+            }
+            if let (Metric::BusBw, Some(m)) = (metric, &r.min_bandwidth) {
+                references.push(Reference {
+                    label: format!(
+                        "{}, floor NCCL_TESTS_MIN_BW = {} GB/s (average busbw {:.1}, {})",
+                        run.label,
+                        m.required_gbps,
+                        r.avg_busbw_gbps,
+                        if m.ok { "met" } else { "missed" }
+                    ),
+                    value: m.required_gbps,
+                    colour: None,
+                });
+            }
+        }
+        let names: Vec<String> = {
+            let mut v: Vec<String> = runs.iter().map(|r| r.record.collective.clone()).collect();
+            v.dedup();
+            v
+        };
+        Ok(Figure {
+            title: format!(
+                "{} {} against message size, {}",
+                names.join(", "),
+                metric.name(),
+                super::hosts(runs, |r| &r.header)
+            ),
+            panels: vec![Panel {
+                title: String::new(),
+                chart: Chart::Lines(Lines {
+                    x: Axis::new("message size (bytes; K, M, G binary)", Scale::Bytes),
+                    y: Axis::new(title, scale),
+                    series,
+                    references,
+                }),
+            }],
+            columns: 1,
+        })
+    }
+}
+
+/// What one line of a run holds: its type, op and root.
+fn group(x: &SizeRecord) -> (String, Option<String>, i64) {
+    (x.dtype.name().to_string(), x.redop.map(|o| o.name().to_string()), x.root)
+}
+
+/// The groups of a run's rows, in the order the run measured them.
+fn keys(rows: &[SizeRecord]) -> Vec<(String, Option<String>, i64)> {
+    let mut keys = Vec::new();
+    for r in rows {
+        let k = group(r);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys
+}
+
+fn distinct<T>(items: &[T], key: impl Fn(&T) -> String) -> usize {
+    let mut v: Vec<String> = items.iter().map(key).collect();
+    v.sort();
+    v.dedup();
+    v.len()
+}
+
+/// (size, value) in size order; sizes repeated by -N cycles give their mean.
+fn by_size(rows: &[&SizeRecord], value: impl Fn(&SizeRecord) -> f64) -> Vec<(f64, f64)> {
+    let mut sizes: Vec<u64> = rows.iter().map(|r| r.size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+        .into_iter()
+        .map(|s| {
+            let v: Vec<f64> = rows.iter().filter(|r| r.size == s).map(|r| value(r)).collect();
+            (s as f64, v.iter().sum::<f64>() / v.len() as f64)
+        })
+        .collect()
+}

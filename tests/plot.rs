@@ -1,0 +1,237 @@
+//! `qbench plot` as a user runs it: every committed record in results/
+//! drawn, the SVG parsed back (axis titles, a legend entry per run), runs
+//! overlaid, the floor of a held run dashed, PNG, and bad input refused in
+//! one line with exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_qbench");
+
+fn qbench(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env_remove("QBENCH_CORRUPT").output().expect("run qbench")
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh directory for one test's pictures.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("qbench-plot-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Plots `files` to `out`; the run must succeed and say what it drew.
+fn plot(files: &[&Path], out: &Path, extra: &[&str]) -> String {
+    let mut args: Vec<&str> = vec!["plot"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.extend(["-o", out.to_str().unwrap()]);
+    args.extend(extra);
+    let o = qbench(&args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The text of every <text> element of the SVG at `path`, which must parse.
+fn svg_texts(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{}: not XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or("").trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+fn has(texts: &[String], want: &str) -> bool {
+    texts.iter().any(|t| t.contains(want))
+}
+
+/// The committed JSON files that are qbench records, with their kind.
+fn records() -> Vec<(PathBuf, String)> {
+    let mut v: Vec<(PathBuf, String)> = std::fs::read_dir(root().join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter_map(|p| {
+            let r = qbench::record::read(&p).ok()?;
+            let kind = r.header().kind_and_version()?.0.to_string();
+            Some((p, kind))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_committed_record_plots_as_svg_with_its_axes_and_runs() {
+    let dir = scratch("all");
+    let all = records();
+    assert!(all.len() >= 20, "{all:?}");
+    for (path, kind) in &all {
+        let out = dir.join(path.file_stem().unwrap()).with_extension("svg");
+        let said = plot(&[path], &out, &[]);
+        assert!(said.contains("series"), "{said}");
+        let texts = svg_texts(&out);
+        let header = qbench::record::read(path).unwrap().header().clone();
+        let name = path.display();
+        // The run's legend (or, for heat maps, its panel titles) names its host and day.
+        assert!(has(&texts, &format!("{} {}", header.host, &header.start_time[..10])), "{name}: {texts:?}");
+        let (x, y): (&[&str], &str) = match kind.as_str() {
+            "collective" => (&["message size (bytes; K, M, G binary)"], "bus bandwidth (GB/s)"),
+            "compare" => (&["transport"], "bandwidth per direction (GB/s)"),
+            "exchange" => (&["transport (wire)", "register size (qubits)"], "bandwidth per direction (GB/s)"),
+            "copy" => (&["GPU", "copy size (bytes; K, M binary)"], ""),
+            "check" => (&["run"], "step"),
+            other => panic!("{name}: a {other} record: add its axes here"),
+        };
+        assert!(x.iter().any(|t| texts.iter().any(|s| s == t)), "{name}: no x axis title {x:?} in {texts:?}");
+        assert!(has(&texts, y), "{name}: no y axis title {y} in {texts:?}");
+    }
+}
+
+#[test]
+fn collective_sweeps_overlay_with_a_line_per_run_and_placement() {
+    let dir = scratch("overlay");
+    let files: Vec<PathBuf> = ["h200x2-allreduce-16M-1G", "h200x2-mpi-np2-allreduce-16M-1G", "h200-allreduce-16M-1G"]
+        .iter()
+        .map(|f| root().join("results").join(format!("{f}.json")))
+        .collect();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let out = dir.join("overlay.svg");
+    let said = plot(&refs, &out, &["--metric", "time", "--title", "allreduce, one and two H200"]);
+    assert!(said.contains("6 series in 1 panel"), "{said}");
+    let texts = svg_texts(&out);
+    for label in [
+        "vm 2026-11-30 nccl, 2 ranks, out-of-place",
+        "vm 2026-11-30 nccl, 2 ranks, in-place",
+        "vm 2026-11-30 nccl, 2 ranks, 2 processes, out-of-place",
+        "vm 2026-12-01 nccl, 1 rank, out-of-place",
+    ] {
+        assert!(texts.iter().any(|t| t == label), "no legend entry {label}: {texts:?}");
+    }
+    assert!(texts.iter().any(|t| t == "allreduce, one and two H200"));
+    assert!(texts.iter().any(|t| t == "time per operation (µs)"), "{texts:?}");
+    // Sizes in binary units along the axis.
+    for tick in ["16M", "256M", "1G"] {
+        assert!(texts.iter().any(|t| t == tick), "no tick {tick}: {texts:?}");
+    }
+}
+
+#[test]
+fn compare_runs_get_a_bar_series_each_and_the_sendrecv_reference() {
+    let dir = scratch("compare");
+    let original = root().join("results/h200x2-compare-1G.json");
+    let other = dir.join("other-node.json");
+    let text = std::fs::read_to_string(&original).unwrap().replacen("\"host\": \"vm\"", "\"host\": \"node2\"", 1);
+    std::fs::write(&other, text).unwrap();
+    let out = dir.join("compare.svg");
+    let said = plot(&[&original, &other], &out, &[]);
+    assert!(said.contains("2 series"), "{said}");
+    let texts = svg_texts(&out);
+    assert!(has(&texts, "vm 2026-11-30 2× NVIDIA H200"), "{texts:?}");
+    assert!(has(&texts, "node2 2026-11-30 2× NVIDIA H200"), "{texts:?}");
+    assert!(has(&texts, "nccl-tests sendrecv"), "{texts:?}");
+    for wire in ["nccl", "p2p", "p2p-ce", "host", "host-unpipelined"] {
+        assert!(texts.iter().any(|t| t == wire), "no group {wire}: {texts:?}");
+    }
+    assert!(texts.iter().any(|t| t == "not run"), "rdma did not run: {texts:?}");
+}
+
+#[test]
+fn exchange_and_copy_draw_references_heat_maps_and_latency() {
+    let dir = scratch("kinds");
+    let ex = dir.join("ex.svg");
+    plot(&[&root().join("results/h200x2-exchange-33q-double.json")], &ex, &[]);
+    let texts = svg_texts(&ex);
+    for r in ["host link", "nccl-tests sendrecv", "local copy"] {
+        assert!(has(&texts, r), "no reference {r}: {texts:?}");
+    }
+    let copy = dir.join("copy.svg");
+    let said = plot(&[&root().join("results/h200x2-copy.json")], &copy, &["--test", "peer_ce_write,latency_h2d"]);
+    assert!(said.contains("in 2 panels"), "{said}");
+    let texts = svg_texts(&copy);
+    assert!(has(&texts, "peer_ce_write"), "{texts:?}");
+    assert!(has(&texts, "to (destination GPU)"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "n/a"), "a GPU does not copy to itself: {texts:?}");
+    assert!(has(&texts, "time per copy, host clock (µs)"), "{texts:?}");
+    for stat in ["min", "median", "p99"] {
+        assert!(texts.iter().any(|t| t.ends_with(stat)), "no {stat} line: {texts:?}");
+    }
+}
+
+#[test]
+fn a_run_held_to_a_floor_draws_it() {
+    let dir = scratch("floor");
+    let json = dir.join("floor.json");
+    let o = Command::new(BIN)
+        .args(["all_reduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "2", "-J"])
+        .arg(&json)
+        .env("NCCL_TESTS_MIN_BW", "0.000001")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = dir.join("floor.svg");
+    plot(&[&json], &out, &[]);
+    let texts = svg_texts(&out);
+    assert!(has(&texts, "floor NCCL_TESTS_MIN_BW = 0.000001 GB/s"), "{texts:?}");
+}
+
+#[test]
+fn png_when_the_name_says_so() {
+    let dir = scratch("png");
+    let out = dir.join("sweep.PNG");
+    plot(&[&root().join("results/h200x2-sendrecv-16M-1G.json")], &out, &[]);
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let (w, h) =
+        (u32::from_be_bytes(bytes[16..20].try_into().unwrap()), u32::from_be_bytes(bytes[20..24].try_into().unwrap()));
+    assert!(w >= 800 && h >= 500, "{w}x{h}");
+}
+
+#[test]
+fn svg_goes_to_stdout_for_a_dash() {
+    let o = qbench(&["plot", root().join("results/h200x2-compare-1G.json").to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(roxmltree::Document::parse(&text).is_ok());
+}
+
+fn refused(args: &[&str], reason: &str) {
+    let o = qbench(args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(err.starts_with("qbench: ") && err.contains(reason), "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?}");
+}
+
+#[test]
+fn other_tools_json_garbage_and_missing_files_are_refused_with_the_reason() {
+    let dir = scratch("bad");
+    let out = dir.join("never.svg");
+    let out = out.to_str().unwrap();
+    let results = root().join("results");
+    let r = |f: &str| results.join(f).to_str().unwrap().to_string();
+    // PyTorch's results, the probe's report, the kernels' bench: JSON, not qbench records.
+    refused(&["plot", &r("h200x2-torch-copy.json"), "-o", out], "not a qbench record");
+    refused(&["plot", &r("h200-kernels-bench.json"), "-o", out], "not a qbench record");
+    refused(&["plot", &r("h200x2-probe.json"), "-o", out], "is not a record qbench reads back");
+    let garbage = dir.join("garbage.json");
+    std::fs::write(&garbage, b"\x00\x01 not json at all {").unwrap();
+    refused(&["plot", garbage.to_str().unwrap(), "-o", out], "not JSON");
+    refused(&["plot", dir.join("missing.json").to_str().unwrap(), "-o", out], "cannot read");
+    refused(
+        &["plot", &r("h200x2-allreduce-16M-1G.json"), &r("h200x2-copy.json"), "-o", out],
+        "plot records of one kind together",
+    );
+    refused(&["plot", &r("h200x2-compare-1G.json"), "--metric", "busbw", "-o", out], "does not apply to compare");
+    refused(&["plot", &r("h200x2-compare-1G.json"), "--metric", "fast", "-o", out], "unknown metric");
+    refused(&["plot", &r("h200x2-compare-1G.json"), "-o", "x.jpg"], "name it .svg or .png");
+    refused(&["plot", &r("h200x2-copy.json"), "--test", "nonesuch", "-o", out], "nothing to draw");
+    assert!(!Path::new(out).exists(), "no picture is written for bad input");
+}
