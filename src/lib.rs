@@ -9,6 +9,7 @@ pub mod harness;
 pub mod libs;
 pub mod pattern;
 pub mod probe;
+pub mod rdma;
 pub mod report;
 pub mod transport;
 pub mod units;
