@@ -4,5 +4,7 @@
 
 pub mod data;
 pub mod figures;
+pub mod handshake;
+pub mod oob;
 pub mod plan;
 pub mod record;
