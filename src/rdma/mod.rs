@@ -3,6 +3,7 @@
 //! byte checked against a seeded pattern.
 
 pub mod data;
+pub mod device;
 pub mod figures;
 pub mod handshake;
 pub mod oob;
