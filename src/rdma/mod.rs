@@ -1,6 +1,10 @@
 //! Raw RDMA between two adapters, in perftest's vocabulary: WRITE, READ and
 //! SEND bandwidth and latency over reliable-connected queue pairs, every
-//! byte checked against a seeded pattern.
+//! byte checked against a seeded pattern. The plan, handshake, channels,
+//! device choice, figures and records build everywhere; the verbs (through
+//! sideway, which loads libibverbs at run time) come with the `rdma` cargo
+//! feature. A wire for exchange and compare builds on [`verbs::Link`] and
+//! [`session`].
 
 pub mod data;
 pub mod device;
@@ -9,3 +13,10 @@ pub mod handshake;
 pub mod oob;
 pub mod plan;
 pub mod record;
+
+#[cfg(feature = "rdma")]
+pub mod memory;
+#[cfg(feature = "rdma")]
+pub mod session;
+#[cfg(feature = "rdma")]
+pub mod verbs;
