@@ -55,6 +55,8 @@ pub enum Command {
         after_help = "Every destination is compared with its source after each size; wrong data exits 1.\nQBENCH_CORRUPT=copy[:WORD] flips word WORD (default 0) of every destination before that check, to prove it."
     )]
     Copy(CopyArgs),
+    /// RDMA WRITE/READ/SEND bandwidth and latency between two adapters (perftest's ib_*_bw, ib_*_lat)
+    Rdma(crate::rdma::options::RdmaArgs),
 }
 
 impl Command {
@@ -68,7 +70,9 @@ impl Command {
             Command::Reduce(a) => (Kind::Reduce, a),
             Command::Alltoall(a) => (Kind::AllToAll, a),
             Command::Sendrecv(a) => (Kind::SendRecv, a),
-            Command::Probe(_) | Command::Exchange(_) | Command::Compare(_) | Command::Copy(_) => return None,
+            Command::Probe(_) | Command::Exchange(_) | Command::Compare(_) | Command::Copy(_) | Command::Rdma(_) => {
+                return None;
+            }
         })
     }
 }

@@ -44,6 +44,7 @@ fn run(command: &Command) -> qbench::error::Result<()> {
         Command::Exchange(args) => qbench::workload::exchange::run(args),
         Command::Compare(args) => qbench::workload::exchange::compare::run(args),
         Command::Copy(args) => qbench::workload::copy::run(args),
+        Command::Rdma(args) => qbench::rdma::run(args),
         _ => {
             let (kind, args) = command.collective().expect("every other subcommand is a collective");
             qbench::harness::run_collective(kind, args)
