@@ -6,6 +6,7 @@
 //! through the same strict parser.
 
 use super::handshake::{self, HEADER_LEN, MAX_PAYLOAD, Message};
+use super::plan::Agreement;
 use crate::error::{Error, Result};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -35,6 +36,25 @@ pub trait Channel {
     fn peer(&self) -> String;
     /// Tells the peer why this side stops, if it can still be told.
     fn abort(&mut self, why: &Error);
+}
+
+/// A message that is not the one this step expects.
+pub fn unexpected(wanted: &str, got: &Message) -> Error {
+    Error::Runtime(format!("the peer sent {} where {wanted} was due: the two sides are out of step", got.what()))
+}
+
+/// Both sides send their options; any difference stops both, each with
+/// one sentence naming the option.
+pub fn agree(channel: &mut dyn Channel, mine: &Agreement) -> Result<()> {
+    match channel.exchange(&Message::Hello(mine.clone()), Wait::Prompt)? {
+        Message::Hello(theirs) => match mine.difference(&theirs) {
+            Some(d) => Err(Error::Usage(format!(
+                "the two sides disagree ({d}): start both with the same --test, -s/-a, -n, -q, -t, -b and --seed"
+            ))),
+            None => Ok(()),
+        },
+        other => Err(unexpected("the options", &other)),
+    }
 }
 
 /// The error a peer's abort message stands for.

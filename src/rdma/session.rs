@@ -10,7 +10,7 @@ use super::device::PortChoice;
 use super::figures::{self, BwFigures, BwTimes};
 use super::handshake::{Endpoint, Figures, Message, Phase, Report, Step};
 use super::memory::Region;
-use super::oob::{Channel, Wait};
+use super::oob::{self, Channel, Wait, unexpected};
 use super::plan::{Plan, Test, TestParams, Verb};
 use super::record::{BwRow, DataCheck, EndpointInfo, LatRow, LinkRecord, Row};
 use super::verbs::{Adapter, Caps, Link, Op, Request};
@@ -51,29 +51,12 @@ fn run_tests(
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
 ) -> Result<Vec<LinkRecord>> {
-    agree(plan, channel)?;
+    oob::agree(channel, &plan.agreement)?;
     let mut records = Vec::new();
     for &test in &plan.agreement.tests {
         records.push(run_test(plan, side, choice, test, channel, observe)?);
     }
     Ok(records)
-}
-
-fn unexpected(wanted: &str, got: &Message) -> Error {
-    Error::Runtime(format!("the peer sent {} where {wanted} was due: the two sides are out of step", got.what()))
-}
-
-/// Both sides send their options; any difference stops both.
-pub fn agree(plan: &Plan, channel: &mut dyn Channel) -> Result<()> {
-    match channel.exchange(&Message::Hello(plan.agreement.clone()), Wait::Prompt)? {
-        Message::Hello(theirs) => match plan.agreement.difference(&theirs) {
-            Some(d) => Err(Error::Usage(format!(
-                "the two sides disagree ({d}): start both with the same --test, -s/-a, -n, -q, -t, -b and --seed"
-            ))),
-            None => Ok(()),
-        },
-        other => Err(unexpected("the options", &other)),
-    }
 }
 
 /// Swaps a step marker; the peer must be at the same step.
