@@ -165,8 +165,10 @@ fn run_test(
         rows: Vec::new(),
     };
     observe(Progress::Start(&record));
+    // Receives still posted per queue pair, carried from size to size.
+    let mut conn = Connection { waiting: vec![0u64; p.qps as usize], link, p: &p, layout, side };
     for &size in &p.sizes {
-        let row = run_size(&mut link, &p, layout, plan, side, size, channel)?;
+        let row = run_size(&mut conn, plan, size, channel)?;
         record.rows.push(row);
         observe(Progress::Row(&record, &row));
     }
@@ -184,31 +186,39 @@ fn receives_data(test: Test, side: Side, bidirectional: bool) -> bool {
     }
 }
 
-fn run_size(
-    link: &mut Link,
-    p: &TestParams,
+/// One side of a connected test, between sizes.
+struct Connection<'a> {
+    link: Link,
+    p: &'a TestParams,
     layout: Layout,
-    plan: &Plan,
     side: Side,
-    size: u64,
-    channel: &mut dyn Channel,
-) -> Result<Row> {
+    /// Receives posted and not yet consumed, per queue pair.
+    waiting: Vec<u64>,
+}
+
+fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Channel) -> Result<Row> {
+    let Connection { link, p, layout, side, waiting } = conn;
+    let (p, layout, side) = (*p, *layout, *side);
     let seed = plan.agreement.seed;
     let receiving = receives_data(p.test, side, p.bidirectional);
     if receiving {
         let mut poison = vec![0u8; size as usize];
         for q in 0..p.qps {
             data::poison(&mut poison, data::key(seed, side.peer(), q));
+            if p.test == Test::WriteLat && polls_memory(link) {
+                // The arrival marker counts from 1.
+                poison[size as usize - 1] = 0;
+            }
             link.region.write(layout.dst(q as usize), &poison)?;
         }
     }
-    let mut loop_ = Loop { link, p, layout, size, timeout: plan.timeout, side };
-    let recv_posted = loop_.prepost()?;
+    let mut loop_ = Loop { link, p, layout, size, timeout: plan.timeout, side, waiting };
+    loop_.prepost()?;
     step(channel, Phase::Go, p.test, size, Wait::Prompt)?;
     let figures = if p.test.is_bw() {
         let sending = side == Side::Client || p.bidirectional;
         let sends_arrive = p.test.verb() == Verb::Send && receiving;
-        match loop_.bandwidth(sending, sends_arrive, recv_posted)? {
+        match loop_.bandwidth(sending, sends_arrive)? {
             Some(f) => Figures::Bw(f),
             None => Figures::None,
         }
@@ -352,14 +362,20 @@ struct Loop<'a> {
     size: u64,
     timeout: Option<Duration>,
     side: Side,
+    /// Receives posted and not yet consumed, per queue pair.
+    waiting: &'a mut [u64],
 }
 
 impl Loop<'_> {
+    /// Posts one receive on queue pair `q`, as long as the largest message.
+    fn post_recv(&mut self, q: usize) -> Result<()> {
+        self.link.post_recv(q, self.layout.dst(q), self.layout.slot as u32, q as u64)
+    }
+
     /// Receives posted before the peer may send: perftest's rx depth for
     /// the receiving side of a send test, one for a write latency test on
-    /// GPU memory. Returns how many were posted per queue pair (the
-    /// bandwidth loop reposts up to the iteration count).
-    fn prepost(&mut self) -> Result<Vec<u64>> {
+    /// GPU memory, topped up from what the previous size left.
+    fn prepost(&mut self) -> Result<()> {
         let p = self.p;
         let want = match p.test {
             Test::SendBw if receives_data(p.test, self.side, p.bidirectional) => p.rx_depth,
@@ -367,20 +383,19 @@ impl Loop<'_> {
             Test::WriteLat if !polls_memory(self.link) => 1,
             _ => 0,
         };
-        let mut posted = vec![0u64; p.qps as usize];
-        for (q, n) in posted.iter_mut().enumerate() {
-            for _ in 0..want {
-                self.link.post_recv(q, self.layout.dst(q), self.size as u32, q as u64)?;
-                *n += 1;
+        for q in 0..p.qps as usize {
+            while self.waiting[q] < want as u64 {
+                self.post_recv(q)?;
+                self.waiting[q] += 1;
             }
         }
-        Ok(posted)
+        Ok(())
     }
 
     /// perftest's run_iter_bw: up to tx depth outstanding per queue pair,
     /// one signaled request in cq_mod, post and completion times for the
     /// figures; the receiving side of a send test reposts its receives.
-    fn bandwidth(&mut self, sending: bool, receiving: bool, mut rposted: Vec<u64>) -> Result<Option<BwFigures>> {
+    fn bandwidth(&mut self, sending: bool, receiving: bool) -> Result<Option<BwFigures>> {
         let p = self.p;
         let (qps, iters) = (p.qps as usize, p.iters as u64);
         let total = iters * qps as u64;
@@ -398,6 +413,8 @@ impl Loop<'_> {
             ..BwTimes::default()
         };
         let (mut scnt, mut ccnt, mut rcnt) = (vec![0u64; qps], vec![0u64; qps], vec![0u64; qps]);
+        // Receives available to this size: those still posted from before.
+        let mut rposted = self.waiting.to_vec();
         let (mut tot_c, mut tot_r) = (0u64, 0u64);
         let origin = Instant::now();
         let ns = |t: Instant| t.duration_since(origin).as_nanos() as u64;
@@ -473,7 +490,7 @@ impl Loop<'_> {
                 }
                 for q in 0..qps {
                     while rposted[q] < iters && rposted[q] - rcnt[q] < rx_depth {
-                        self.link.post_recv(q, layout.dst(q), size, q as u64)?;
+                        self.post_recv(q)?;
                         rposted[q] += 1;
                     }
                 }
@@ -482,6 +499,9 @@ impl Loop<'_> {
             watchdog.tick(progress, &|| {
                 format!("{} of {total} requests completed and {tot_r} of {total} messages received", tot_c)
             })?;
+        }
+        for (w, (posted, used)) in self.waiting.iter_mut().zip(rposted.iter().zip(&rcnt)) {
+            *w = posted - used;
         }
         if !sending {
             return Ok(None);
@@ -578,8 +598,82 @@ impl Loop<'_> {
                 }
                 watchdog.tick(false, &what)?;
             }
-            self.link.post_recv(0, self.layout.dst(0), self.size as u32, 0)?;
+            self.post_recv(0)?;
         }
         watchdog.tick(true, &what)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdma::figures::LatFigures;
+    use crate::rdma::plan::{Agreement, Memory, Sizes};
+
+    fn params(test: Test, bidirectional: bool) -> TestParams {
+        let a = Agreement {
+            tests: vec![test],
+            sizes: Sizes::Default,
+            iters: 10,
+            qps: 2,
+            tx_depth: 0,
+            bidirectional,
+            seed: 1,
+        };
+        TestParams::new(&a, Memory::Host, test)
+    }
+
+    fn report(figures: Figures, wrong: u64) -> Report {
+        Report {
+            test: Test::WriteBw,
+            size: 64,
+            data: DataCheck { checked_bytes: 64, wrong_bytes: wrong, first_wrong: (wrong > 0).then_some(5) },
+            figures,
+        }
+    }
+
+    fn bw(peak: Option<f64>, average: f64) -> Figures {
+        Figures::Bw(BwFigures { peak, average, msg_rate_mpps: average / 1e6 })
+    }
+
+    #[test]
+    fn both_sides_print_the_clients_figures_and_both_checks() {
+        let p = params(Test::WriteBw, false);
+        let (client, server) = (report(bw(Some(2.0), 1.0), 0), report(Figures::None, 3));
+        let a = row(&p, 64, Side::Client, &client, &server);
+        let b = row(&p, 64, Side::Server, &server, &client);
+        assert_eq!(a, b);
+        let Row::Bw(r) = a else { panic!("{a:?}") };
+        assert_eq!((r.bw_peak_bytes_per_s, r.bw_avg_bytes_per_s, r.iterations), (Some(2.0), 1.0, 20));
+        assert_eq!((r.data.checked_bytes, r.data.wrong_bytes, r.data.first_wrong), (128, 3, Some(5)));
+    }
+
+    #[test]
+    fn bidirectional_rows_add_both_directions() {
+        let p = params(Test::ReadBw, true);
+        let r = row(&p, 64, Side::Client, &report(bw(Some(3.0), 2.0), 0), &report(bw(None, 1.0), 0));
+        let Row::Bw(r) = r else { panic!() };
+        assert_eq!((r.bw_peak_bytes_per_s, r.bw_avg_bytes_per_s), (Some(3.0), 3.0));
+    }
+
+    #[test]
+    fn latency_rows_come_from_the_client() {
+        let p = params(Test::SendLat, false);
+        let lat =
+            LatFigures { samples: 9, min: 1.0, max: 5.0, typical: 2.0, avg: 2.5, stdev: 1.0, p99: 5.0, p99_9: 5.0 };
+        let r = row(&p, 2, Side::Server, &report(Figures::None, 0), &report(Figures::Lat(lat), 0));
+        let Row::Lat(r) = r else { panic!() };
+        assert_eq!((r.t_typical_us, r.iterations), (2.0, 10));
+    }
+
+    #[test]
+    fn the_write_latency_marker_is_checked_too() {
+        let key = data::key(1, Side::Client, 0);
+        let mut got = vec![0u8; 16];
+        data::fill(&mut got, key);
+        got[15] = 10;
+        assert_eq!(counted(&got, key, 10).wrong_bytes, 0);
+        assert_eq!(counted(&got, key, 11), DataCheck { checked_bytes: 16, wrong_bytes: 1, first_wrong: Some(15) });
+        assert_eq!(counted(&[], key, 1), DataCheck::default());
     }
 }
