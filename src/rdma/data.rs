@@ -33,9 +33,14 @@ pub fn key(seed: u64, origin: Side, qp: u32) -> u64 {
     rank_key(seed, stream + qp as usize)
 }
 
-/// Byte `offset` of the pattern with `key`, for a range starting at a multiple of 8.
+/// Bytes 8 × index .. 8 × index + 8 of the pattern of `key`.
 fn word(key: u64, index: usize) -> [u8; 8] {
     bits(key, index as u64).to_le_bytes()
+}
+
+/// Byte `offset` of the pattern of `key`.
+pub fn byte(key: u64, offset: usize) -> u8 {
+    word(key, offset / 8)[offset % 8]
 }
 
 /// Fills `buf` with the pattern of `key` (byte i of the buffer is byte i of the pattern).
@@ -119,5 +124,6 @@ mod tests {
         let mut long = vec![0u8; 4096];
         fill(&mut long, k);
         assert_eq!(check(&long[..3], k).wrong_bytes, 0);
+        assert!((0..4096).all(|i| byte(k, i) == long[i]));
     }
 }
