@@ -26,7 +26,7 @@ use std::path::PathBuf;
 )]
 pub struct Cli {
     /// No progress on stderr while a run works (it is drawn only when stderr is a terminal); for check, nothing when ready and one line per failure otherwise (Slurm Prolog and HealthCheckProgram)
-    #[arg(short = 'q', long, global = true)]
+    #[arg(long, global = true)]
     pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
@@ -59,6 +59,8 @@ pub enum Command {
     Copy(CopyArgs),
     /// Draw qbench's JSON records as SVG or PNG: bandwidth against size, copy matrices, transports side by side
     Plot(PlotArgs),
+    /// RDMA WRITE/READ/SEND bandwidth and latency between two adapters (perftest's ib_*_bw, ib_*_lat)
+    Rdma(crate::rdma::options::RdmaArgs),
 }
 
 /// What check's exit status says, under its --help.

@@ -97,6 +97,7 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
                 |r| r.verdict(),
             )
         }
+        Command::Rdma(a) => crate::rdma::run(&a),
         Command::Plot(a) => {
             let plan = a.plan()?;
             let picture = crate::report::plot::draw(&plan.read()?, &plan.options)?;

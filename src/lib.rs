@@ -17,6 +17,7 @@ pub mod output;
 pub mod pattern;
 pub mod probe;
 pub mod progress;
+pub mod rdma;
 pub mod record;
 pub mod report;
 pub mod session;

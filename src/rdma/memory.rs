@@ -1,0 +1,277 @@
+//! The buffers of an RDMA test and their registration with the adapter:
+//! page-aligned host memory, or GPU memory (GPUDirect RDMA) registered
+//! from a dma-buf file descriptor (cuMemGetHandleForAddressRange +
+//! ibv_reg_dmabuf_mr) or by address when nvidia_peermem is loaded
+//! (ibv_reg_mr), as perftest's --use_cuda_dmabuf and --use_cuda do. The
+//! GPU paths have not run on hardware: no machine here has an adapter next
+//! to a GPU.
+
+use super::plan::Memory;
+use crate::error::{Error, Result};
+use crate::gpu::{DeviceBuffer, Gpu, cuda_err};
+use cudarc::driver::result;
+use cudarc::driver::sys::{CUdevice_attribute, CUmemRangeHandleType, cudaError_enum};
+use sideway::ibverbs::AccessFlags;
+use sideway::ibverbs::memory_region::MemoryRegion;
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+use std::alloc::Layout;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+const PAGE: usize = 4096;
+
+/// Host memory the adapter reads and writes: page-aligned, zeroed, freed on drop.
+pub struct HostBuffer {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: the buffer is plain bytes owned by this value; the adapter
+// touches it only through registrations that the owner of this value
+// controls.
+unsafe impl Send for HostBuffer {}
+
+impl HostBuffer {
+    fn new(len: usize) -> Result<HostBuffer> {
+        let layout = Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE)
+            .map_err(|e| Error::Runtime(format!("cannot lay out {len} bytes of host memory: {e}")))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
+            .ok_or_else(|| Error::Runtime(format!("cannot allocate {len} bytes of host memory")))?;
+        Ok(HostBuffer { ptr, layout })
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, freed once; every
+        // memory region on it was deregistered first (the owner drops them
+        // before the buffer).
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// GPU memory from cuMemAlloc, and the GPU it lives on.
+pub struct GpuBuffer {
+    gpu: Gpu,
+    buf: DeviceBuffer,
+}
+
+/// The memory one side of a connection sends from and receives into.
+pub enum Region {
+    Host { buf: HostBuffer, len: usize },
+    Gpu { buf: GpuBuffer, len: usize },
+}
+
+impl Region {
+    pub fn new(memory: Memory, len: usize) -> Result<Region> {
+        match memory {
+            Memory::Host => Ok(Region::Host { buf: HostBuffer::new(len)?, len }),
+            Memory::CudaDmabuf { gpu } | Memory::CudaPeermem { gpu } => {
+                crate::gpu::require_gpus(gpu as usize + 1)?;
+                let gpu = Gpu::open(gpu as usize)?;
+                // Whole pages: dma-buf exports page-aligned ranges.
+                let buf = gpu.alloc(len.next_multiple_of(PAGE) as u64)?;
+                if buf.ptr() % PAGE as u64 != 0 {
+                    return Err(Error::Runtime(format!("GPU memory at {:#x} is not page-aligned", buf.ptr())));
+                }
+                Ok(Region::Gpu { buf: GpuBuffer { gpu, buf }, len })
+            }
+        }
+    }
+
+    /// The address the adapter uses (a virtual address, or a GPU address).
+    pub fn addr(&self) -> u64 {
+        match self {
+            Region::Host { buf, .. } => buf.ptr.as_ptr() as u64,
+            Region::Gpu { buf, .. } => buf.buf.ptr(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Region::Host { len, .. } | Region::Gpu { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn bounds(&self, offset: usize, len: usize) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len() => Ok(()),
+            _ => Err(Error::Runtime(format!("{len} bytes at offset {offset} overrun a {}-byte buffer", self.len()))),
+        }
+    }
+
+    /// Copies `data` into the buffer at `offset`. The adapter must not be
+    /// writing there (no request outstanding on this range).
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
+        self.bounds(offset, data.len())?;
+        match self {
+            // SAFETY: in bounds (checked above) of a live allocation; no
+            // reference into the buffer exists while it is copied to.
+            Region::Host { buf, .. } => unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr.as_ptr().add(offset), data.len())
+            },
+            Region::Gpu { buf, .. } => {
+                buf.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                // SAFETY: the destination range lies inside the allocation (checked above).
+                unsafe { result::memcpy_htod_sync(buf.buf.ptr() + offset as u64, data) }
+                    .map_err(cuda_err("filling GPU memory"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the buffer, once the
+    /// adapter has finished writing them.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.bounds(offset, out.len())?;
+        match self {
+            // SAFETY: in bounds of a live allocation; the caller waited for
+            // every request that writes this range.
+            Region::Host { buf, .. } => unsafe {
+                std::ptr::copy_nonoverlapping(buf.ptr.as_ptr().add(offset), out.as_mut_ptr(), out.len())
+            },
+            Region::Gpu { buf, .. } => {
+                buf.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                // SAFETY: the source range lies inside the allocation (checked above).
+                unsafe { result::memcpy_dtoh_sync(out, buf.buf.ptr() + offset as u64) }
+                    .map_err(cuda_err("reading GPU memory"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The byte at `offset` as it is now, read past the compiler's caches:
+    /// how a latency test sees a peer's RDMA write arrive (host memory only).
+    pub fn peek(&self, offset: usize) -> Option<u8> {
+        match self {
+            // SAFETY: in bounds of a live allocation; a volatile byte read
+            // while the adapter may write it sees the old or the new value.
+            Region::Host { buf, len } if offset < *len => Some(unsafe { buf.ptr.as_ptr().add(offset).read_volatile() }),
+            _ => None,
+        }
+    }
+
+    /// `len` bytes at `offset` of host memory, for inline sends; the adapter
+    /// never writes a source range.
+    pub fn host_bytes(&self, offset: usize, len: usize) -> Option<&[u8]> {
+        match self {
+            Region::Host { buf, len: total } if offset.checked_add(len).is_some_and(|e| e <= *total) => {
+                // SAFETY: in bounds of a live allocation that outlives the
+                // borrow; source ranges are only written through `write`,
+                // which needs `&mut self`.
+                Some(unsafe { std::slice::from_raw_parts(buf.ptr.as_ptr().add(offset), len) })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Local writes by the adapter (reads, receives) and remote reads and writes.
+pub fn access() -> AccessFlags {
+    AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead
+}
+
+/// `--use_cuda` without a method: dma-buf when the GPU can export it, else
+/// nvidia_peermem.
+pub fn resolve(memory: Memory, auto: bool) -> Result<Memory> {
+    let Memory::CudaDmabuf { gpu } = memory else { return Ok(memory) };
+    if !auto {
+        return Ok(memory);
+    }
+    crate::gpu::require_gpus(gpu as usize + 1)?;
+    let g = Gpu::open(gpu as usize)?;
+    let dmabuf = g.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
+    Ok(if dmabuf { memory } else { Memory::CudaPeermem { gpu } })
+}
+
+fn peermem_loaded() -> bool {
+    ["/sys/module/nvidia_peermem", "/sys/module/nv_peer_mem"].iter().any(|p| Path::new(p).exists())
+}
+
+/// Registers the whole of `region` with `pd`.
+pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> Result<Arc<MemoryRegion>> {
+    let len = region.len().max(1);
+    match (region, memory) {
+        (Region::Host { .. }, _) => {
+            // SAFETY: the range is a live allocation of at least `len`
+            // bytes that outlives the registration (its owner drops the
+            // memory region first).
+            unsafe { pd.reg_mr(region.addr() as usize, len, access()) }.map_err(|e| {
+                Error::Runtime(format!(
+                    "cannot register {len} bytes of host memory: {} (raise the locked-memory limit: ulimit -l unlimited)",
+                    source(&e)
+                ))
+            })
+        }
+        (Region::Gpu { buf, .. }, Memory::CudaDmabuf { gpu }) => {
+            let len = len.next_multiple_of(PAGE);
+            let supported =
+                buf.gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
+            if !supported {
+                return Err(Error::Missing(format!(
+                    "GPU {gpu} cannot export dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0; it needs the open kernel modules and CUDA 11.7+): use --use_cuda=peermem with nvidia_peermem loaded"
+                )));
+            }
+            buf.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+            let mut fd: libc::c_int = -1;
+            // SAFETY: `fd` is a live c_int the driver writes the descriptor
+            // to; the range is one whole page-aligned allocation of this context.
+            let rc = unsafe {
+                cudarc::driver::sys::cuMemGetHandleForAddressRange(
+                    (&mut fd as *mut libc::c_int).cast(),
+                    region.addr(),
+                    len,
+                    CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                    0,
+                )
+            };
+            if rc != cudaError_enum::CUDA_SUCCESS {
+                return Err(Error::Missing(format!(
+                    "GPU {gpu} did not export its memory as a dma-buf ({rc:?}): use --use_cuda=peermem with nvidia_peermem loaded"
+                )));
+            }
+            // SAFETY: `fd` is the dma-buf of exactly this allocation, which
+            // outlives the registration.
+            let mr = unsafe { pd.reg_dmabuf_mr(0, len, region.addr(), fd, access()) };
+            // SAFETY: `fd` was opened above and is closed once; the memory
+            // region keeps its own reference to the dma-buf.
+            unsafe { libc::close(fd) };
+            mr.map_err(|e| {
+                Error::Missing(format!(
+                    "the adapter refused GPU {gpu}'s dma-buf (ibv_reg_dmabuf_mr: {}): it needs a kernel and driver with dma-buf support for RDMA",
+                    source(&e)
+                ))
+            })
+        }
+        (Region::Gpu { .. }, _) => {
+            if !peermem_loaded() {
+                return Err(Error::Missing(
+                    "GPU memory by address needs the nvidia_peermem module (modprobe nvidia_peermem), or use --use_cuda=dmabuf".into(),
+                ));
+            }
+            // SAFETY: a live GPU allocation of at least `len` bytes that
+            // outlives the registration; nvidia_peermem pins it.
+            unsafe { pd.reg_mr(region.addr() as usize, len, access()) }.map_err(|e| {
+                Error::Missing(format!(
+                    "Couldn't allocate MR on GPU memory (ibv_reg_mr: {}): check that nvidia_peermem matches the driver",
+                    source(&e)
+                ))
+            })
+        }
+    }
+}
+
+/// The innermost cause of an error, where sideway wraps the errno.
+pub fn source(e: &dyn std::error::Error) -> String {
+    let mut inner: &dyn std::error::Error = e;
+    while let Some(s) = inner.source() {
+        inner = s;
+    }
+    inner.to_string()
+}

@@ -1,0 +1,383 @@
+//! What an RDMA run does, in perftest's terms and with perftest's defaults:
+//! which tests, which sizes, how many iterations, queue pairs and
+//! outstanding requests. The handshake makes both sides agree on a plan
+//! before any traffic, so everything here is plain data.
+
+use crate::error::Result;
+use crate::usage;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// perftest's defaults (perftest_parameters.h).
+pub const DEFAULT_SIZE_BW: u64 = 65536;
+pub const DEFAULT_SIZE_LAT: u64 = 2;
+pub const DEFAULT_ITERS: u32 = 1000;
+/// write_bw alone defaults to more iterations.
+pub const DEFAULT_ITERS_WRITE_BW: u32 = 5000;
+pub const DEFAULT_TX_DEPTH_BW: u32 = 128;
+/// Receives posted ahead by the side that receives sends.
+pub const DEFAULT_RX_DEPTH_SEND: u32 = 512;
+/// Completion moderation: one signaled request in this many.
+pub const DEFAULT_CQ_MOD: u32 = 100;
+/// Above this size a single-size run signals every request (perftest's
+/// MSG_SIZE_CQ_MOD_LIMIT); `-a` keeps the moderation at every size.
+pub const CQ_MOD_SIZE_LIMIT: u64 = 8192;
+/// perftest stops computing the peak above this many iterations.
+pub const PEAK_ITERS_LIMIT: u64 = 20000;
+/// `-a` runs every power of two from 2 B to this.
+pub const MAX_SIZE_ALL: u64 = 8 << 20;
+/// Largest `-s` accepted.
+pub const MAX_SIZE: u64 = 1 << 30;
+/// Fewest iterations a latency needs (perftest's MIN_ITER).
+pub const MIN_ITERS: u32 = 5;
+pub const MAX_ITERS: u32 = 100_000_000;
+/// Queue pairs per connection: every one is described in the handshake.
+pub const MAX_QPS: u32 = 256;
+/// perftest's MAX_TX.
+pub const MAX_TX_DEPTH: u32 = 15000;
+/// Inline sizes of the latency tests on host memory (DEF_INLINE_WRITE,
+/// DEF_INLINE_SEND_RC_UC_XRC).
+pub const INLINE_WRITE: u32 = 220;
+pub const INLINE_SEND: u32 = 236;
+
+/// The RDMA operation a test times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    Write,
+    Read,
+    Send,
+}
+
+/// One of perftest's six tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Test {
+    WriteBw,
+    ReadBw,
+    SendBw,
+    WriteLat,
+    ReadLat,
+    SendLat,
+}
+
+impl Test {
+    pub const ALL: [Test; 6] =
+        [Test::WriteBw, Test::ReadBw, Test::SendBw, Test::WriteLat, Test::ReadLat, Test::SendLat];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::WriteBw => "write_bw",
+            Test::ReadBw => "read_bw",
+            Test::SendBw => "send_bw",
+            Test::WriteLat => "write_lat",
+            Test::ReadLat => "read_lat",
+            Test::SendLat => "send_lat",
+        }
+    }
+
+    pub fn verb(self) -> Verb {
+        match self {
+            Test::WriteBw | Test::WriteLat => Verb::Write,
+            Test::ReadBw | Test::ReadLat => Verb::Read,
+            Test::SendBw | Test::SendLat => Verb::Send,
+        }
+    }
+
+    pub fn is_bw(self) -> bool {
+        matches!(self, Test::WriteBw | Test::ReadBw | Test::SendBw)
+    }
+
+    /// The number the handshake carries.
+    pub fn code(self) -> u8 {
+        Test::ALL.iter().position(|&t| t == self).unwrap_or(0) as u8
+    }
+
+    pub fn from_code(code: u8) -> Option<Test> {
+        Test::ALL.get(code as usize).copied()
+    }
+
+    /// "write_bw,read_lat" or "all"; perftest's binary names are accepted too.
+    pub fn parse_list(text: &str) -> Result<Vec<Test>> {
+        let mut tests = Vec::new();
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let name = word.strip_prefix("ib_").unwrap_or(word);
+            if name == "all" {
+                tests.extend(Test::ALL);
+                continue;
+            }
+            let test = Test::ALL.into_iter().find(|t| t.name() == name).ok_or_else(|| {
+                usage!("unknown RDMA test '{word}' (--test): use {} or all", Test::ALL.map(Test::name).join(", "))
+            })?;
+            tests.push(test);
+        }
+        let mut unique: Vec<Test> = Vec::new();
+        for t in tests {
+            if !unique.contains(&t) {
+                unique.push(t);
+            }
+        }
+        if unique.is_empty() {
+            return Err(usage!("--test names no test: use {} or all", Test::ALL.map(Test::name).join(", ")));
+        }
+        Ok(unique)
+    }
+}
+
+/// Which message sizes each test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sizes {
+    /// perftest's default of each test: 64 KiB for bandwidth, 2 B for latency.
+    Default,
+    /// `-s`
+    Single(u64),
+    /// `-a`: 2 B, 4 B, … 8 MiB.
+    All,
+}
+
+impl Sizes {
+    pub fn of(self, test: Test) -> Vec<u64> {
+        match self {
+            Sizes::Default => vec![if test.is_bw() { DEFAULT_SIZE_BW } else { DEFAULT_SIZE_LAT }],
+            Sizes::Single(s) => vec![s],
+            Sizes::All => (1..).map(|k| 1u64 << k).take_while(|&s| s <= MAX_SIZE_ALL).collect(),
+        }
+    }
+}
+
+/// Where the buffers live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Memory {
+    Host,
+    /// GPU memory registered from a dma-buf file descriptor.
+    CudaDmabuf {
+        gpu: u32,
+    },
+    /// GPU memory registered by address, through the nvidia_peermem module.
+    CudaPeermem {
+        gpu: u32,
+    },
+}
+
+impl Memory {
+    pub fn is_gpu(self) -> bool {
+        !matches!(self, Memory::Host)
+    }
+}
+
+/// What both sides must agree on before traffic: the handshake carries
+/// exactly this. Zero in `iters` or `tx_depth` means perftest's default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub tests: Vec<Test>,
+    pub sizes: Sizes,
+    pub iters: u32,
+    pub qps: u32,
+    pub tx_depth: u32,
+    pub bidirectional: bool,
+    pub seed: u64,
+}
+
+impl Agreement {
+    /// Checks the ranges every side relies on; the handshake parser calls
+    /// this on what a peer sends.
+    pub fn validate(&self) -> Result<()> {
+        if self.tests.is_empty() || self.tests.len() > Test::ALL.len() {
+            return Err(usage!("between 1 and {} tests, not {}", Test::ALL.len(), self.tests.len()));
+        }
+        if let Sizes::Single(s) = self.sizes
+            && !(1..=MAX_SIZE).contains(&s)
+        {
+            return Err(usage!("message size {s} (-s) is outside 1 B..1 GiB"));
+        }
+        if self.iters != 0 && !(MIN_ITERS..=MAX_ITERS).contains(&self.iters) {
+            return Err(usage!("iterations {} (-n) are outside {MIN_ITERS}..{MAX_ITERS}", self.iters));
+        }
+        if !(1..=MAX_QPS).contains(&self.qps) {
+            return Err(usage!("queue pairs {} (-q) are outside 1..{MAX_QPS}", self.qps));
+        }
+        if self.tx_depth > MAX_TX_DEPTH {
+            return Err(usage!("tx depth {} (-t) is above {MAX_TX_DEPTH}", self.tx_depth));
+        }
+        Ok(())
+    }
+
+    /// The first difference from `other`, in the words of the options that
+    /// set it; None when both sides run the same thing.
+    pub fn difference(&self, other: &Agreement) -> Option<String> {
+        let tests = |a: &Agreement| a.tests.iter().map(|t| t.name()).collect::<Vec<_>>().join(",");
+        let sizes = |a: &Agreement| match a.sizes {
+            Sizes::Default => "the default size".to_string(),
+            Sizes::Single(s) => format!("-s {s}"),
+            Sizes::All => "-a".to_string(),
+        };
+        let or_default = |v: u32| if v == 0 { "the default".to_string() } else { v.to_string() };
+        if self.tests != other.tests {
+            return Some(format!("--test {} here, --test {} there", tests(self), tests(other)));
+        }
+        if self.sizes != other.sizes {
+            return Some(format!("{} here, {} there", sizes(self), sizes(other)));
+        }
+        if self.iters != other.iters {
+            return Some(format!("-n {} here, -n {} there", or_default(self.iters), or_default(other.iters)));
+        }
+        if self.qps != other.qps {
+            return Some(format!("-q {} here, -q {} there", self.qps, other.qps));
+        }
+        if self.tx_depth != other.tx_depth {
+            return Some(format!("-t {} here, -t {} there", or_default(self.tx_depth), or_default(other.tx_depth)));
+        }
+        if self.bidirectional != other.bidirectional {
+            let b = |v: bool| if v { "-b" } else { "no -b" };
+            return Some(format!("{} here, {} there", b(self.bidirectional), b(other.bidirectional)));
+        }
+        if self.seed != other.seed {
+            return Some(format!("--seed {} here, --seed {} there", self.seed, other.seed));
+        }
+        None
+    }
+}
+
+/// A whole run: what both sides agreed on, and what is this side's own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub agreement: Agreement,
+    pub memory: Memory,
+    /// How long to wait for the peer to connect or answer, and for a
+    /// completion that makes no progress; None waits for ever.
+    pub timeout: Option<Duration>,
+}
+
+/// One test's parameters with every default and perftest's adjustments applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestParams {
+    pub test: Test,
+    pub sizes: Vec<u64>,
+    /// `-a`: perftest keeps the completion moderation at every size then.
+    pub all_sizes: bool,
+    pub iters: u32,
+    pub qps: u32,
+    pub tx_depth: u32,
+    /// Receives outstanding per queue pair (send tests; 1 for the others).
+    pub rx_depth: u32,
+    /// Both directions at once (bandwidth tests only).
+    pub bidirectional: bool,
+    /// Messages up to this size go inline in the work request.
+    pub inline_size: u32,
+}
+
+impl TestParams {
+    pub fn new(a: &Agreement, memory: Memory, test: Test) -> TestParams {
+        let default_iters = if test == Test::WriteBw { DEFAULT_ITERS_WRITE_BW } else { DEFAULT_ITERS };
+        let iters = if a.iters == 0 { default_iters } else { a.iters };
+        let tx_depth = match (test.is_bw(), a.tx_depth) {
+            (false, _) => 1,
+            (true, 0) => DEFAULT_TX_DEPTH_BW,
+            (true, t) => t,
+        }
+        .min(iters);
+        let rx_depth = if test.verb() == Verb::Send { DEFAULT_RX_DEPTH_SEND.min(iters) } else { 1 };
+        let inline_size = match (test.is_bw() || memory.is_gpu(), test.verb()) {
+            (false, Verb::Write) => INLINE_WRITE,
+            (false, Verb::Send) => INLINE_SEND,
+            _ => 0,
+        };
+        TestParams {
+            test,
+            sizes: a.sizes.of(test),
+            all_sizes: a.sizes == Sizes::All,
+            iters,
+            qps: if test.is_bw() { a.qps } else { 1 },
+            tx_depth,
+            rx_depth,
+            bidirectional: a.bidirectional && test.is_bw(),
+            inline_size,
+        }
+    }
+
+    /// Signaled requests: one in this many at `size` (perftest's cq_mod
+    /// after force_dependecies).
+    pub fn cq_mod(&self, size: u64) -> u32 {
+        let m = if size > CQ_MOD_SIZE_LIMIT && !self.all_sizes { 1 } else { DEFAULT_CQ_MOD };
+        m.min(self.tx_depth).max(1)
+    }
+
+    /// The largest message, which sizes every buffer.
+    pub fn max_size(&self) -> u64 {
+        self.sizes.iter().copied().max().unwrap_or(1)
+    }
+
+    /// Whether the peak bandwidth is computed (perftest skips it above 20000 messages).
+    pub fn peak(&self) -> bool {
+        self.iters as u64 <= PEAK_ITERS_LIMIT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agreement() -> Agreement {
+        Agreement {
+            tests: vec![Test::WriteBw],
+            sizes: Sizes::Default,
+            iters: 0,
+            qps: 1,
+            tx_depth: 0,
+            bidirectional: false,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn perftest_defaults() {
+        let a = agreement();
+        let w = TestParams::new(&a, Memory::Host, Test::WriteBw);
+        assert_eq!((w.sizes.clone(), w.iters, w.tx_depth, w.rx_depth), (vec![65536], 5000, 128, 1));
+        assert_eq!(w.cq_mod(65536), 1);
+        assert_eq!(w.cq_mod(4096), 100);
+        let r = TestParams::new(&a, Memory::Host, Test::ReadBw);
+        assert_eq!(r.iters, 1000);
+        let s = TestParams::new(&a, Memory::Host, Test::SendBw);
+        assert_eq!(s.rx_depth, 512);
+        let l = TestParams::new(&a, Memory::Host, Test::WriteLat);
+        assert_eq!((l.sizes.clone(), l.iters, l.tx_depth, l.inline_size), (vec![2], 1000, 1, 220));
+        let g = TestParams::new(&a, Memory::CudaDmabuf { gpu: 0 }, Test::SendLat);
+        assert_eq!(g.inline_size, 0);
+    }
+
+    #[test]
+    fn depths_follow_the_iterations() {
+        let a = Agreement { iters: 50, tx_depth: 200, ..agreement() };
+        let p = TestParams::new(&a, Memory::Host, Test::SendBw);
+        assert_eq!((p.tx_depth, p.rx_depth, p.cq_mod(2)), (50, 50, 50));
+    }
+
+    #[test]
+    fn all_sizes_run_2_bytes_to_8_mib() {
+        let s = Sizes::All.of(Test::WriteLat);
+        assert_eq!((s.len(), s[0], *s.last().unwrap()), (23, 2, 8 << 20));
+    }
+
+    #[test]
+    fn test_lists() {
+        assert_eq!(Test::parse_list("ib_write_bw, read_lat,write_bw").unwrap(), vec![Test::WriteBw, Test::ReadLat]);
+        assert_eq!(Test::parse_list("all").unwrap().len(), 6);
+        assert_eq!(Test::parse_list("write").unwrap_err().exit_code(), 2);
+        for t in Test::ALL {
+            assert_eq!(Test::from_code(t.code()), Some(t));
+        }
+    }
+
+    #[test]
+    fn differences_name_the_option() {
+        let a = agreement();
+        assert_eq!(a.difference(&a.clone()), None);
+        let b = Agreement { sizes: Sizes::Single(1024), ..agreement() };
+        assert_eq!(a.difference(&b).unwrap(), "the default size here, -s 1024 there");
+        let c = Agreement { qps: 4, ..agreement() };
+        assert_eq!(a.difference(&c).unwrap(), "-q 1 here, -q 4 there");
+    }
+}

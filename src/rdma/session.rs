@@ -1,0 +1,686 @@
+//! One side of an RDMA run, plan in, records out, nothing printed: agree
+//! with the peer on the options, then for each test open the adapter,
+//! register the buffers, connect the queue pairs, and for each size time
+//! perftest's loop, check every byte that arrived and swap results, so
+//! that both sides end with the same records. Progress goes to an
+//! observer, row by row.
+
+use super::data::{self, Side};
+use super::device::PortChoice;
+use super::figures::{self, BwFigures, BwTimes};
+use super::handshake::{Endpoint, Figures, Message, Phase, Report, Step};
+use super::memory::Region;
+use super::oob::{self, Channel, Wait, unexpected};
+use super::plan::{Plan, Test, TestParams, Verb};
+use super::record::{BwRow, DataCheck, EndpointInfo, LatRow, LinkRecord, Row};
+use super::verbs::{Adapter, Caps, Link, Op, Request};
+use crate::error::{Error, Result};
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+/// What an observer is told as a run goes.
+pub enum Progress<'a> {
+    /// A test is connected and about to run its sizes.
+    Start(&'a LinkRecord),
+    /// A size finished; the record holds every row so far.
+    Row(&'a LinkRecord, &'a Row),
+    /// A test finished.
+    End(&'a LinkRecord),
+}
+
+/// Runs every test of `plan` as `side`, through `channel` to the peer,
+/// on the port `choice`. On failure the peer is told why.
+pub fn run(
+    plan: &Plan,
+    side: Side,
+    choice: &PortChoice,
+    channel: &mut dyn Channel,
+    observe: &mut dyn FnMut(Progress),
+) -> Result<Vec<LinkRecord>> {
+    let result = run_tests(plan, side, choice, channel, observe);
+    if let Err(e) = &result {
+        channel.abort(e);
+    }
+    result
+}
+
+fn run_tests(
+    plan: &Plan,
+    side: Side,
+    choice: &PortChoice,
+    channel: &mut dyn Channel,
+    observe: &mut dyn FnMut(Progress),
+) -> Result<Vec<LinkRecord>> {
+    oob::agree(channel, &plan.agreement)?;
+    let mut records = Vec::new();
+    for &test in &plan.agreement.tests {
+        records.push(run_test(plan, side, choice, test, channel, observe)?);
+    }
+    Ok(records)
+}
+
+/// Swaps a step marker; the peer must be at the same step.
+fn step(channel: &mut dyn Channel, phase: Phase, test: Test, size: u64, wait: Wait) -> Result<()> {
+    let mine = Step { phase, test, size };
+    match channel.exchange(&Message::Step(mine), wait)? {
+        Message::Step(theirs) if theirs == mine => Ok(()),
+        Message::Step(theirs) => Err(Error::Runtime(format!(
+            "the peer is at {:?} of {} with {} B where this side is at {:?} of {} with {size} B",
+            theirs.phase,
+            theirs.test.name(),
+            theirs.size,
+            phase,
+            test.name()
+        ))),
+        other => Err(unexpected("a step marker", &other)),
+    }
+}
+
+/// The GID as sysfs writes it.
+fn gid_text(gid: &[u8; 16]) -> String {
+    gid.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":")
+}
+
+fn info(e: &Endpoint) -> EndpointInfo {
+    EndpointInfo {
+        host: e.host.clone(),
+        device: e.device.clone(),
+        port: e.port,
+        gid_index: e.gid_index,
+        gid: gid_text(&e.gid),
+        lid: e.lid,
+        link_layer: if e.roce { "Ethernet" } else { "InfiniBand" }.to_string(),
+        mtu: e.mtu,
+        qpns: e.qps.iter().map(|q| q.qpn).collect(),
+        memory: e.memory,
+    }
+}
+
+/// Where each queue pair's buffers lie in the region: the source it sends
+/// (or serves reads) from, then the destination the peer's data lands in.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    slot: usize,
+}
+
+impl Layout {
+    fn new(p: &TestParams) -> Layout {
+        Layout { slot: (p.max_size() as usize).next_multiple_of(64) }
+    }
+    fn src(self, qp: usize) -> usize {
+        2 * qp * self.slot
+    }
+    fn dst(self, qp: usize) -> usize {
+        self.src(qp) + self.slot
+    }
+    fn len(self, qps: u32) -> usize {
+        2 * qps as usize * self.slot
+    }
+}
+
+/// How a write latency test sees the peer's message arrive: by polling its
+/// last byte (host memory, as perftest), or by the receive completion of a
+/// WRITE with immediate (GPU memory, which the CPU cannot poll).
+fn polls_memory(link: &Link) -> bool {
+    !link.memory.is_gpu()
+}
+
+fn run_test(
+    plan: &Plan,
+    side: Side,
+    choice: &PortChoice,
+    test: Test,
+    channel: &mut dyn Channel,
+    observe: &mut dyn FnMut(Progress),
+) -> Result<LinkRecord> {
+    let p = TestParams::new(&plan.agreement, plan.memory, test);
+    let layout = Layout::new(&p);
+    let adapter = Adapter::open(choice)?;
+    let region = Region::new(plan.memory, layout.len(p.qps))?;
+    let recv_depth = if test.verb() == Verb::Send { p.rx_depth } else { 1 };
+    let caps = Caps { qps: p.qps, send_depth: p.tx_depth, recv_depth, inline: p.inline_size };
+    let mut link = Link::new(adapter, region, plan.memory, caps)?;
+    let corrupt = data::corruption();
+    let mut pattern = vec![0u8; layout.slot];
+    for q in 0..p.qps {
+        data::fill(&mut pattern, data::key(plan.agreement.seed, side, q));
+        if let Some(byte) = corrupt.filter(|&b| b < pattern.len()) {
+            pattern[byte] ^= 0xff;
+        }
+        link.region.write(layout.src(q as usize), &pattern)?;
+    }
+    let theirs = match channel.exchange(&Message::Endpoint(link.endpoint()), Wait::Prompt)? {
+        Message::Endpoint(e) => e,
+        other => return Err(unexpected("the queue pair addresses", &other)),
+    };
+    link.connect(&theirs, layout.len(p.qps) as u64)?;
+    step(channel, Phase::Ready, test, 0, Wait::Prompt)?;
+    let mut record = LinkRecord {
+        test,
+        params: p.clone(),
+        local: info(&link.endpoint()),
+        remote: info(&theirs),
+        path_mtu: link.path_mtu,
+        inline: link.inline,
+        rows: Vec::new(),
+    };
+    observe(Progress::Start(&record));
+    // Receives still posted per queue pair, carried from size to size.
+    let mut conn = Connection { waiting: vec![0u64; p.qps as usize], link, p: &p, layout, side };
+    for &size in &p.sizes {
+        let row = run_size(&mut conn, plan, size, channel)?;
+        record.rows.push(row);
+        observe(Progress::Row(&record, &row));
+    }
+    observe(Progress::End(&record));
+    Ok(record)
+}
+
+/// Whether this side's destination buffers receive the peer's data.
+fn receives_data(test: Test, side: Side, bidirectional: bool) -> bool {
+    match test {
+        Test::WriteLat | Test::SendLat => true,
+        Test::ReadLat => side == Side::Client,
+        Test::WriteBw | Test::SendBw => side == Side::Server || bidirectional,
+        Test::ReadBw => side == Side::Client || bidirectional,
+    }
+}
+
+/// One side of a connected test, between sizes.
+struct Connection<'a> {
+    link: Link,
+    p: &'a TestParams,
+    layout: Layout,
+    side: Side,
+    /// Receives posted and not yet consumed, per queue pair.
+    waiting: Vec<u64>,
+}
+
+fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Channel) -> Result<Row> {
+    let Connection { link, p, layout, side, waiting } = conn;
+    let (p, layout, side) = (*p, *layout, *side);
+    let seed = plan.agreement.seed;
+    let receiving = receives_data(p.test, side, p.bidirectional);
+    if receiving {
+        let mut poison = vec![0u8; size as usize];
+        for q in 0..p.qps {
+            data::poison(&mut poison, data::key(seed, side.peer(), q));
+            if p.test == Test::WriteLat && polls_memory(link) {
+                // The arrival marker counts from 1.
+                poison[size as usize - 1] = 0;
+            }
+            link.region.write(layout.dst(q as usize), &poison)?;
+        }
+    }
+    let mut loop_ = Loop { link, p, layout, size, timeout: plan.timeout, side, waiting };
+    loop_.prepost()?;
+    step(channel, Phase::Go, p.test, size, Wait::Prompt)?;
+    let figures = if p.test.is_bw() {
+        let sending = side == Side::Client || p.bidirectional;
+        let sends_arrive = p.test.verb() == Verb::Send && receiving;
+        match loop_.bandwidth(sending, sends_arrive)? {
+            Some(f) => Figures::Bw(f),
+            None => Figures::None,
+        }
+    } else {
+        match loop_.latency()? {
+            Some(f) => Figures::Lat(f),
+            None => Figures::None,
+        }
+    };
+    if p.test == Test::WriteLat && polls_memory(link) {
+        // The marker overwrote the source's last byte: give it back its
+        // pattern (and any deliberate corruption) for the larger sizes.
+        let last = size as usize - 1;
+        let flip = if data::corruption() == Some(last) { 0xff } else { 0 };
+        link.region.write(layout.src(0) + last, &[data::byte(data::key(seed, side, 0), last) ^ flip])?;
+    }
+    step(channel, Phase::Done, p.test, size, Wait::Busy)?;
+    let mut mine = DataCheck::default();
+    if receiving {
+        let mut got = vec![0u8; size as usize];
+        for q in 0..p.qps {
+            link.region.read(layout.dst(q as usize), &mut got)?;
+            let key = data::key(seed, side.peer(), q);
+            let counter = p.test == Test::WriteLat && polls_memory(link);
+            mine = mine.merge(if counter { counted(&got, key, p.iters) } else { data::check(&got, key) });
+        }
+    }
+    let report = Report { test: p.test, size, data: mine, figures };
+    let theirs = match channel.exchange(&Message::Report(report), Wait::Busy)? {
+        Message::Report(r) if r.test == p.test && r.size == size => r,
+        other => return Err(unexpected("the result report of this size", &other)),
+    };
+    Ok(row(p, size, side, &report, &theirs))
+}
+
+/// A write-latency destination: the pattern, except its last byte, which
+/// carries the iteration count (perftest's arrival marker).
+fn counted(got: &[u8], key: u64, iters: u32) -> DataCheck {
+    let Some((&last, body)) = got.split_last() else { return DataCheck::default() };
+    let mut c = data::check(body, key);
+    c.checked_bytes += 1;
+    if last != iters as u8 {
+        c.wrong_bytes += 1;
+        c.first_wrong.get_or_insert(body.len() as u64);
+    }
+    c
+}
+
+/// The row both sides print: the client's figures (the sum of both sides'
+/// with -b) and both sides' data checks.
+fn row(p: &TestParams, size: u64, side: Side, mine: &Report, theirs: &Report) -> Row {
+    let data = if side == Side::Client { mine.data.merge(theirs.data) } else { theirs.data.merge(mine.data) };
+    let (client, server) =
+        if side == Side::Client { (mine.figures, theirs.figures) } else { (theirs.figures, mine.figures) };
+    let messages = p.iters as u64 * p.qps as u64;
+    match (client, server) {
+        (Figures::Lat(l), _) => Row::Lat(LatRow {
+            bytes: size,
+            iterations: p.iters as u64,
+            t_min_us: l.min,
+            t_max_us: l.max,
+            t_typical_us: l.typical,
+            t_avg_us: l.avg,
+            t_stdev_us: l.stdev,
+            t_p99_us: l.p99,
+            t_p99_9_us: l.p99_9,
+            data,
+        }),
+        (c, s) => {
+            let sum = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, None) => a,
+                (None, b) => b,
+            };
+            let as_bw = |f: Figures| match f {
+                Figures::Bw(b) => Some(b),
+                _ => None,
+            };
+            let (c, s) = (as_bw(c), as_bw(s));
+            let both = |get: fn(&BwFigures) -> f64| sum(c.as_ref().map(get), s.as_ref().map(get)).unwrap_or(0.0);
+            Row::Bw(BwRow {
+                bytes: size,
+                iterations: messages,
+                bw_peak_bytes_per_s: match (c, s) {
+                    (Some(c), Some(s)) => sum(c.peak, s.peak),
+                    (Some(x), None) | (None, Some(x)) => x.peak,
+                    (None, None) => None,
+                },
+                bw_avg_bytes_per_s: both(|f| f.average),
+                msg_rate_mpps: both(|f| f.msg_rate_mpps),
+                data,
+            })
+        }
+    }
+}
+
+/// A completion for no request this side has outstanding: the figures
+/// would count it, so the run stops.
+fn stray_error(stray: &Cell<bool>) -> Result<()> {
+    if stray.get() {
+        return Err(Error::Runtime(
+            "the adapter reported a completion for no outstanding request: its driver's completion queue is inconsistent".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Gives up when nothing completes for the run's timeout.
+struct Watchdog {
+    limit: Option<Duration>,
+    idle: u32,
+    since: Option<Instant>,
+}
+
+impl Watchdog {
+    fn new(limit: Option<Duration>) -> Watchdog {
+        Watchdog { limit, idle: 0, since: None }
+    }
+
+    fn tick(&mut self, progress: bool, what: &dyn Fn() -> String) -> Result<()> {
+        if progress {
+            self.idle = 0;
+            self.since = None;
+            return Ok(());
+        }
+        self.idle = self.idle.wrapping_add(1);
+        if !self.idle.is_multiple_of(4096) {
+            return Ok(());
+        }
+        let Some(limit) = self.limit else { return Ok(()) };
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() > limit {
+            return Err(Error::Runtime(format!(
+                "{} for {} s (--timeout): the peer stopped, or the path between the adapters is broken",
+                what(),
+                limit.as_secs_f64()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The timed loops of one size on one side.
+struct Loop<'a> {
+    link: &'a mut Link,
+    p: &'a TestParams,
+    layout: Layout,
+    size: u64,
+    timeout: Option<Duration>,
+    side: Side,
+    /// Receives posted and not yet consumed, per queue pair.
+    waiting: &'a mut [u64],
+}
+
+impl Loop<'_> {
+    /// Posts one receive on queue pair `q`, as long as the largest message.
+    fn post_recv(&mut self, q: usize) -> Result<()> {
+        self.link.post_recv(q, self.layout.dst(q), self.layout.slot as u32, q as u64)
+    }
+
+    /// Receives posted before the peer may send: perftest's rx depth for
+    /// the receiving side of a send test, one for a write latency test on
+    /// GPU memory, topped up from what the previous size left.
+    fn prepost(&mut self) -> Result<()> {
+        let p = self.p;
+        let want = match p.test {
+            Test::SendBw if receives_data(p.test, self.side, p.bidirectional) => p.rx_depth,
+            Test::SendLat => p.rx_depth,
+            Test::WriteLat if !polls_memory(self.link) => 1,
+            _ => 0,
+        };
+        for q in 0..p.qps as usize {
+            while self.waiting[q] < want as u64 {
+                self.post_recv(q)?;
+                self.waiting[q] += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// perftest's run_iter_bw: up to tx depth outstanding per queue pair,
+    /// one signaled request in cq_mod, post and completion times for the
+    /// figures; the receiving side of a send test reposts its receives.
+    fn bandwidth(&mut self, sending: bool, receiving: bool) -> Result<Option<BwFigures>> {
+        let p = self.p;
+        let (qps, iters) = (p.qps as usize, p.iters as u64);
+        let total = iters * qps as u64;
+        let size = self.size as u32;
+        let cq_mod = p.cq_mod(self.size) as u64;
+        let op = match p.test.verb() {
+            Verb::Write => Op::Write,
+            Verb::Read => Op::Read,
+            Verb::Send => Op::Send,
+        };
+        let peak = sending && p.peak();
+        let mut times = BwTimes {
+            posted: Vec::with_capacity(if peak { total as usize } else { 0 }),
+            completed: vec![None; if peak { total as usize } else { 0 }],
+            ..BwTimes::default()
+        };
+        let (mut scnt, mut ccnt, mut rcnt) = (vec![0u64; qps], vec![0u64; qps], vec![0u64; qps]);
+        // Receives available to this size: those still posted from before.
+        let mut rposted = self.waiting.to_vec();
+        let (mut tot_c, mut tot_r) = (0u64, 0u64);
+        let origin = Instant::now();
+        let ns = |t: Instant| t.duration_since(origin).as_nanos() as u64;
+        let mut first_post = None;
+        let mut watchdog = Watchdog::new(self.timeout);
+        let layout = self.layout;
+        let (rx_depth, wrong_len, stray) = (p.rx_depth as u64, Cell::new(None), Cell::new(false));
+        while (sending && tot_c < total) || (receiving && tot_r < total) {
+            let mut progress = false;
+            if sending {
+                for q in 0..qps {
+                    while scnt[q] < iters && scnt[q] < p.tx_depth as u64 + ccnt[q] {
+                        let signaled = scnt[q] % cq_mod == cq_mod - 1 || scnt[q] == iters - 1;
+                        let now = Instant::now();
+                        if peak {
+                            times.posted.push(ns(now));
+                        }
+                        first_post.get_or_insert(now);
+                        let (local, remote) = match op {
+                            Op::Read => (layout.dst(q), layout.src(q)),
+                            _ => (layout.src(q), layout.dst(q)),
+                        };
+                        self.link.post(Request {
+                            qp: q,
+                            op,
+                            local,
+                            len: size,
+                            remote: remote as u64,
+                            wr_id: q as u64,
+                            signaled,
+                        })?;
+                        scnt[q] += 1;
+                    }
+                }
+                let mut last = None;
+                let done = self.link.poll_send(|c| {
+                    let q = c.wr_id as usize;
+                    if q >= qps || ccnt[q] >= scnt[q] {
+                        stray.set(true);
+                        return;
+                    }
+                    let fill = cq_mod.min(iters - ccnt[q]);
+                    ccnt[q] += fill;
+                    tot_c += fill;
+                    let now = Instant::now();
+                    if peak {
+                        times.completed[(tot_c.min(total) - 1) as usize] = Some(ns(now));
+                    }
+                    last = Some(now);
+                })?;
+                if let Some(t) = last {
+                    times.last_completion = ns(t);
+                }
+                stray_error(&stray)?;
+                progress |= done > 0;
+            }
+            if receiving {
+                let got = self.link.poll_recv(|c| {
+                    let q = c.wr_id as usize;
+                    if q >= qps || rcnt[q] >= rposted[q] {
+                        stray.set(true);
+                        return;
+                    }
+                    rcnt[q] += 1;
+                    tot_r += 1;
+                    if c.byte_len != size {
+                        wrong_len.set(Some(c.byte_len));
+                    }
+                })?;
+                stray_error(&stray)?;
+                if let Some(len) = wrong_len.get() {
+                    return Err(Error::CheckFailed(format!("a send of {size} B arrived as {len} B")));
+                }
+                for q in 0..qps {
+                    while rposted[q] < iters && rposted[q] - rcnt[q] < rx_depth {
+                        self.post_recv(q)?;
+                        rposted[q] += 1;
+                    }
+                }
+                progress |= got > 0;
+            }
+            watchdog.tick(progress, &|| {
+                format!("{} of {total} requests completed and {tot_r} of {total} messages received", tot_c)
+            })?;
+        }
+        for (w, (posted, used)) in self.waiting.iter_mut().zip(rposted.iter().zip(&rcnt)) {
+            *w = posted - used;
+        }
+        if !sending {
+            return Ok(None);
+        }
+        times.first_post = times.posted.first().copied().unwrap_or_else(|| first_post.map_or(0, ns));
+        Ok(Some(figures::bandwidth(self.size, total, &times, cq_mod as u32)))
+    }
+
+    /// perftest's latency loops: the client posts and waits for the answer
+    /// (or, for read, the completion) each iteration; the server answers
+    /// write and send. Only the client's post times make figures.
+    fn latency(&mut self) -> Result<Option<figures::LatFigures>> {
+        let (test, iters, size) = (self.p.test, self.p.iters, self.size);
+        let client = self.side == Side::Client;
+        if test == Test::ReadLat && !client {
+            return Ok(None);
+        }
+        let layout = self.layout;
+        let last = layout.src(0) + size as usize - 1;
+        let arrival = layout.dst(0) + size as usize - 1;
+        let memory_polling = test == Test::WriteLat && polls_memory(self.link);
+        let mut posts = Vec::with_capacity(iters as usize);
+        let origin = Instant::now();
+        let mut watchdog = Watchdog::new(self.timeout);
+        for i in 1..=iters {
+            let mark = i as u8;
+            if !client {
+                self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)?;
+            } else {
+                posts.push(origin.elapsed().as_nanos() as u64);
+            }
+            if memory_polling {
+                self.link.region.write(last, &[mark])?;
+            }
+            let (op, local, remote) = match test {
+                Test::ReadLat => (Op::Read, layout.dst(0), layout.src(0)),
+                Test::WriteLat if memory_polling => (Op::Write, layout.src(0), layout.dst(0)),
+                Test::WriteLat => (Op::WriteImm(i), layout.src(0), layout.dst(0)),
+                _ => (Op::Send, layout.src(0), layout.dst(0)),
+            };
+            self.link.post(Request {
+                qp: 0,
+                op,
+                local,
+                len: size as u32,
+                remote: remote as u64,
+                wr_id: 0,
+                signaled: true,
+            })?;
+            loop {
+                let n = self.link.poll_send(|_| {})?;
+                if n > 0 {
+                    break;
+                }
+                watchdog.tick(false, &|| format!("iteration {i}: no completion of this side's request"))?;
+            }
+            watchdog.tick(true, &String::new)?;
+            if client && test != Test::ReadLat {
+                self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)?;
+            }
+        }
+        if !client {
+            return Ok(None);
+        }
+        let divisor = if test == Test::ReadLat { 1 } else { 2 };
+        Ok(Some(figures::latency(&posts, divisor)))
+    }
+
+    /// Waits for the peer's message of iteration `mark`: its last byte
+    /// (write on host memory) or a receive completion, which is then reposted.
+    fn wait_arrival(
+        &mut self,
+        test: Test,
+        memory_polling: bool,
+        arrival: usize,
+        mark: u8,
+        watchdog: &mut Watchdog,
+    ) -> Result<()> {
+        let what = || format!("no message from the peer (iteration {})", mark);
+        if memory_polling {
+            while self.link.region.peek(arrival) != Some(mark) {
+                watchdog.tick(false, &what)?;
+            }
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        } else {
+            loop {
+                let mut len = None;
+                let n = self.link.poll_recv(|c| len = Some(c.byte_len))?;
+                if n > 0 {
+                    if test == Test::SendLat && len != Some(self.size as u32) {
+                        return Err(Error::CheckFailed(format!("a send of {} B arrived as {len:?} B", self.size)));
+                    }
+                    break;
+                }
+                watchdog.tick(false, &what)?;
+            }
+            self.post_recv(0)?;
+        }
+        watchdog.tick(true, &what)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdma::figures::LatFigures;
+    use crate::rdma::plan::{Agreement, Memory, Sizes};
+
+    fn params(test: Test, bidirectional: bool) -> TestParams {
+        let a = Agreement {
+            tests: vec![test],
+            sizes: Sizes::Default,
+            iters: 10,
+            qps: 2,
+            tx_depth: 0,
+            bidirectional,
+            seed: 1,
+        };
+        TestParams::new(&a, Memory::Host, test)
+    }
+
+    fn report(figures: Figures, wrong: u64) -> Report {
+        Report {
+            test: Test::WriteBw,
+            size: 64,
+            data: DataCheck { checked_bytes: 64, wrong_bytes: wrong, first_wrong: (wrong > 0).then_some(5) },
+            figures,
+        }
+    }
+
+    fn bw(peak: Option<f64>, average: f64) -> Figures {
+        Figures::Bw(BwFigures { peak, average, msg_rate_mpps: average / 1e6 })
+    }
+
+    #[test]
+    fn both_sides_print_the_clients_figures_and_both_checks() {
+        let p = params(Test::WriteBw, false);
+        let (client, server) = (report(bw(Some(2.0), 1.0), 0), report(Figures::None, 3));
+        let a = row(&p, 64, Side::Client, &client, &server);
+        let b = row(&p, 64, Side::Server, &server, &client);
+        assert_eq!(a, b);
+        let Row::Bw(r) = a else { panic!("{a:?}") };
+        assert_eq!((r.bw_peak_bytes_per_s, r.bw_avg_bytes_per_s, r.iterations), (Some(2.0), 1.0, 20));
+        assert_eq!((r.data.checked_bytes, r.data.wrong_bytes, r.data.first_wrong), (128, 3, Some(5)));
+    }
+
+    #[test]
+    fn bidirectional_rows_add_both_directions() {
+        let p = params(Test::ReadBw, true);
+        let r = row(&p, 64, Side::Client, &report(bw(Some(3.0), 2.0), 0), &report(bw(None, 1.0), 0));
+        let Row::Bw(r) = r else { panic!() };
+        assert_eq!((r.bw_peak_bytes_per_s, r.bw_avg_bytes_per_s), (Some(3.0), 3.0));
+    }
+
+    #[test]
+    fn latency_rows_come_from_the_client() {
+        let p = params(Test::SendLat, false);
+        let lat =
+            LatFigures { samples: 9, min: 1.0, max: 5.0, typical: 2.0, avg: 2.5, stdev: 1.0, p99: 5.0, p99_9: 5.0 };
+        let r = row(&p, 2, Side::Server, &report(Figures::None, 0), &report(Figures::Lat(lat), 0));
+        let Row::Lat(r) = r else { panic!() };
+        assert_eq!((r.t_typical_us, r.iterations), (2.0, 10));
+    }
+
+    #[test]
+    fn the_write_latency_marker_is_checked_too() {
+        let key = data::key(1, Side::Client, 0);
+        let mut got = vec![0u8; 16];
+        data::fill(&mut got, key);
+        got[15] = 10;
+        assert_eq!(counted(&got, key, 10).wrong_bytes, 0);
+        assert_eq!(counted(&got, key, 11), DataCheck { checked_bytes: 16, wrong_bytes: 1, first_wrong: Some(15) });
+        assert_eq!(counted(&[], key, 1), DataCheck::default());
+    }
+}

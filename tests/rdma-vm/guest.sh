@@ -1,0 +1,217 @@
+#!/bin/sh
+# The checks tests/rdma-vm/run runs inside its virtual machine, as root,
+# with rxe0 and rxe1 up: qbench rdma for real between two soft-RoCE
+# adapters, then perftest at the same sizes for the ratio.
+# Usage: guest.sh QBENCH OUTDIR
+# Run from the guest's memory: every exec from the host's file system
+# (9p, emulated) costs seconds.
+Q=/tmp/qbench.bin
+cp "$1" $Q && chmod +x $Q || exit 1
+OUT=$2
+N=${RDMA_VM_ITERS:-100}
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+start=$(date +%s)
+section() { echo; echo "=== [$(($(date +%s) - start)) s] $*"; }
+
+# check NAME CODE LOG: the exit code of the last command was $rc; it must be CODE.
+check() {
+  if [ "$rc" = "$2" ]; then pass "$1 (exit $rc)"; else fail "$1: exit $rc, expected $2"; cat "$3"; fi
+}
+
+# one_line NAME CODE TEXT FILE: stderr FILE is one line holding TEXT, exit CODE.
+one_line() {
+  lines=$(grep -c . "$4")
+  if [ "$rc" = "$2" ] && [ "$lines" = 1 ] && grep -q -- "$3" "$4"; then
+    pass "$1: $(cat "$4")"
+  else
+    fail "$1: exit $rc (expected $2), $lines lines:"; cat "$4"
+  fi
+}
+
+# clean NAME JSON: the records hold rows and no wrong byte.
+clean() {
+  rows=$(grep -c '"kind":' "$2" 2>/dev/null)
+  if [ "${rows:-0}" -gt 0 ] && ! grep -q '"wrong_bytes": [1-9]' "$2"; then
+    pass "$1: $rows rows, every byte right"
+  else
+    fail "$1: $rows rows or wrong bytes in $2"
+  fi
+}
+
+T="timeout 300"
+
+# listening PORT: waits (at most a minute) until a server listens on TCP PORT,
+# without connecting to it (a connection would be a client).
+listening() {
+  hex=$(printf '%04X' "$1")
+  i=0
+  while ! grep -Eq ":$hex [0-9A-F]+:0000 0A " /proc/net/tcp /proc/net/tcp6 2> /dev/null && [ $i -lt 600 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+}
+
+section "the adapters, as probe and libibverbs see them"
+ibv_devices
+$Q probe > "$OUT/probe.log" 2>&1
+grep -A1 -E 'rdma\.(port|gid) rxe' "$OUT/probe.log"
+ok=1
+for d in rxe0 rxe1; do
+  grep -A1 "rdma.port $d/1" "$OUT/probe.log" | grep -q "ACTIVE.*Ethernet (RoCE)" || ok=0
+  grep -A1 "rdma.gid $d/1" "$OUT/probe.log" | grep -q "RoCE v2" || ok=0
+done
+if [ $ok = 1 ]; then pass "probe reports rxe0 and rxe1 as active RoCE v2 ports"; else fail "probe does not report rxe0 and rxe1 as active RoCE v2 ports"; fi
+
+section "server and client: all six tests, rxe1 serves, rxe0 connects"
+$T $Q rdma --server -d rxe1 -x 0 --test all -n "$N" -p 18515 -J "$OUT/server.json" > "$OUT/server.log" 2>&1 &
+srv=$!
+$T $Q rdma -d rxe0 -x 0 --test all -n "$N" -p 18515 -J "$OUT/client.json" 127.0.0.1 > "$OUT/client.log" 2>&1
+rc=$?
+cat "$OUT/client.log"
+check "client, --test all" 0 "$OUT/client.log"
+wait $srv; rc=$?
+check "server, --test all" 0 "$OUT/server.log"
+clean "client records" "$OUT/client.json"
+clean "server records" "$OUT/server.json"
+
+section "server and client: both directions (-b) on 4 queue pairs (-q 4) of 16 requests (-t 16)"
+$T $Q rdma --server -d rxe1 -x 0 --test write_bw,read_bw,send_bw -b -q 4 -t 16 -n "$N" -p 18516 > "$OUT/server-b.log" 2>&1 &
+srv=$!
+$T $Q rdma -d rxe0 -x 0 --test write_bw,read_bw,send_bw -b -q 4 -t 16 -n "$N" -p 18516 -J "$OUT/client-b.json" 127.0.0.1 > "$OUT/client-b.log" 2>&1
+rc=$?
+grep -E '^ [0-9]' "$OUT/client-b.log"
+check "client -b -q 4 -t 16" 0 "$OUT/client-b.log"
+wait $srv; rc=$?
+check "server -b -q 4 -t 16" 0 "$OUT/server-b.log"
+clean "-b -q 4 -t 16 records" "$OUT/client-b.json"
+
+section "loopback: every test, then every test at every size (-a)"
+$T $Q rdma --loopback -x 0 --test all -n "$N" -J "$OUT/loopback.json" > "$OUT/loopback.log" 2>&1
+rc=$?
+grep -E '^ [0-9]|RDMA|Send' "$OUT/loopback.log"
+check "loopback --test all" 0 "$OUT/loopback.log"
+clean "loopback records" "$OUT/loopback.json"
+$T $Q rdma --loopback -x 0 --test all -a -n 5 -J "$OUT/loopback-a.json" > "$OUT/loopback-a.log" 2>&1
+rc=$?
+check "loopback -a" 0 "$OUT/loopback-a.log"
+clean "loopback -a records (2 B to 8 MiB, 23 sizes x 6 tests)" "$OUT/loopback-a.json"
+
+section "one corrupted byte is caught (QBENCH_CORRUPT=rdma flips byte 0 of every source)"
+QBENCH_CORRUPT=rdma $T $Q rdma --loopback -x 0 --test all -n 20 > "$OUT/corrupt.log" 2> "$OUT/corrupt.err"
+rc=$?
+grep -E '^ [0-9]' "$OUT/corrupt.log"
+one_line "loopback, corrupted" 1 "bytes arrived different" "$OUT/corrupt.err"
+$T $Q rdma --server -d rxe1 -x 0 --test write_bw -n 20 -p 18517 > /dev/null 2> "$OUT/corrupt-server.err" &
+srv=$!
+QBENCH_CORRUPT=rdma:4095 $T $Q rdma -d rxe0 -x 0 --test write_bw -n 20 -p 18517 127.0.0.1 > "$OUT/corrupt-client.log" 2> "$OUT/corrupt-client.err"
+rc=$?
+one_line "client sends one wrong byte" 1 "1 bytes arrived different" "$OUT/corrupt-client.err"
+wait $srv; rc=$?
+one_line "server received it" 1 "1 bytes arrived different" "$OUT/corrupt-server.err"
+
+section "one line each, never a hang"
+$T $Q rdma --loopback -d mlx5_9,rxe1 2> "$OUT/e.err"; rc=$?
+one_line "unknown device" 3 "no RDMA device named 'mlx5_9'" "$OUT/e.err"
+$T $Q rdma --loopback -x 5 2> "$OUT/e.err"; rc=$?
+one_line "GID index that does not exist" 2 "GID index 5 does not exist" "$OUT/e.err"
+$T $Q rdma -d rxe0 -x 0 -p 18601 --timeout 1 127.0.0.1 2> "$OUT/e.err"; rc=$?
+one_line "nobody listening" 4 "no qbench rdma server answered" "$OUT/e.err"
+sleep 30 | busybox nc -l -p 18602 > /dev/null &
+nc=$!
+listening 18602
+$T $Q rdma -d rxe0 -x 0 -p 18602 --timeout 2 127.0.0.1 2> "$OUT/e.err"; rc=$?
+one_line "a server that never answers" 4 "within 2 s" "$OUT/e.err"
+kill $nc 2> /dev/null
+$T $Q rdma --server -d rxe1 -x 0 -s 4096 -p 18603 > /dev/null 2> "$OUT/e-server.err" &
+srv=$!
+$T $Q rdma -d rxe0 -x 0 -s 8192 -p 18603 127.0.0.1 > /dev/null 2> "$OUT/e.err"; rc=$?
+one_line "sides that disagree on sizes (client)" 2 "disagree (-s 8192 here, -s 4096 there)" "$OUT/e.err"
+wait $srv; rc=$?
+one_line "sides that disagree on sizes (server)" 2 "disagree (-s 4096 here, -s 8192 there)" "$OUT/e-server.err"
+for case in "garbage|GET / HTTP/1.0\r\n\r\n|4|not a qbench rdma peer" \
+            "a port scanner||4|port scanner" \
+            "another version|QBRD\007\000\001\000\000\000\000\000|2|version 7" \
+            "a truncated message|QBRD\001\000\001\000\040\000\000\000\001|4|truncated" \
+            "an oversized message|QBRD\001\000\001\000\377\377\377\000|4|exceeds the limit"; do
+  name=${case%%|*}; rest=${case#*|}; bytes=${rest%%|*}; rest=${rest#*|}; code=${rest%%|*}; text=${rest#*|}
+  $T $Q rdma --server -d rxe1 -x 0 -p 18604 --timeout 20 > "$OUT/e-server.log" 2> "$OUT/e-server.err" &
+  srv=$!
+  listening 18604
+  printf "$bytes" | timeout 10 busybox nc 127.0.0.1 18604 > /dev/null
+  wait $srv; rc=$?
+  one_line "the server fed $name" "$code" "$text" "$OUT/e-server.err"
+done
+
+section "pairs of MPI ranks: rank 0 on rxe0 is the client of rank 1 on rxe1"
+if command -v mpirun > /dev/null; then
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=false
+  $T mpirun --allow-run-as-root --oversubscribe -np 2 $Q rdma -x 0 --test all -n "$N" -J "$OUT/mpi.json" > "$OUT/mpi.log" 2>&1
+  rc=$?
+  grep -E '^ [0-9]|RDMA|Send|built without' "$OUT/mpi.log"
+  if grep -q "built without MPI support" "$OUT/mpi.log"; then
+    echo "SKIP: this qbench was built without the mpi feature"
+  else
+    check "mpirun -np 2 --test all" 0 "$OUT/mpi.log"
+    clean "MPI records" "$OUT/mpi.json"
+  fi
+else
+  echo "SKIP: no mpirun"
+fi
+
+R=${RDMA_VM_REPEATS:-3}
+section "qbench / perftest, same guest, same sizes and iterations (BW average, MiB/s, best of $R)"
+# Emulated links are noisy, and the noise only ever slows a run down (the
+# emulator, the host, the soft-RoCE threads): each figure is the best of
+# $R runs, the two programs taking turns.
+port=18700
+# bw PROGRAM VERB SIZE N: one server/client run; prints the client's BW average.
+bw() {
+  port=$((port + 1))
+  if [ "$1" = perftest ]; then
+    $T ib_$2_bw -d rxe1 -x 0 -F -s $3 -n $4 -p $port > "$OUT/bw-server.log" 2>&1 &
+    srv=$!
+    listening $port
+    $T ib_$2_bw -d rxe0 -x 0 -F -s $3 -n $4 -p $port 127.0.0.1 > "$OUT/bw-client.log" 2>&1
+  else
+    $T $Q rdma --server -d rxe1 -x 0 --test $2_bw -s $3 -n $4 -p $port > "$OUT/bw-server.log" 2>&1 &
+    srv=$!
+    $T $Q rdma -d rxe0 -x 0 --test $2_bw -s $3 -n $4 -p $port 127.0.0.1 > "$OUT/bw-client.log" 2>&1
+  fi
+  wait $srv
+  awk -v s=$3 '$1 == s { print $4 }' "$OUT/bw-client.log" | tail -1
+}
+best() { tr ' ' '\n' | grep . | sort -g | tail -1; }
+printf 'test\tbytes\titerations\truns\tperftest_MiB_s\tqbench_MiB_s\tratio\n' > "$OUT/ratios.tsv"
+for verb in write read; do
+  for size in 65536 262144 1048576; do
+    # About 16 MiB a run: a steady figure in little emulated time.
+    n=$((16777216 / size))
+    [ $n -lt 32 ] && n=32
+    pts=""
+    qbs=""
+    i=0
+    while [ $i -lt "$R" ]; do
+      pts="$pts $(bw perftest $verb $size $n)"
+      qbs="$qbs $(bw qbench $verb $size $n)"
+      i=$((i + 1))
+    done
+    pt=$(echo "$pts" | best)
+    qb=$(echo "$qbs" | best)
+    if [ -n "$pt" ] && [ -n "$qb" ]; then
+      ratio=$(awk -v a="$qb" -v b="$pt" 'BEGIN { printf "%.2f", a / b }')
+      printf '%s_bw\t%s\t%s\t%s\t%s\t%s\t%s\n' $verb $size $n $R "$pt" "$qb" "$ratio" >> "$OUT/ratios.tsv"
+      pass "${verb}_bw $size B x $n: perftest$pts -> $pt, qbench$qbs -> $qb MiB/s, ratio $ratio"
+    else
+      fail "${verb}_bw $size B: no figure (perftest '$pts', qbench '$qbs')"
+      cat "$OUT/bw-client.log"
+    fi
+  done
+done
+column -t "$OUT/ratios.tsv" 2> /dev/null || cat "$OUT/ratios.tsv"
+
+echo
+echo "rdma-vm: $passed passed, $failed failed"
+[ "$failed" = 0 ]
