@@ -458,7 +458,7 @@ impl CopyArgs {
 /// `qbench plot`.
 #[derive(Args, Debug, Clone)]
 pub struct PlotArgs {
-    /// JSON records written by -J or --json (collective, copy, exchange, compare); several of one kind overlay
+    /// JSON records written by -J or --json (collective, copy, exchange, compare, check, rdma); several of one kind overlay
     #[arg(required = true, value_name = "FILE.json")]
     pub files: Vec<PathBuf>,
     /// The picture: SVG, or PNG when the name ends in .png; - writes SVG to stdout (default: FILE.svg here)
