@@ -18,34 +18,28 @@ __device__ __forceinline__ u64 mix(u64 z) {
 // (little-endian) of word k / 8.
 __device__ __forceinline__ u64 word(u64 seed, u64 i) { return mix(seed + i * 0x9e3779b97f4a7c15ULL); }
 
-// dst[0..bytes) = src[0..bytes) in 16-byte vectors: tiles of blockDim.x * 4
-// vectors, block b taking tiles b, b + gridDim.x, ... (any grid is correct;
-// src/gpu/kernels.rs gives each block one tile), each thread loading its 4
-// vectors, a block apart, before storing them, so that a warp's accesses
-// are 512 contiguous bytes. The block after the last whole tile copies the
-// rest: whole vectors, then the last bytes % 16 bytes.
-#ifdef QB_STREAMING
-#define QB_LD(p) __ldcs(p)
-#define QB_ST(p, v) __stcs(p, v)
-#else
-#define QB_LD(p) (*(p))
-#define QB_ST(p, v) (*(p) = (v))
+// dst[0..bytes) = src[0..bytes) in 16-byte vectors: tiles of blockDim.x *
+// QB_VECTORS vectors (src/gpu/kernels.rs, VECTORS), block b taking tiles b,
+// b + gridDim.x, ... (any grid is correct; src/gpu/kernels.rs gives each
+// block one tile), each thread loading its vectors, a block apart, before
+// storing them, so that a warp's accesses are 512 contiguous bytes. The
+// block after the last whole tile copies the rest: whole vectors, then the
+// last bytes % 16 bytes.
+#ifndef QB_VECTORS
+#error "define QB_VECTORS, the 16-byte vectors a thread takes (src/gpu/kernels.rs, VECTORS)"
 #endif
 extern "C" __global__ void qb_copy(uint4* __restrict__ dst, const uint4* __restrict__ src, u64 bytes) {
     const u64 n = bytes / 16;
-    const u64 tile = (u64)blockDim.x * 4;
+    const u64 tile = (u64)blockDim.x * QB_VECTORS;
     u64 t = blockIdx.x;
     for (; (t + 1) * tile <= n; t += gridDim.x) {
         const u64 i = t * tile + threadIdx.x;
-        const uint4 a = QB_LD(src + i);
-        const uint4 b = QB_LD(src + i + blockDim.x);
-        const uint4 c = QB_LD(src + i + 2 * blockDim.x);
-        const uint4 d = QB_LD(src + i + 3 * blockDim.x);
-        asm volatile("" ::: "memory");  // all four loads before the first store (statevec.cu)
-        QB_ST(dst + i, a);
-        QB_ST(dst + i + blockDim.x, b);
-        QB_ST(dst + i + 2 * blockDim.x, c);
-        QB_ST(dst + i + 3 * blockDim.x, d);
+        uint4 v[QB_VECTORS];
+#pragma unroll
+        for (int u = 0; u < QB_VECTORS; u++) v[u] = src[i + u * blockDim.x];
+        asm volatile("" ::: "memory");  // all loads before the first store (statevec.cu)
+#pragma unroll
+        for (int u = 0; u < QB_VECTORS; u++) dst[i + u * blockDim.x] = v[u];
     }
     if (t * tile > n) return;  // another block's turn for the rest
     for (u64 i = t * tile + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];

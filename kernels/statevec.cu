@@ -9,10 +9,10 @@
 // (docs/kernels-roofline.md): every access is a 16-byte vector (one
 // complex<double>, or two complex<float>), a warp's accesses are 512
 // contiguous bytes, and each thread issues all its loads before its first
-// store. The work is cut into tiles of blockDim.x * QB_PER_THREAD (4)
-// amplitudes (pairs for H on a far qubit): block b takes tiles b,
+// store. The work is cut into tiles of blockDim.x * QB_VECTORS vectors
+// (vector pairs, for H on a far qubit): block b takes tiles b,
 // b + gridDim.x, ... so that any grid is correct, and the launch
-// (src/gpu/kernels.rs, grid) gives each block one tile, so that the
+// (src/gpu/kernels.rs, streaming) gives each block one tile, so that the
 // hardware hands out small tiles to whichever multiprocessor is free and no
 // block is left running alone at the end. The last, partial tile, which
 // only registers smaller than one tile have, is done element by element.
@@ -24,11 +24,12 @@ struct __align__(16) C2 { double x, y; };  // complex<double>, 16 bytes
 
 #define SQRT1_2 0.70710678118654752440
 
-// Amplitudes each thread takes in a full tile (pairs, for H on a far qubit):
-// the launches in src/transport/amplitudes/gpu.rs ask for a thread per 4.
-// (results/ref/kernels_bench.cu builds other values to compare.)
-#ifndef QB_PER_THREAD
-#define QB_PER_THREAD 4
+// 16-byte vectors (pairs of them, for H on a far qubit) each thread takes
+// in a full tile: src/gpu/kernels.rs passes its VECTORS, and launches a
+// thread for each QB_VECTORS. One a thread, in many small blocks, streams
+// fastest on an H200 (results/ref/copy_shapes.cu).
+#ifndef QB_VECTORS
+#error "define QB_VECTORS, the 16-byte vectors a thread takes (src/gpu/kernels.rs, VECTORS)"
 #endif
 
 // R: the real type; V: the 16-byte vector; E: amplitudes per vector.
@@ -162,7 +163,7 @@ __device__ __forceinline__ float4 h_lane(float4 v, u64 i, unsigned q) {
 template <typename A>
 __device__ void hadamard_near(A* amp, u64 n, unsigned q) {
     typedef typename Ops<A>::V V;
-    enum { NV = QB_PER_THREAD / Ops<A>::E };
+    enum { NV = QB_VECTORS };
     V* vec = (V*)amp;
     const u64 tile = (u64)blockDim.x * NV, nv = n / Ops<A>::E;
     // Whole tiles: every lane of every warp takes part in each shuffle.
@@ -177,19 +178,18 @@ __device__ void hadamard_near(A* amp, u64 n, unsigned q) {
         for (int u = 0; u < NV; u++) st(vec + i0 + u * blockDim.x, h_lane(v[u], i0 + u * blockDim.x, q));
     }
     // The partial tile, if this block's turn: a tile holds whole pairs
-    // (QB_PER_THREAD * blockDim.x ≥ 2^(q+1) amplitudes), so the rest is
-    // pairs from the tile's first amplitude / 2 to n / 2.
+    // (QB_VECTORS * blockDim.x ≥ 32 vectors ≥ 2^(q+1) amplitudes), so the
+    // rest is pairs from the tile's first amplitude / 2 to n / 2.
     if (t * tile < nv) hadamard_pairs(amp, t * tile * Ops<A>::E / 2 + threadIdx.x, n / 2, blockDim.x, q);
 }
 
 // H on qubit q ≥ 5 (each half of a pair in runs of ≥ 16 vectors): pairs of
-// vectors (j, j + 2^(q - log2 E)), QB_PER_THREAD amplitude pairs a thread,
-// all loads (8 for complex<double>, 4 for complex<float>) before the
-// stores; a warp reads two runs of 512 bytes (or two of 2 × 256).
+// vectors (j, j + 2^(q - log2 E)), QB_VECTORS pairs a thread, all loads
+// before the stores; a warp reads two runs of 512 bytes.
 template <typename A>
 __device__ void hadamard_far(A* amp, u64 pairs, unsigned q) {
     typedef typename Ops<A>::V V;
-    enum { NP = QB_PER_THREAD / Ops<A>::E };
+    enum { NP = QB_VECTORS };
     V* vec = (V*)amp;
     const unsigned qv = q - (Ops<A>::E == 2 ? 1 : 0);  // the qubit's bit in a vector's index
     const u64 low = (1ULL << qv) - 1, half = 1ULL << qv;
@@ -218,14 +218,14 @@ __device__ void hadamard_far(A* amp, u64 pairs, unsigned q) {
 
 // H on a global qubit, after the exchange: this rank holds the |0> (one = 0)
 // or |1> (one = 1) amplitudes of each pair and `peer` holds the other.
-// Two streams read, one written; QB_PER_THREAD amplitudes a thread. No
+// Two streams read, one written; QB_VECTORS vectors a thread. No
 // __restrict__: with it the peer loads become ld.global.nc, which ptxas
 // scheduled after the first store.
 template <typename A>
 __device__ void combine(A* amp, const A* peer, u64 n, int one) {
     typedef typename Ops<A>::V V;
     typedef typename Ops<A>::R R;
-    enum { NV = QB_PER_THREAD / Ops<A>::E };
+    enum { NV = QB_VECTORS };
     V* va = (V*)amp;
     const V* vp = (const V*)peer;
     // |0>: (a + p)/√2;  |1>: (p − a)/√2
@@ -249,9 +249,9 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
 }
 
 // Each H kernel is right for every qubit, fast for its own: sv_h_warp for
-// q < 5, which qbench launches with n / 4 threads, and sv_h for q >= 5,
-// launched with n / 8 (4 pairs a thread): src/transport/amplitudes/gpu.rs,
-// local_h. The other qubits go pair by pair, which keeps each kernel's
+// q < 5, which qbench launches with a thread for each QB_VECTORS vectors,
+// and sv_h for q >= 5, a thread for each QB_VECTORS vector pairs
+// (src/transport/amplitudes/gpu/mod.rs, local_h). The other qubits go pair by pair, which keeps each kernel's
 // registers those of its own path.
 #define QB_SV(NAME, A)                                                                                         \
     extern "C" __global__ void sv_init_##NAME(A* amp, u64 n, u64 base, const double2* lo, const double2* hi,    \
@@ -284,19 +284,18 @@ QB_SV(single, C1)
 QB_SV(double, C2)
 
 // dst[i] = src[i] for n 16-byte words; dst may be a peer GPU's memory.
-// Tiles of 4 words a thread, loads before stores, as the kernels above.
+// Tiles of QB_VECTORS words a thread, loads before stores, as above.
 extern "C" __global__ void sv_copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, u64 n) {
-    const u64 tile = (u64)blockDim.x * 4;
+    const u64 tile = (u64)blockDim.x * QB_VECTORS;
     u64 t = blockIdx.x;
     for (; (t + 1) * tile <= n; t += gridDim.x) {
         const u64 i = t * tile + threadIdx.x;
-        const uint4 a = ld(src + i), b = ld(src + i + blockDim.x), c = ld(src + i + 2 * blockDim.x),
-                    d = ld(src + i + 3 * blockDim.x);
+        uint4 v[QB_VECTORS];
+#pragma unroll
+        for (int u = 0; u < QB_VECTORS; u++) v[u] = ld(src + i + u * blockDim.x);
         QB_LOADS_BEFORE_STORES();
-        st(dst + i, a);
-        st(dst + i + blockDim.x, b);
-        st(dst + i + 2 * blockDim.x, c);
-        st(dst + i + 3 * blockDim.x, d);
+#pragma unroll
+        for (int u = 0; u < QB_VECTORS; u++) st(dst + i + u * blockDim.x, v[u]);
     }
     if (t * tile < n)
         for (u64 i = t * tile + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];

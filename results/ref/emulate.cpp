@@ -4,7 +4,9 @@
 // small registers and on several grids and block sizes: the tiles, the
 // partial tile and the pair-by-pair paths, without a GPU.
 //
-//     g++ -std=c++20 -O1 -pthread -ffp-contract=off -o /tmp/emulate results/ref/emulate.cpp && /tmp/emulate
+//     g++ -std=c++20 -O1 -pthread -ffp-contract=off -DQB_VECTORS=1 -o /tmp/emulate results/ref/emulate.cpp && /tmp/emulate
+//
+// QB_VECTORS is src/gpu/kernels.rs's VECTORS; other values test the kernels' other shapes.
 #include <atomic>
 #include <barrier>
 #include <cmath>
@@ -60,8 +62,6 @@ inline float __shfl_xor_sync(unsigned, float v, int m) { return shuffle_xor(v, m
 inline double __shfl_xor_sync(unsigned, double v, int m) { return shuffle_xor(v, m); }
 
 #include "../../kernels/statevec.cu"
-#undef QB_LD
-#undef QB_ST
 namespace copy_cu {
 #define mix copy_mix
 #define u64 copy_u64
@@ -121,6 +121,11 @@ static unsigned blocks_for(unsigned long long threads, unsigned block) {
     return (unsigned)std::max(1ull, (threads + block - 1) / block);
 }
 
+// src/gpu/kernels.rs, streaming: a thread for each QB_VECTORS vectors.
+static unsigned streaming(unsigned long long vectors, unsigned block) {
+    return blocks_for((vectors + QB_VECTORS - 1) / QB_VECTORS, block);
+}
+
 template <typename A>
 static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void (*hw)(A*, u64, unsigned),
                            void (*comb)(A*, const A*, u64, int)) {
@@ -128,20 +133,21 @@ static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void 
     char what[160];
     for (unsigned L = 2; L <= 12; L++) {
         const u64 n = 1ull << L;
-        for (unsigned block : {32u, 64u, 256u}) {
-            // qbench's grids (src/transport/amplitudes/gpu.rs), then one block and three.
+        for (unsigned block : {32u, 64u, 128u, 256u}) {
+            // qbench's grids (src/transport/amplitudes/gpu/mod.rs), then one block and three.
+            const u64 E = Ops<A>::E;
             for (int g = 0; g < 3; g++) {
                 for (unsigned q = 0; q < L; q++) {
                     const auto start = random_state<A>(n, rng);
                     auto want = start;
                     h_ref(want, q);
                     auto got = start;
-                    const unsigned gh = g == 0 ? blocks_for(n / 8, block) : g == 1 ? 1 : 3;
+                    const unsigned gh = g == 0 ? streaming((n / 2 + E - 1) / E, block) : g == 1 ? 1 : 3;
                     launch(gh, block, [&] { h(got.data(), n / 2, q); });
                     std::snprintf(what, sizeof what, "sv_h_%s n=2^%u q=%u block=%u grid=%u", name, L, q, block, gh);
                     expect_same(got, want, what);
                     got = start;
-                    const unsigned gw = g == 0 ? blocks_for(n / 4, block) : g == 1 ? 1 : 3;
+                    const unsigned gw = g == 0 ? streaming(n / E, block) : g == 1 ? 1 : 3;
                     launch(gw, block, [&] { hw(got.data(), n, q); });
                     std::snprintf(what, sizeof what, "sv_h_warp_%s n=2^%u q=%u block=%u grid=%u", name, L, q, block, gw);
                     expect_same(got, want, what);
@@ -154,7 +160,7 @@ static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void 
                     for (u64 i = 0; i < n; i++)
                         want[i] = {c * (peer[i].x + s * amp[i].x), c * (peer[i].y + s * amp[i].y)};
                     auto got = amp;
-                    const unsigned gc = g == 0 ? blocks_for(n / 4, block) : g == 1 ? 1 : 3;
+                    const unsigned gc = g == 0 ? streaming((n + E - 1) / E, block) : g == 1 ? 1 : 3;
                     launch(gc, block, [&] { comb(got.data(), peer.data(), n, one); });
                     std::snprintf(what, sizeof what, "sv_combine_%s n=2^%u one=%d block=%u grid=%u", name, L, one, block, gc);
                     expect_same(got, want, what);
@@ -168,20 +174,20 @@ static void test_copies() {
     std::mt19937_64 rng(9);
     char what[160];
     for (u64 bytes : {0ull, 1ull, 15ull, 16ull, 17ull, 1000ull, 4096ull, 16384ull, 16385ull, 40000ull, 65536ull + 7}) {
-        for (unsigned block : {32u, 256u}) {
+        for (unsigned block : {32u, 128u, 256u}) {
             for (int g = 0; g < 3; g++) {
                 std::vector<uint4> src(bytes / 16 + 2), dst(bytes / 16 + 2), want;
                 for (auto& w : src) w = {(unsigned)rng(), (unsigned)rng(), (unsigned)rng(), (unsigned)rng()};
                 for (auto& w : dst) w = {~0u, ~0u, ~0u, ~0u};
                 want = dst;
                 std::memcpy(want.data(), src.data(), bytes);
-                const unsigned gq = g == 0 ? blocks_for((bytes + 63) / 64, block) : g == 1 ? 1 : 3;
+                const unsigned gq = g == 0 ? streaming((bytes + 15) / 16, block) : g == 1 ? 1 : 3;
                 launch(gq, block, [&] { copy_cu::qb_copy(dst.data(), src.data(), bytes); });
                 std::snprintf(what, sizeof what, "qb_copy bytes=%llu block=%u grid=%u", bytes, block, gq);
                 expect_same(dst, want, what);
                 if (bytes % 16 == 0) {
                     for (auto& w : dst) w = {~0u, ~0u, ~0u, ~0u};
-                    const unsigned gs = g == 0 ? blocks_for(bytes / 16 / 4, block) : g == 1 ? 1 : 3;
+                    const unsigned gs = g == 0 ? streaming(bytes / 16, block) : g == 1 ? 1 : 3;
                     launch(gs, block, [&] { sv_copy16(dst.data(), src.data(), bytes / 16); });
                     std::snprintf(what, sizeof what, "sv_copy16 words=%llu block=%u grid=%u", bytes / 16, block, gs);
                     expect_same(dst, want, what);

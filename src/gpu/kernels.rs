@@ -22,7 +22,14 @@ use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Threads per block of every kernel.
-const BLOCK: u32 = 256;
+const BLOCK: u32 = 128;
+
+/// 16-byte vectors (or vector pairs, for the far H gate) each thread of a
+/// streaming kernel takes: `QB_VECTORS` in kernels/*.cu, given to NVRTC.
+/// One vector a thread in blocks of 128 (PyTorch's elementwise shape)
+/// streamed at 0.99 of the copy engine's device copy on an H200; four, in
+/// blocks of 256, at 0.95 (results/ref/copy_shapes.cu).
+pub const VECTORS: u64 = 1;
 
 /// The most blocks a launch's x dimension may have.
 const MAX_BLOCKS: u64 = (1 << 31) - 1;
@@ -124,7 +131,7 @@ fn compile(name: &str, source: &str, target: Target, extra: &[&str]) -> Result<(
     let src = CString::new(source).map_err(|_| fail("the source holds a NUL byte".into()))?;
     let cname = CString::new(name).map_err(|_| fail("the name holds a NUL byte".into()))?;
     let prog = nvrtc::create_program(&src, Some(&cname)).map_err(|e| fail(format!("{e:?}")))?;
-    let mut options = vec![target.option(), "--std=c++14".to_string()];
+    let mut options = vec![target.option(), "--std=c++14".to_string(), format!("-DQB_VECTORS={VECTORS}")];
     options.extend(extra.iter().map(|o| o.to_string()));
     // SAFETY: `prog` was just created and is destroyed once, below; `src`
     // and `cname` outlive it. The output buffers are sized by NVRTC's own
@@ -183,16 +190,22 @@ pub fn built(file: &str, cc: (i32, i32)) -> Option<KernelBuild> {
 /// A launch of `threads` threads, BLOCK to a block, not a grid sized to the
 /// multiprocessors: every kernel loops over `blockIdx.x, blockIdx.x +
 /// gridDim.x, …`, so any grid is correct. The streaming kernels (gate,
-/// combine, copies) take tiles of BLOCK × 4 elements and their callers pass
-/// a thread for each 4 elements (amplitudes, pairs or 16-byte words), which
-/// gives every block one tile; the others take one element a thread. The
-/// hardware then hands small pieces to whichever multiprocessor frees a
-/// slot, and no long-running block is left alone at the end: with 16 blocks
-/// a multiprocessor, each looping over a 1/2112 share of the chunk, the
-/// gate ran at 0.91 of the copy engine on an H200. The GPU is not consulted.
+/// combine, copies) are launched by [`streaming`]; the others take one
+/// element a thread. The hardware then hands small pieces to whichever
+/// multiprocessor frees a slot, and no long-running block is left alone at
+/// the end: with 16 blocks a multiprocessor, each looping over a 1/2112
+/// share of the chunk, the gate ran at 0.91 of the copy engine on an H200.
+/// The GPU is not consulted.
 pub fn grid(_gpu: &Gpu, threads: u64) -> LaunchConfig {
     let blocks = threads.div_ceil(BLOCK as u64).clamp(1, MAX_BLOCKS) as u32;
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// The launch of a streaming kernel over `vectors` 16-byte vectors (vector
+/// pairs for the far H gate): a thread for each [`VECTORS`], which gives
+/// every block one tile of the kernel's.
+pub fn streaming(gpu: &Gpu, vectors: u64) -> LaunchConfig {
+    grid(gpu, vectors.div_ceil(VECTORS))
 }
 
 /// Loads the named kernels of one source file into a GPU's context: its

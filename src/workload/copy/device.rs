@@ -38,7 +38,7 @@ impl CopyKernels {
         l.arg(&dst).arg(&src).arg(&bytes);
         // SAFETY: the arguments match qb_copy; both addresses reach at least
         // `bytes` bytes from `gpu` (the flow's buffers, sized for them).
-        unsafe { l.launch(kernels::grid(gpu, bytes.div_ceil(64))) }
+        unsafe { l.launch(kernels::streaming(gpu, bytes.div_ceil(16))) }
             .map(|_| ())
             .map_err(cuda_err(format!("launching the copy kernel on GPU {}", gpu.ordinal)))
     }

@@ -13,7 +13,7 @@ pub mod peer;
 use super::{Register, Seconds, Wire};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
-use crate::gpu::kernels::{grid, load};
+use crate::gpu::kernels::{grid, load, streaming};
 use crate::gpu::{self, DeviceBuffer, Gpu, Pinned, cuda_err};
 use crate::record::RankInfo;
 use crate::statevec::layout::{Layout, Pattern, Precision};
@@ -162,6 +162,11 @@ impl<'w> GpuRegister<'w> {
     /// The smallest total memory of this process's GPUs.
     pub fn gpu_memory(&self) -> u64 {
         self.ranks.iter().map(|r| r.gpu.total_mem).min().unwrap_or(0)
+    }
+
+    /// Amplitudes in one 16-byte vector of the streaming kernels.
+    fn per_vector(&self) -> u64 {
+        16 / self.layout.precision.bytes()
     }
 
     fn fname(&self, kind: &str) -> String {
@@ -406,7 +411,7 @@ impl Register for GpuRegister<'_> {
                     let amp = r.state.ptr();
                     let mut l = me.kernel(i, &name)?;
                     l.arg(&amp).arg(&n).arg(&q);
-                    go(l, grid(&r.gpu, n / 4), &name)?;
+                    go(l, streaming(&r.gpu, n / me.per_vector()), &name)?;
                 }
                 Ok(())
             });
@@ -416,10 +421,9 @@ impl Register for GpuRegister<'_> {
         self.span(|me| {
             for (i, r) in me.ranks.iter().enumerate() {
                 let amp = r.state.ptr();
-                // Each thread takes 4 pairs (UNROLL in the kernel).
                 let mut l = me.kernel(i, &name)?;
                 l.arg(&amp).arg(&pairs).arg(&q);
-                go(l, grid(&r.gpu, pairs.div_ceil(4)), &name)?;
+                go(l, streaming(&r.gpu, pairs.div_ceil(me.per_vector())), &name)?;
             }
             Ok(())
         })
@@ -459,8 +463,7 @@ impl Register for GpuRegister<'_> {
                 let (amp, peer) = (r.state.ptr(), r.xbuf.ptr());
                 let mut l = me.kernel(i, &name)?;
                 l.arg(&amp).arg(&peer).arg(&n).arg(&one);
-                // Each thread takes 4 amplitudes (one tile a block).
-                go(l, grid(&r.gpu, n.div_ceil(4)), &name)?;
+                go(l, streaming(&r.gpu, n.div_ceil(me.per_vector())), &name)?;
             }
             Ok(())
         })

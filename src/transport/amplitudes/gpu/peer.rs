@@ -6,7 +6,7 @@ use super::{GpuRegister, GpuWire, go};
 use crate::error::Result;
 use crate::fault::Fault;
 use crate::gpu::cuda_err;
-use crate::gpu::kernels::grid;
+use crate::gpu::kernels::streaming;
 use crate::statevec::layout::Pattern;
 use crate::transport::amplitudes::{Memory, Seconds, WireImpl};
 use cudarc::driver::{PushKernelArg, result};
@@ -59,8 +59,7 @@ impl GpuWire for Kernel {
                 let words = len / 16;
                 let mut l = me.kernel(i, "sv_copy16")?;
                 l.arg(&to).arg(&from).arg(&words);
-                // Each thread copies 4 words (one tile a block).
-                go(l, grid(&src.gpu, words.div_ceil(4)), "sv_copy16")?;
+                go(l, streaming(&src.gpu, words), "sv_copy16")?;
             }
             Ok(())
         })
