@@ -12,6 +12,7 @@ use crate::session::Session;
 
 /// Runs the plan in `session`, telling `obs` of every row.
 pub fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> Outcome<RdmaRun> {
+    #[cfg_attr(not(feature = "rdma"), allow(unused_mut))]
     let mut out = RdmaRun {
         header: Header::start(KIND, plan.fault),
         mode: plan.peer.mode(),
