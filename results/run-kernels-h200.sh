@@ -6,8 +6,10 @@
 #      kernels/*.cu (the files qbench's NVRTC compiles): H at every qubit,
 #      combine, placement, qb_copy and sv_copy16 against cudaMemcpyAsync on
 #      the same bytes, every result first checked bit for bit; qbench's
-#      kernels on four grid shapes, with evict-first hints, with 8
-#      amplitudes a thread, and the kernels before (results/ref/baseline/);
+#      kernels on four grid shapes, with evict-first hints, with 4
+#      vectors a thread, and the kernels before (results/ref/baseline/);
+#      and results/ref/copy_shapes.cu: copies of every shape against the
+#      copy engine;
 #   2. PyTorch's copy_ and elementwise kernels on the same bytes
 #      (results/torch_elementwise.py);
 #   3. qbench itself: copy --test local_ce,local_sm, and exchange -g 1 at
@@ -40,7 +42,7 @@ CUOBJDUMP=$(dirname "$(command -v "$NVCC")")/cuobjdump
 # What goes back, from what the work folder holds so far.
 checkpoint() {
     python3 "$REPO/results/ref/summarize_kernels.py" "$W" --bench-json "$OUT/bench.json" > "$OUT/summary.txt" 2>&1
-    for f in torch-elementwise.json sass.txt; do
+    for f in torch-elementwise.json sass.txt copy-shapes.json; do
         if [ -f "$W/$f" ]; then cp "$W/$f" "$OUT/"; fi
     done
     tar czf "$OUT/raw.tgz" -C "$W" --exclude='bench-qbench' --exclude='bench-streaming' --exclude='bench-wide' \
@@ -67,13 +69,13 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem,clo
 "$NVCC" --version | tail -2 | tee -a "$W/machine.txt"
 "$Q" --version 2>&1 | head -1 | tee -a "$W/machine.txt"
 
-step "build the harness: qbench's kernels, with evict-first hints, 8 a thread, and the kernels before"
+step "build the harness: qbench's kernels, with evict-first hints, 4 vectors a thread, and the kernels before"
 VARIANTS="qbench streaming wide baseline"
 builds=""
 for v in $VARIANTS; do
-    flags=""
-    if [ $v = streaming ]; then flags=-DQB_STREAMING; fi
-    if [ $v = wide ]; then flags=-DQB_PER_THREAD=8; fi
+    flags=-DQB_VECTORS=1
+    if [ $v = streaming ]; then flags="$flags -DQB_STREAMING"; fi
+    if [ $v = wide ]; then flags=-DQB_VECTORS=4; fi
     if [ $v = baseline ]; then flags=-DQB_BASELINE; fi
     timeout 150 "$NVCC" -O3 -std=c++17 -arch=sm_90 $flags -Xptxas -v -o "$W/bench-$v" \
         "$REPO/results/ref/kernels_bench.cu" > "$W/ptxas-$v.txt" 2>&1 &
@@ -107,6 +109,11 @@ grep -A2 -E "^(sv_h_double|sv_h_warp_single|sv_combine_double|qb_copy):" "$W/sas
 
 step "harness: qbench's kernels, 16 GiB chunks, four grid shapes, every qubit, checked"
 timeout 150 "$W/bench-qbench" -o "$W/bench-qbench-16g.json" double:30 single:31
+echo "rc=$?"
+
+step "copy shapes: 1 to 8 vectors a thread, blocks of 128 to 512, against the copy engine (8 GiB)"
+timeout 120 "$NVCC" -O3 -std=c++17 -arch=sm_90 -DQB_VECTORS=1 -o "$W/copy_shapes" "$REPO/results/ref/copy_shapes.cu" \
+    && timeout 60 "$W/copy_shapes" 8 > "$W/copy-shapes.json"
 echo "rc=$?"
 
 step "harness: the kernels before, same sizes, their own grid"
@@ -153,7 +160,7 @@ late || {
     echo "rc=$?"
 }
 
-step "harness: 8 amplitudes a thread (16 GiB), one tile a block"
+step "harness: 4 vectors a thread (16 GiB), one tile a block"
 late || {
     timeout 60 "$W/bench-wide" --grids tiles -o "$W/bench-wide-16g.json" double:30 single:31
     echo "rc=$?"

@@ -12,15 +12,16 @@
 //
 // Build (the GPU machine's nvcc; -arch=sm_90 gives the same SASS as
 // qbench's NVRTC cubin, docs/kernels-roofline.md):
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o bench results/ref/kernels_bench.cu
+//   nvcc -O3 -std=c++17 -arch=sm_90 -DQB_VECTORS=1 -o bench results/ref/kernels_bench.cu
+//   (QB_VECTORS: src/gpu/kernels.rs's VECTORS, the 16-byte vectors a thread takes)
 //   ... -DQB_STREAMING            the same kernels with evict-first loads and stores
-//   ... -DQB_PER_THREAD=8         8 amplitudes (pairs) a thread instead of 4, launched to match
+//   ... -DQB_VECTORS=4            4 vectors (vector pairs) a thread instead of 1, launched to match
 //   ... -DQB_BASELINE             the kernels before (results/ref/baseline/), with their launch shapes
 // Run:
-//   ./bench [-o out.json] [--grids tiles,tiles128,wave,sm16] [--qubits all|edges] [--verify 0|1] double:30 single:31
+//   ./bench [-o out.json] [--grids tiles,tiles256,wave,sm16] [--qubits all|edges] [--verify 0|1] double:30 single:31
 // Grids (qbench's kernels loop over tiles, so each is correct):
 //   tiles  one tile a block, as qbench's src/gpu/kernels.rs grid() launches them
-//   tiles128  the same with blocks of 128 threads (PyTorch's), not 256
+//   tiles256  the same with blocks of 256 threads, not 128
 //   wave   a persistent grid: multiprocessors x resident blocks, each looping over tiles
 //   sm16   at most 16 blocks a multiprocessor, the old grid() cap
 // The baseline build has one grid, its own ("old").
@@ -42,7 +43,7 @@ static const char* BUILD = "baseline";
 #include "../../kernels/copy.cu"
 #if defined(QB_STREAMING)
 static const char* BUILD = "streaming";
-#elif QB_PER_THREAD != 4
+#elif QB_VECTORS != 1
 static const char* BUILD = "wide";
 #else
 static const char* BUILD = "qbench";
@@ -58,7 +59,7 @@ static const char* BUILD = "qbench";
         }                                                                                           \
     } while (0)
 
-static const unsigned BLOCK = 256;  // src/gpu/kernels.rs, BLOCK
+static const unsigned BLOCK = 128;  // src/gpu/kernels.rs, BLOCK
 static int sms = 0;
 
 // ---- reference kernels: one pair (or element) a thread, nothing clever ----
@@ -119,13 +120,13 @@ static unsigned plain_grid(u64 threads) {
 // ---- launch shapes ----
 
 // Threads a block under grid shape `g`.
-static unsigned block_of(const std::string& g) { return g == "tiles128" ? 128 : BLOCK; }
+static unsigned block_of(const std::string& g) { return g == "tiles256" ? 256 : BLOCK; }
 
 // Blocks for `threads` threads under grid shape `g` for kernel `f`.
 static unsigned blocks(const std::string& g, u64 threads, const void* f) {
     const unsigned b = block_of(g);
     const u64 want = std::max<u64>(1, (threads + b - 1) / b);
-    if (g == "tiles" || g == "tiles128") return (unsigned)std::min<u64>(want, (1ULL << 31) - 1);
+    if (g == "tiles" || g == "tiles256") return (unsigned)std::min<u64>(want, (1ULL << 31) - 1);
     if (g == "wave") {
         int per = 0;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, f, b, 0));
@@ -140,12 +141,18 @@ struct Kernels {
     const void *h, *hw, *comb;
 };
 
-// The threads qbench asks for (src/transport/amplitudes/gpu.rs; the
-// baseline's, before these kernels, where they differ).
+// The threads qbench asks for (src/gpu/kernels.rs, streaming: a thread
+// for each QB_VECTORS 16-byte vectors), in elements of each kernel's
+// (gate and combine: vectors, or amplitudes for the baseline; 16-byte
+// words; bytes for qb_copy); the baseline's, before these kernels, where
+// they differ.
 #ifdef QB_BASELINE
-static const u64 GATE_PER_THREAD = 4, COMBINE_PER_THREAD = 1, COPY16_PER_THREAD = 1;
+static const bool BY_VECTOR = false;
+static const u64 GATE_PER_THREAD = 4, COMBINE_PER_THREAD = 1, COPY16_PER_THREAD = 1, QBCOPY_PER_THREAD = 64;
 #else
-static const u64 GATE_PER_THREAD = QB_PER_THREAD, COMBINE_PER_THREAD = QB_PER_THREAD, COPY16_PER_THREAD = 4;
+static const bool BY_VECTOR = true;
+static const u64 GATE_PER_THREAD = QB_VECTORS, COMBINE_PER_THREAD = QB_VECTORS, COPY16_PER_THREAD = QB_VECTORS,
+                 QBCOPY_PER_THREAD = 16 * QB_VECTORS;
 #endif
 
 static void launch(const void* f, u64 threads, const std::string& grid, cudaStream_t s, void** args) {
@@ -157,21 +164,24 @@ struct Launcher {
     Kernels k;
     std::string grid;
     u64 n;  // amplitudes
+    u64 e;  // amplitudes a 16-byte vector holds
+    // Elements of the gate and combine kernels: vectors, or the baseline's amplitudes.
+    u64 elems(u64 amps) const { return BY_VECTOR ? (amps + e - 1) / e : amps; }
     void h(void* amp, unsigned q, cudaStream_t s) const {
-        if (q < 5 && n >= 32 * 4) {  // local_h: sv_h_warp, n / 4 threads
+        if (q < 5 && n >= 32 * 4) {  // local_h: sv_h_warp
             u64 nn = n;
             void* args[] = {&amp, &nn, &q};
-            launch(k.hw, n / GATE_PER_THREAD, grid, s, args);
+            launch(k.hw, elems(n) / GATE_PER_THREAD, grid, s, args);
             return;
         }
-        u64 pairs = n / 2;  // sv_h, 4 pairs a thread
+        u64 pairs = n / 2;  // sv_h, on vector pairs
         void* args[] = {&amp, &pairs, &q};
-        launch(k.h, (pairs + GATE_PER_THREAD - 1) / GATE_PER_THREAD, grid, s, args);
+        launch(k.h, (elems(pairs) + GATE_PER_THREAD - 1) / GATE_PER_THREAD, grid, s, args);
     }
     void combine(void* amp, const void* peer, int one, cudaStream_t s) const {
         u64 nn = n;
         void* args[] = {&amp, &peer, &nn, &one};
-        launch(k.comb, (n + COMBINE_PER_THREAD - 1) / COMBINE_PER_THREAD, grid, s, args);
+        launch(k.comb, (elems(n) + COMBINE_PER_THREAD - 1) / COMBINE_PER_THREAD, grid, s, args);
     }
     void copy16(void* dst, const void* src, u64 bytes, cudaStream_t s) const {
         u64 words = bytes / 16;
@@ -179,9 +189,9 @@ struct Launcher {
         launch((const void*)sv_copy16, (words + COPY16_PER_THREAD - 1) / COPY16_PER_THREAD, grid, s, args);
     }
     void qbcopy(void* dst, const void* src, u64 bytes, cudaStream_t s) const {
-        // src/workload/copy/device.rs: bytes / 64 threads, in both versions.
+        // src/workload/copy/device.rs.
         void* args[] = {&dst, &src, &bytes};
-        launch((const void*)qb_copy, (bytes + 63) / 64, grid, s, args);
+        launch((const void*)qb_copy, (bytes + QBCOPY_PER_THREAD - 1) / QBCOPY_PER_THREAD, grid, s, args);
     }
 };
 
@@ -281,7 +291,7 @@ static void run_precision(const char* name, unsigned L, Kernels k, const std::ve
     if (check) {
         char what[200];
         for (const auto& g : grids) {
-            const Launcher run{k, g, n};
+            const Launcher run{k, g, n, 16 / sizeof(A)};
             for (int q : qs) {
                 CK(cudaMemcpy(ref, state, chunk, cudaMemcpyDeviceToDevice));
                 ref_h<A><<<plain_grid(n / 2), BLOCK>>>((A*)ref, n / 2, q);
@@ -322,7 +332,7 @@ static void run_precision(const char* name, unsigned L, Kernels k, const std::ve
             timer.median([&] { CK(cudaMemcpyAsync(state + half, xbuf, half, cudaMemcpyDeviceToDevice, s)); });
         emit({name, "place_ce", "ce", L, -1, chunk, round, place, chunk / place / 1e9, copy_gbps});
         for (const auto& g : grids) {
-            const Launcher run{k, g, n};
+            const Launcher run{k, g, n, 16 / sizeof(A)};
             for (int q : qs) {
                 const double t = timer.median([&] { run.h(state, q, s); });
                 emit({name, "h", g, L, q, 2 * chunk, round, t, 2.0 * chunk / t / 1e9, copy_gbps});
@@ -387,7 +397,7 @@ static void table(const std::string& precision, unsigned L, const std::vector<st
 }
 
 int main(int argc, char** argv) {
-    std::vector<std::string> grids = {"tiles", "tiles128", "wave", "sm16"};
+    std::vector<std::string> grids = {"tiles", "tiles256", "wave", "sm16"};
     bool all_qubits = true, check = true;
     std::vector<std::pair<std::string, unsigned>> sizes;
     for (int i = 1; i < argc; i++) {
@@ -412,7 +422,7 @@ int main(int argc, char** argv) {
         } else if (a.find(':') != std::string::npos) {
             sizes.push_back({a.substr(0, a.find(':')), (unsigned)std::atoi(a.c_str() + a.find(':') + 1)});
         } else {
-            std::fprintf(stderr, "usage: %s [-o out.json] [--grids tiles,tiles128,wave,sm16] [--qubits all|edges] "
+            std::fprintf(stderr, "usage: %s [-o out.json] [--grids tiles,tiles256,wave,sm16] [--qubits all|edges] "
                                  "[--verify 0|1] double:30 single:31 ...\n", argv[0]);
             return 2;
         }

@@ -61,7 +61,7 @@ def harness(rows):
     print(f"{'build':>9} {'grid':>8} {'precision':>9} {'2^n':>4} {'H worst q':>16} {'H median':>8} "
           f"{'combine':>7} {'place':>6} {'qb_copy':>7} {'copy16':>7}  goal {GOAL}")
     for build in ("qbench", "streaming", "wide", "baseline"):
-        for grid in ("tiles", "tiles128", "wave", "sm16", "old"):
+        for grid in ("tiles", "tiles256", "wave", "sm16", "old"):
             for prec, L in sizes:
                 def fig(kernel, q=-1):
                     rs = keys.get((build, prec, L, grid, kernel, q))
