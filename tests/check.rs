@@ -204,7 +204,13 @@ fn rdma_facts_are_judged_against_the_fixture_trees() {
     let o = check(&["--profile", "mlx4-fdr", "--sysfs-root", fixtures.join("mlx4-ib").to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let r = json(&o);
-    assert!(r["rows"].as_array().unwrap().iter().all(|row| row["status"] == "PASS"), "{r}");
+    // The facts pass; the RDMA step is not measured from a fixture tree.
+    let rows = r["rows"].as_array().unwrap();
+    assert!(
+        rows.iter().all(|row| row["status"] == "PASS" || (row["kind"] == "rdma" && row["status"] == "SKIP")),
+        "{r}"
+    );
+    assert!(rows.iter().any(|row| row["kind"] == "rdma"), "{r}");
 
     // No adapter at all: the hardware the profile requires is missing
     // (exit 3), and every failing row says what to do.
@@ -226,6 +232,43 @@ fn rdma_facts_are_judged_against_the_fixture_trees() {
     let o = check(&["--profile", p.to_str().unwrap(), "--sysfs-root", fixtures.join("port-down").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("mlx5_1:1 DOWN"), "{}", stdout(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A profile of one rdma step, `body` its keys after `kind = "rdma"`.
+fn rdma_profile(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    let text = format!(
+        "[profile]\nname = \"rdma\"\ndescription = \"adapters\"\nsource = \"a test\"\nmeasured_here = false\n\n\
+         [levels]\nquick = 60\nstandard = 60\nfull = 60\n\n[[step]]\nname = \"RDMA write\"\nkind = \"rdma\"\n{body}\n"
+    );
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn an_rdma_step_needs_an_adapter_and_one_known_test() {
+    let dir = scratch("rdma");
+    // This machine has no RDMA adapter (or this qbench no verbs): the
+    // hardware the profile requires is missing.
+    let p = rdma_profile(&dir, "write.toml", "test = \"write_bw\"\nsize = \"64K\"\nmetric = \"gbits\"\nfloor = 0.001");
+    let o = check(&["--profile", p.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    let r = json(&o);
+    let row = &r["rows"].as_array().unwrap()[0];
+    assert_eq!((row["kind"].as_str(), row["status"].as_str()), (Some("rdma"), Some("FAIL")), "{r}");
+    assert!(row["found"].as_str().unwrap().contains("no RDMA"), "{row}");
+    for (name, body, want) in [
+        ("two.toml", "test = \"write_bw,read_bw\"\nmetric = \"gbits\"\nfloor = 1.0", "one test"),
+        ("ping.toml", "test = \"ping\"\nmetric = \"gbits\"\nfloor = 1.0", "ping"),
+        ("metric.toml", "test = \"write_lat\"\nmetric = \"gbits\"\nfloor = 1.0", "latency_us"),
+        ("no-test.toml", "metric = \"gbits\"\nfloor = 1.0", "needs `test`"),
+    ] {
+        let p = rdma_profile(&dir, name, body);
+        let o = check(&["--profile", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{name}: no '{want}' in {}", stderr(&o));
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

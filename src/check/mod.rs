@@ -52,7 +52,7 @@ impl CheckPlan {
             let gpu = match s.kind {
                 Kind::Collective | Kind::Exchange => s.transport.as_deref() != Some("cpu"),
                 Kind::Copy => true,
-                Kind::Pairs => false,
+                Kind::Pairs | Kind::Rdma => false,
             };
             if gpu {
                 libs.extend([Library::Driver, Library::Nvrtc]);

@@ -174,6 +174,9 @@ pub enum Kind {
     Exchange,
     /// Every pair of nodes by MPI sendrecv, re-paired to find a slow node.
     Pairs,
+    /// A perftest test between every pair of this node's adapters
+    /// (`qbench rdma --loopback`; `test`, optional `size`).
+    Rdma,
 }
 
 /// One measurement and its bound.
@@ -186,12 +189,14 @@ pub struct Step {
     #[serde(default = "quick")]
     pub level: Level,
     /// busbw, algbw, time_us (collective); gbps, latency_us (copy);
-    /// gbps_per_direction, local_of_copy (exchange); gbps (pairs).
+    /// gbps_per_direction, local_of_copy (exchange); gbps (pairs); gbits
+    /// (rdma bandwidth tests: BW average in 10^9 bit/s), latency_us (rdma
+    /// latency tests: the median).
     pub metric: String,
     /// Collective: allreduce, sendrecv, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collective: Option<String>,
-    /// Copy: the test's name (qbench copy --list).
+    /// Copy: the test's name (qbench copy --list); rdma: write_bw, read_lat, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
     /// nccl or cpu (collective); a wire (exchange).
@@ -307,6 +312,15 @@ fn validate(p: &Profile) -> Result<()> {
             Kind::Pairs => {
                 needs("size", s.size.is_some())?;
                 &["gbps"]
+            }
+            Kind::Rdma => {
+                needs("test", s.test.is_some())?;
+                let t = s.test.as_deref().unwrap_or("");
+                match crate::rdma::plan::Test::parse_list(t).map_err(|e| bad(s, e.message()))?.as_slice() {
+                    [one] if one.is_bw() => &["gbits"],
+                    [_] => &["latency_us"],
+                    _ => return Err(bad(s, format!("an rdma step runs one test, not '{t}'"))),
+                }
             }
         };
         if !metrics.contains(&s.metric.as_str()) {

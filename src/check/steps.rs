@@ -29,6 +29,7 @@ fn unit(step: &Step) -> &'static str {
         "time_us" | "latency_us" => "us",
         "local_of_copy" => "",
         "busbw" | "algbw" | "gbps" | "gbps_per_direction" | "local_gbps" => "GB/s",
+        "gbits" => "Gb/s",
         _ => "",
     }
 }
@@ -78,8 +79,8 @@ fn failed(step: &Step, node: &str, e: &Error) -> Row {
 pub fn run(step: &Step, profile: &Profile, session: &Session, node: &str, short_of_gpus: bool) -> Result<Vec<Row>> {
     let world = session.world();
     let across = matches!(step.kind, Kind::Collective | Kind::Exchange);
-    if step.kind == Kind::Copy && world.local_rank() != 0 {
-        // One copy run a node: the others would measure each other.
+    if matches!(step.kind, Kind::Copy | Kind::Rdma) && world.local_rank() != 0 {
+        // One copy or adapter run a node: the others would measure each other.
         return Ok(Vec::new());
     }
     if step.kind == Kind::Pairs && world.size() < 2 {
@@ -90,7 +91,7 @@ pub fn run(step: &Step, profile: &Profile, session: &Session, node: &str, short_
         });
     }
     let name = if across && world.size() > 1 { "all" } else { node };
-    let uses_gpus = step.kind != Kind::Pairs && step.transport.as_deref() != Some("cpu");
+    let uses_gpus = !matches!(step.kind, Kind::Pairs | Kind::Rdma) && step.transport.as_deref() != Some("cpu");
     if uses_gpus && if across { super::any(session, short_of_gpus) } else { short_of_gpus } {
         let mut r = row(
             step,
@@ -162,6 +163,7 @@ fn measure(step: &Step, session: &Session) -> Result<Vec<Figure>> {
         Kind::Copy => copy(step, session),
         Kind::Exchange => exchange(step, session),
         Kind::Pairs => pairs(step, session),
+        Kind::Rdma => rdma(step, session),
     }
 }
 
@@ -294,6 +296,44 @@ fn exchange(step: &Step, session: &Session) -> Result<Vec<Figure>> {
         return Err(Error::Usage(format!("{} ranks measured no {} over {wire}", r.ranks, step.metric)));
     }
     Ok(vec![Figure { place: None, value, wrong: r.wrong() }])
+}
+
+/// The step's test between every pair of this node's adapters, with host
+/// memory, run as `qbench rdma --loopback --test T [-s SIZE] [-n ITERS]`
+/// would run it (its options parsed by the same code): a figure a pair.
+fn rdma(step: &Step, session: &Session) -> Result<Vec<Figure>> {
+    use crate::record::rdma::Row as RdmaRow;
+    let test = step.test.clone().unwrap_or_default();
+    let mut args = vec!["qbench".to_string(), "rdma".into(), "--loopback".into(), "--test".into(), test];
+    if let Some(s) = &step.size {
+        args.extend(["-s".into(), s.clone()]);
+    }
+    if let Some(n) = step.iters {
+        args.extend(["-n".into(), n.to_string()]);
+    }
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&args)
+        .map_err(|e| Error::Usage(format!("step '{}': {}", step.name, e.to_string().lines().next().unwrap_or(""))))?;
+    let crate::cli::Command::Rdma(a) = cli.command else {
+        return Err(Error::Runtime("internal: an rdma step parsed as another command".into()));
+    };
+    let run = done(crate::rdma::run(&a.plan()?, session, &mut Quiet))?;
+    let figures: Vec<Figure> = run
+        .rows
+        .iter()
+        .map(|r| {
+            let l = &run.links[r.link];
+            let value = match r.row {
+                RdmaRow::Bw(b) => b.bw_avg_bytes_per_s * 8.0 / 1e9,
+                RdmaRow::Lat(t) => t.t_typical_us,
+            };
+            let place = format!("{}→{}", l.local.device, l.remote.device);
+            Figure { place: Some(place), value, wrong: r.row.data().wrong_bytes }
+        })
+        .collect();
+    if figures.is_empty() {
+        return Err(Error::Runtime("the rdma test measured no row".into()));
+    }
+    Ok(figures)
 }
 
 /// `me`'s partner in pairing `round` of `n` processes: 2i with 2i+1, then
