@@ -202,6 +202,29 @@ for case in "garbage|GET / HTTP/1.0\r\n\r\n|4|not a qbench rdma peer" \
   one_line "the server fed $name" "$code" "$text" "$OUT/e-server.err"
 done
 
+section "qbench check: rdma steps between rxe0 and rxe1 (tests/rdma-vm/rxe.toml)"
+P=$(cat /tmp/vm-here)/rxe.toml
+$T $Q check --profile "$P" --json > "$OUT/check-rxe.json" 2> "$OUT/check-rxe.err"
+rc=$?
+check "check, rdma steps" 0 "$OUT/check-rxe.err"
+if python3 - "$OUT/check-rxe.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+steps = [r for r in rows if r["kind"] == "rdma"]
+for r in rows:
+    print(f"  {r['step']:<36} {r.get('place') or '':<12} {r['status']:<5} {r['found']}")
+sys.exit(0 if len(steps) == 2 and all(r["status"] == "PASS" and r.get("place") == "rxe0→rxe1" for r in steps) else 1)
+PY
+then pass "check: both rdma steps PASS on rxe0→rxe1"; else fail "check: the rdma steps did not both PASS on rxe0→rxe1"; fi
+sed 's/floor = 0.0001/floor = 1000000.0/' "$P" > /tmp/rxe-fast.toml
+$T $Q check --profile /tmp/rxe-fast.toml --quiet > "$OUT/check-fast.log" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && grep -q "RDMA write 64K" "$OUT/check-fast.log"; then
+  pass "check: a floor the link cannot reach is NOT READY (exit 1): $(head -1 "$OUT/check-fast.log")"
+else
+  fail "check: a floor the link cannot reach: exit $rc"; cat "$OUT/check-fast.log"
+fi
+
 section "pairs of MPI ranks: rank 0 on rxe0 is the client of rank 1 on rxe1"
 if command -v mpirun > /dev/null; then
   export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=false
