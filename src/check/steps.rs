@@ -320,10 +320,10 @@ fn pairs(step: &Step, session: &Session) -> Result<Vec<Figure>> {
         world.barrier();
         let Some(partner) = partner(me, n, round) else { continue };
         // One untimed exchange first: the connection is set up on first use.
-        world.sendrecv(partner, &send, &mut recv);
+        world.sendrecv(partner, &send, &mut recv)?;
         let t0 = std::time::Instant::now();
         for _ in 0..iters {
-            world.sendrecv(partner, &send, &mut recv);
+            world.sendrecv(partner, &send, &mut recv)?;
         }
         let gbps = (size as f64 * iters as f64) / t0.elapsed().as_secs_f64() / 1e9;
         wrong += recv.iter().zip(&send).filter(|(a, b)| a != b).count() as u64;
