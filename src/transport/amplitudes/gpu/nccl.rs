@@ -36,7 +36,7 @@ impl GpuWire for Nccl {
                 let (off, bytes) = reg.message(i, pattern, t, fault);
                 let r = &reg.ranks[i];
                 let peer = reg.layout.peer(reg.first_rank + i, t, fault);
-                Move { send: r.state.ptr() + off, recv: r.xbuf.ptr(), bytes, to: peer, from: peer }
+                Move { send: r.state + off, recv: r.xbuf, bytes, to: peer, from: peer }
             })
             .collect();
         let piece = reg.piece.unwrap_or((1 << 28) * reg.layout.precision.bytes());

@@ -55,7 +55,7 @@ impl GpuWire for Kernel {
             for &(i, j) in &pairs {
                 let (off, len) = me.message(i, pattern, t, fault);
                 let (src, dst) = (&me.ranks[i], &me.ranks[j]);
-                let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
+                let (from, to) = (src.state + off, dst.xbuf);
                 let words = len / 16;
                 let mut l = me.kernel(i, "sv_copy16")?;
                 l.arg(&to).arg(&from).arg(&words);
@@ -78,7 +78,7 @@ impl GpuWire for CopyEngine {
             for &(i, j) in &pairs {
                 let (off, len) = me.message(i, pattern, t, fault);
                 let (src, dst) = (&me.ranks[i], &me.ranks[j]);
-                let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
+                let (from, to) = (src.state + off, dst.xbuf);
                 src.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: source and destination ranges lie in the two GPUs'
                 // buffers (a message never exceeds a chunk); the contexts own them.
