@@ -143,7 +143,7 @@ pub struct ExchangeArgs {
     /// gate (whole chunk exchanged, as QuEST), swap (half, as cuStateVec) or both
     #[arg(long, default_value = "both")]
     pub pattern: String,
-    /// Comma-separated: nccl, p2p, p2p-ce, host, host-unpipelined, cpu; all = every GPU transport (add ,cpu for host ranks)
+    /// Comma-separated: nccl, p2p, p2p-ce, host, host-unpipelined, mpi, mpi-unpipelined, mpi-cuda-aware, cpu; all = every GPU transport (add ,cpu for host ranks)
     #[arg(long, default_value = "nccl")]
     pub transport: String,
     /// Largest message piece for nccl and host transfers (default: 2^28 amplitudes for nccl, as QuEST; 64M for host)

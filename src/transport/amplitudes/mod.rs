@@ -78,7 +78,10 @@ wires! {
     P2pCe => gpu::peer::CopyEngine,
     Host => gpu::host::Pipelined,
     HostUnpipelined => gpu::host::Unpipelined,
-    Cpu => cpu::Memcpy,
+    Mpi => gpu::mpi::Pipelined,
+    MpiUnpipelined => gpu::mpi::Unpipelined,
+    MpiCudaAware => gpu::mpi::CudaAware,
+    Cpu => cpu::Cpu,
 }
 
 impl Wire {

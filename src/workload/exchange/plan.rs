@@ -142,8 +142,8 @@ mod tests {
         assert_eq!(parse_qubits("20-21").unwrap(), vec![20, 21]);
         assert!(parse_qubits("23..20").is_err() && parse_qubits("x").is_err());
         assert_eq!(parse_wires("host", true).unwrap(), vec![Wire::HostUnpipelined]);
-        assert_eq!(parse_wires("all", false).unwrap().len(), 5);
-        assert_eq!(parse_wires("all,cpu", false).unwrap().len(), 6);
+        assert_eq!(parse_wires("all", false).unwrap().len(), 8);
+        assert_eq!(parse_wires("all,cpu", false).unwrap().len(), 9);
         assert_eq!(parse_wires("nccl,p2p,nccl", false).unwrap(), vec![Wire::Nccl, Wire::P2p]);
         assert!(parse_wires("warp", false).is_err());
         assert_eq!(check_chunk(Some(0)).unwrap_err().exit_code(), 2);

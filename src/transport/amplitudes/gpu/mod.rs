@@ -2,12 +2,13 @@
 //! exchange buffer, gates run as kernels of kernels/statevec.cu, and the
 //! wires of this folder move amplitudes between partners (NCCL, CUDA peer
 //! access by SM kernel or copy engine, pinned host memory within a process,
-//! MPI and RDMA between processes). Every operation is timed with events on
+//! MPI between processes). Every operation is timed with events on
 //! each GPU's stream (or on the host clock where the host takes part) and
 //! ends with the GPUs idle, so the times of exchange and update are
 //! separate and each is the slowest GPU's.
 
 pub mod host;
+pub mod mpi;
 pub mod nccl;
 pub mod peer;
 pub mod staging;
@@ -62,6 +63,8 @@ pub struct GpuRegister<'w> {
     info: Vec<RankInfo>,
     /// Why peer access is not possible, if it is not.
     no_peer: Option<String>,
+    /// Why NCCL was not set up although asked for: ranks share a GPU.
+    shared: Option<String>,
     stages: Vec<staging::Stage>,
     piece: Option<u64>,
     /// Bytes of each rank's exchange buffer: a chunk, or less on one GPU.
@@ -81,7 +84,7 @@ impl<'w> GpuRegister<'w> {
                 layout.ranks()
             )));
         }
-        let gpus = gpu::open_local_gpus(local, world)?;
+        let (gpus, sharing) = gpu::open_local_gpus_shared(local, world)?;
         let chunk = layout.chunk_bytes();
         // One GPU holds the whole register and exchanges nothing: its
         // second buffer only serves the copy reference, as large as fits.
@@ -93,7 +96,8 @@ impl<'w> GpuRegister<'w> {
             } else {
                 (chunk, "the whole state vector")
             };
-            if need + (1 << 30) > free {
+            // Processes sharing a GPU each need their part of it.
+            if need * sharing as u64 + (1 << 30) > free {
                 return Err(Error::Usage(format!(
                     "{} qubits over {} GPU{} need {} per GPU ({what}) but GPU {} has {} free: use fewer qubits or more GPUs",
                     layout.qubits,
@@ -108,7 +112,10 @@ impl<'w> GpuRegister<'w> {
                 xbuf_bytes = chunk.min(1 << 30);
             }
         }
-        let comms = if nccl { Some(Communicators::new(&gpus, world)?) } else { None };
+        let shared = (sharing > 1).then(|| {
+            format!("{sharing} ranks share each GPU of this node (more processes than GPUs): NCCL needs a GPU per rank")
+        });
+        let comms = if nccl && shared.is_none() { Some(Communicators::new(&gpus, world)?) } else { None };
         let first_rank = world.rank() * local;
         let p = layout.precision.name();
         let names: Vec<String> =
@@ -155,10 +162,16 @@ impl<'w> GpuRegister<'w> {
             ranks,
             info,
             no_peer,
+            shared,
             stages: Vec::new(),
             piece,
             xbuf_bytes,
         })
+    }
+
+    /// The ranks (GPUs) of this process.
+    pub(super) fn local(&self) -> usize {
+        self.ranks.len()
     }
 
 

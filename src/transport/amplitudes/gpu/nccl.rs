@@ -27,7 +27,7 @@ impl WireImpl for Nccl {
 
 impl GpuWire for Nccl {
     fn unavailable(&self, reg: &GpuRegister) -> Option<String> {
-        reg.comms.is_none().then(|| "NCCL was not set up for this run".to_string())
+        reg.shared.clone().or_else(|| reg.comms.is_none().then(|| "NCCL was not set up for this run".to_string()))
     }
 
     fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
