@@ -260,12 +260,14 @@ fn exchange(step: &Step, session: &Session) -> Result<Vec<Figure>> {
     if !ranks.is_power_of_two() {
         return Err(Error::Usage(format!("{ranks} ranks: a register spreads over a power of two")));
     }
+    let wires = crate::workload::exchange::plan::parse_wires(&wire, false)?;
     let plan = crate::workload::exchange::plan::ExchangePlan {
         qubits: vec![step.qubits.unwrap_or(24)],
         ngpus: g,
         precision: Precision::Double,
         patterns: vec![Pattern::Gate],
-        wires: crate::workload::exchange::plan::parse_wires(&wire, false)?,
+        memories: crate::workload::exchange::plan::memories(&wires, None)?,
+        wires,
         chunk: None,
         iters: step.iters.unwrap_or(5),
         warmup: 1,

@@ -4,7 +4,8 @@
 //! (one rank each). It is what CI checks the exchange pattern with, and the
 //! baseline of a CPU-only node.
 
-use super::{Memory, Register, Seconds, Wire, WireImpl};
+use super::rdma::Peers;
+use super::{Register, Seconds, Wire, WireImpl};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::record::RankInfo;
@@ -41,7 +42,8 @@ impl Real for f64 {
     }
 }
 
-/// A rank's memory as 8-byte words: its chunk, then its exchange buffer.
+/// A rank's memory as 8-byte words: its chunk, then its exchange buffer
+/// (one allocation, so that an RDMA adapter can register both at once).
 type Words = RwLock<Vec<u64>>;
 
 fn read(l: &Words) -> RwLockReadGuard<'_, Vec<u64>> {
@@ -81,12 +83,14 @@ pub struct HostBuffers<'a> {
     /// Bytes of a chunk: the exchange buffer starts there.
     pub chunk: usize,
     pub world: &'a dyn World,
+    /// The rdma wire's connections, once made.
+    pub rdma: &'a mut Option<Peers>,
 }
 
 /// A wire's way of moving host registers' amplitudes.
 pub trait HostWire: Sync {
     /// Why it cannot run for this register, if it cannot.
-    fn unavailable(&self, layout: &Layout, world: &dyn World) -> Option<String>;
+    fn unavailable(&self, layout: &Layout, world: &dyn World, local: usize) -> Option<String>;
     /// Every local rank's move at once; the slowest local rank's seconds.
     fn exchange(&self, bufs: &mut HostBuffers, moves: &[HostMove]) -> Result<Seconds>;
 }
@@ -102,16 +106,13 @@ impl WireImpl for Cpu {
     fn how(&self) -> &'static str {
         "host-memory ranks: memcpy between threads, MPI_Sendrecv between processes"
     }
-    fn memory(&self) -> Memory {
-        Memory::Host
-    }
     fn host(&self) -> Option<&dyn HostWire> {
         Some(self)
     }
 }
 
 impl HostWire for Cpu {
-    fn unavailable(&self, _: &Layout, _: &dyn World) -> Option<String> {
+    fn unavailable(&self, _: &Layout, _: &dyn World, _: usize) -> Option<String> {
         None
     }
 
@@ -144,6 +145,8 @@ impl HostWire for Cpu {
 }
 
 pub struct CpuRegister<'w, T: Real> {
+    // Dropped first: its memory regions cover `mem`.
+    rdma: Option<Peers>,
     layout: Layout,
     world: &'w dyn World,
     first_rank: usize,
@@ -207,6 +210,7 @@ impl<'w, T: Real> CpuRegister<'w, T> {
             })
             .collect();
         Ok(CpuRegister {
+            rdma: None,
             layout,
             world,
             first_rank,
@@ -334,6 +338,7 @@ impl<T: Real> Register for CpuRegister<'_, T> {
             mem: &self.mem,
             chunk: self.layout.chunk_bytes() as usize,
             world: self.world,
+            rdma: &mut self.rdma,
         };
         let mine = host.exchange(&mut bufs, &moves)?;
         Ok(self.world.max_f64(&[mine])[0])
@@ -365,7 +370,7 @@ impl<T: Real> Register for CpuRegister<'_, T> {
 
     fn unavailable(&self, wire: Wire) -> Option<String> {
         match wire.imp().host() {
-            Some(h) => h.unavailable(&self.layout, self.world),
+            Some(h) => h.unavailable(&self.layout, self.world, self.mem.len()),
             None => Some(format!("{} moves GPU memory; this register is in host memory", wire.name())),
         }
     }

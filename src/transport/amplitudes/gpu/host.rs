@@ -10,7 +10,7 @@ use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::fault::Fault;
 use crate::statevec::layout::Pattern;
-use crate::transport::amplitudes::{Memory, Seconds, WireImpl};
+use crate::transport::amplitudes::{Seconds, WireImpl};
 
 /// Pipelined host transfers move pieces of this size through this many
 /// pinned slots per rank (the mpi and rdma-staged wires too).
@@ -37,9 +37,6 @@ impl WireImpl for Pipelined {
     fn how(&self) -> &'static str {
         "GPU→pinned host→GPU, pipelined in 64M pieces"
     }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
-    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }
@@ -51,9 +48,6 @@ impl WireImpl for Unpipelined {
     }
     fn how(&self) -> &'static str {
         "GPU→host, host copy, host→GPU, one after the other (QuEST)"
-    }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)

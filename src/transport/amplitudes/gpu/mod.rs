@@ -2,7 +2,7 @@
 //! exchange buffer, gates run as kernels of kernels/statevec.cu, and the
 //! wires of this folder move amplitudes between partners (NCCL, CUDA peer
 //! access by SM kernel or copy engine, pinned host memory within a process,
-//! MPI between processes). Every operation is timed with events on
+//! MPI and RDMA between processes). Every operation is timed with events on
 //! each GPU's stream (or on the host clock where the host takes part) and
 //! ends with the GPUs idle, so the times of exchange and update are
 //! separate and each is the slowest GPU's.
@@ -11,8 +11,10 @@ pub mod host;
 pub mod mpi;
 pub mod nccl;
 pub mod peer;
+pub mod rdma_staged;
 pub mod staging;
 
+use super::rdma::Peers;
 use super::{Register, Seconds, Wire};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
@@ -23,7 +25,7 @@ use crate::statevec::layout::{Layout, Pattern, Precision};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
 use crate::world::World;
-use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -54,7 +56,10 @@ struct GpuRank {
 }
 
 pub struct GpuRegister<'w> {
-    // Dropped first: the communicators need the GPUs' contexts alive.
+    // Dropped first: their memory regions cover the ranks' memory and the
+    // stages, and the communicators need the GPUs' contexts alive.
+    pub(super) direct_rdma: Option<Peers>,
+    staged_rdma: Option<Peers>,
     comms: Option<Communicators>,
     pub(super) layout: Layout,
     pub(super) world: &'w dyn World,
@@ -155,6 +160,8 @@ impl<'w> GpuRegister<'w> {
             })
         };
         Ok(GpuRegister {
+            direct_rdma: None,
+            staged_rdma: None,
             comms,
             layout,
             world,
@@ -174,6 +181,14 @@ impl<'w> GpuRegister<'w> {
         self.ranks.len()
     }
 
+    /// Each rank's memory, its chunk then its exchange buffer: (address,
+    /// bytes, GPU ordinal, context).
+    pub(super) fn memory(&self) -> Vec<(u64, u64, u32, Arc<CudaContext>)> {
+        self.ranks
+            .iter()
+            .map(|r| (r.mem.ptr(), self.layout.chunk_bytes() + self.xbuf_bytes, r.gpu.ordinal as u32, r.gpu.ctx.clone()))
+            .collect()
+    }
 
     /// What NVRTC built the state-vector kernels as, for the records.
     pub fn kernel_build(&self) -> Option<String> {
@@ -273,6 +288,7 @@ impl<'w> GpuRegister<'w> {
         if self.stages.len() == self.ranks.len() && self.stages.iter().all(|s| s.shaped(slots, piece, receive)) {
             return Ok(());
         }
+        self.staged_rdma = None;
         self.stages.clear();
         for r in &self.ranks {
             self.stages.push(staging::Stage::new(&r.gpu, slots, piece, receive)?);

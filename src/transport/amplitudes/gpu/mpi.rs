@@ -11,7 +11,7 @@ use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::fault::Fault;
 use crate::statevec::layout::Pattern;
-use crate::transport::amplitudes::{Memory, Seconds, WireImpl};
+use crate::transport::amplitudes::{Seconds, WireImpl};
 
 pub struct Pipelined;
 pub struct Unpipelined;
@@ -23,9 +23,6 @@ impl WireImpl for Pipelined {
     }
     fn how(&self) -> &'static str {
         "GPU→pinned host→MPI_Sendrecv→host→GPU, pipelined in 64M pieces"
-    }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
@@ -39,9 +36,6 @@ impl WireImpl for Unpipelined {
     fn how(&self) -> &'static str {
         "GPU→host, MPI_Sendrecv, host→GPU, one after the other (QuEST without CUDA-aware MPI)"
     }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
-    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }
@@ -53,9 +47,6 @@ impl WireImpl for CudaAware {
     }
     fn how(&self) -> &'static str {
         "MPI_Sendrecv of the GPU buffers themselves (CUDA-aware MPI, as QuEST with it)"
-    }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)

@@ -5,7 +5,7 @@ use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::fault::Fault;
 use crate::statevec::layout::Pattern;
-use crate::transport::amplitudes::{Memory, Seconds, WireImpl};
+use crate::transport::amplitudes::{Seconds, WireImpl};
 use crate::transport::nccl::Move;
 
 pub struct Nccl;
@@ -16,9 +16,6 @@ impl WireImpl for Nccl {
     }
     fn how(&self) -> &'static str {
         "grouped ncclSend/ncclRecv between partners"
-    }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)

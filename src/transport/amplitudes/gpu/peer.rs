@@ -8,7 +8,7 @@ use crate::fault::Fault;
 use crate::gpu::cuda_err;
 use crate::gpu::kernels::grid;
 use crate::statevec::layout::Pattern;
-use crate::transport::amplitudes::{Memory, Seconds, WireImpl};
+use crate::transport::amplitudes::{Seconds, WireImpl};
 use cudarc::driver::{PushKernelArg, result};
 
 pub struct Kernel;
@@ -21,9 +21,6 @@ impl WireImpl for Kernel {
     fn how(&self) -> &'static str {
         "SM kernel writing into the peer GPU (peer access)"
     }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
-    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }
@@ -35,9 +32,6 @@ impl WireImpl for CopyEngine {
     }
     fn how(&self) -> &'static str {
         "cuMemcpyPeerAsync, copy engines"
-    }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
