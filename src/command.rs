@@ -97,7 +97,11 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
                 |r| r.verdict(),
             )
         }
-        Command::Rdma(a) => crate::rdma::run(&a),
+        Command::Rdma(a) => {
+            let plan = a.plan()?;
+            let session = Session::start(&plan.libraries())?;
+            execute(&session, ui, &a.out.plan(), plan.fault, |o| crate::rdma::run(&plan, &session, o), |r| r.verdict())
+        }
         Command::Plot(a) => {
             let plan = a.plan()?;
             let picture = crate::report::plot::draw(&plan.read()?, &plan.options)?;

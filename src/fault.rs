@@ -22,6 +22,10 @@ pub enum Fault {
     WrongPartner,
     /// `half`: a swap sends the half it keeps instead of the half it moves.
     WrongHalf,
+    /// `rdma[:BYTE]`: qbench rdma flips byte BYTE (default 0) of every
+    /// buffer this process sends from, after filling it, so that the wrong
+    /// byte crosses the link.
+    SourceByte(u64),
 }
 
 /// The kinds of fault, for a command to say which it applies.
@@ -31,6 +35,7 @@ pub enum Kind {
     Word,
     WrongPartner,
     WrongHalf,
+    SourceByte,
 }
 
 impl Kind {
@@ -40,6 +45,7 @@ impl Kind {
             Kind::Word => "copy[:WORD]",
             Kind::WrongPartner => "partner",
             Kind::WrongHalf => "half",
+            Kind::SourceByte => "rdma[:BYTE]",
         }
     }
 }
@@ -51,6 +57,7 @@ impl Fault {
             Fault::Word(_) => Kind::Word,
             Fault::WrongPartner => Kind::WrongPartner,
             Fault::WrongHalf => Kind::WrongHalf,
+            Fault::SourceByte(_) => Kind::SourceByte,
         }
     }
 
@@ -59,7 +66,7 @@ impl Fault {
         let v = value.trim();
         let bad = || {
             Error::Usage(format!(
-                "{VAR}={value}: expected RANK[:ELEMENT] (collectives), copy[:WORD] (copy), partner or half (exchange, compare)"
+                "{VAR}={value}: expected RANK[:ELEMENT] (collectives), copy[:WORD] (copy), partner or half (exchange, compare), rdma[:BYTE] (rdma)"
             ))
         };
         let number = |s: &str| s.trim().parse::<u64>().map_err(|_| bad());
@@ -72,6 +79,8 @@ impl Fault {
             ("half", None) => Fault::WrongHalf,
             ("copy", None) => Fault::Word(0),
             ("copy", Some(w)) => Fault::Word(number(w)?),
+            ("rdma", None) => Fault::SourceByte(0),
+            ("rdma", Some(b)) => Fault::SourceByte(number(b)?),
             (r, i) if !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()) => {
                 Fault::Element { rank: number(r)? as usize, index: i.map(number).transpose()?.unwrap_or(0) }
             }
@@ -105,6 +114,9 @@ impl Fault {
             Fault::Word(w) => format!("{VAR}=copy:{w}: word {w} of every destination is flipped before its check"),
             Fault::WrongPartner => format!("{VAR}=partner: every rank exchanges with the wrong partner"),
             Fault::WrongHalf => format!("{VAR}=half: every swap sends the half it keeps"),
+            Fault::SourceByte(b) => {
+                format!("{VAR}=rdma:{b}: byte {b} of every buffer this process sends from is flipped")
+            }
         }
     }
 }
@@ -121,7 +133,9 @@ mod tests {
         assert_eq!(Fault::parse("copy:12").unwrap(), Fault::Word(12));
         assert_eq!(Fault::parse("partner").unwrap(), Fault::WrongPartner);
         assert_eq!(Fault::parse("half").unwrap(), Fault::WrongHalf);
-        for bad in ["", "x", "1:x", "copy:", "cpy", "-1", "partner:2", ":3"] {
+        assert_eq!(Fault::parse("rdma").unwrap(), Fault::SourceByte(0));
+        assert_eq!(Fault::parse("rdma:4095").unwrap(), Fault::SourceByte(4095));
+        for bad in ["", "x", "1:x", "copy:", "cpy", "-1", "partner:2", ":3", "rdma:", "rdma:x", "rdmax"] {
             assert_eq!(Fault::parse(bad).unwrap_err().exit_code(), 2, "{bad}");
         }
     }
@@ -130,5 +144,6 @@ mod tests {
     fn describes_what_it_does() {
         assert!(Fault::Element { rank: 1, index: 3 }.describe().contains("element 3 of rank 1"));
         assert!(Fault::WrongHalf.describe().starts_with("QBENCH_CORRUPT=half"));
+        assert!(Fault::SourceByte(7).describe().contains("byte 7 of every buffer this process sends from"));
     }
 }

@@ -12,6 +12,7 @@ use crate::record::collective::CollectiveRun;
 use crate::record::compare::Comparison;
 use crate::record::copy::CopyRun;
 use crate::record::exchange::ExchangeRun;
+use crate::record::rdma::RdmaRun;
 use crate::record::{Observer, Streamed};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::Arc;
@@ -84,6 +85,27 @@ impl Progressive for ExchangeRun {
 impl Progressive for Comparison {
     fn noun(&self) -> &'static str {
         "transports"
+    }
+}
+
+/// Every size of every test, on each connection: the messages it times.
+impl Progressive for RdmaRun {
+    fn noun(&self) -> &'static str {
+        "sizes"
+    }
+    fn plan(&self) -> Option<Vec<u64>> {
+        use crate::rdma::plan::{Memory, TestParams};
+        let one: Vec<u64> = self
+            .agreement
+            .tests
+            .iter()
+            .flat_map(|&t| {
+                let p = TestParams::new(&self.agreement, Memory::Host, t);
+                let messages = p.iters as u64 * p.qps as u64;
+                p.sizes.into_iter().map(move |s| messages * size_work(s))
+            })
+            .collect();
+        Some(one.repeat(self.connections.max(1)))
     }
 }
 
@@ -219,6 +241,18 @@ mod tests {
         let bcast = std::fs::read_to_string("results/h200x2-broadcast-all-types-ops.json").unwrap();
         let crate::record::AnyRecord::Collective(run) = crate::record::parse(&bcast).unwrap() else { panic!() };
         assert_eq!(run.plan().unwrap().len(), run.results.len(), "broadcast from every root");
+    }
+
+    #[test]
+    fn an_rdma_run_plans_every_size_of_every_test_on_every_connection() {
+        let mut run = crate::record::rdma::tests::sample();
+        let one = run.plan().unwrap();
+        assert_eq!(one.len(), 2);
+        // write_bw times 1000 messages of 64 B, read_lat 1000 round trips of 64 B.
+        assert_eq!(one[0], one[1]);
+        run.connections = 3;
+        run.agreement.sizes = crate::rdma::plan::Sizes::All;
+        assert_eq!(run.plan().unwrap().len(), 3 * 2 * 23);
     }
 
     #[test]

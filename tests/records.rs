@@ -2,8 +2,9 @@
 //! by the first schema) parses into its record type, survives a round trip
 //! through JSON unchanged, and renders to exactly the text the run printed
 //! (tests/golden/). The cpu-transport fixtures there were written by the
-//! qbench before the pipeline (tests/golden/README.md), so the tables are
-//! the same before and after it.
+//! qbench before the pipeline, and the rdma fixtures (soft-RoCE VM) by the
+//! qbench before rdma joined it (tests/golden/README.md), so the tables are
+//! the same before and after.
 
 use qbench::record::{self, AnyRecord};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,7 @@ fn round_trip(rec: &AnyRecord) -> AnyRecord {
         AnyRecord::Compare(r) => serde_json::to_string(r),
         AnyRecord::Copy(r) => serde_json::to_string(r),
         AnyRecord::Check(r) => serde_json::to_string(r),
+        AnyRecord::Rdma(r) => serde_json::to_string(r),
     }
     .unwrap();
     record::parse(&json).unwrap()
@@ -51,6 +53,7 @@ fn same(a: &AnyRecord, b: &AnyRecord) -> bool {
         (AnyRecord::Compare(x), AnyRecord::Compare(y)) => x == y,
         (AnyRecord::Copy(x), AnyRecord::Copy(y)) => x == y,
         (AnyRecord::Check(x), AnyRecord::Check(y)) => x == y,
+        (AnyRecord::Rdma(x), AnyRecord::Rdma(y)) => x == y,
         _ => false,
     }
 }
@@ -76,7 +79,7 @@ fn records_render_to_the_text_their_run_printed() {
         ("results/h200x2-copy.json", "h200x2-copy.txt"),
     ];
     let mut checked = 0;
-    for (json, text) in pairs.iter().map(|(j, t)| (root().join(j), golden.join(t))).chain(cpu_fixtures(&golden)) {
+    for (json, text) in pairs.iter().map(|(j, t)| (root().join(j), golden.join(t))).chain(fixtures(&golden)) {
         let rec = record::read(&json).unwrap();
         let want = std::fs::read_to_string(&text).unwrap();
         let got = qbench::report::render_any(&rec);
@@ -86,12 +89,17 @@ fn records_render_to_the_text_their_run_printed() {
         assert_eq!(got, want, "{}", text.display());
         checked += 1;
     }
-    assert!(checked >= 8, "{checked} renderings checked");
+    assert!(checked >= 15, "{checked} renderings checked");
 }
 
-/// (JSON, text) pairs of the cpu-transport fixtures.
-fn cpu_fixtures(golden: &Path) -> Vec<(PathBuf, PathBuf)> {
-    records_in(&golden.join("cpu")).into_iter().map(|(p, _)| (p.clone(), p.with_extension("txt"))).collect()
+/// (JSON, text) pairs of the fixtures of earlier qbench versions: the cpu
+/// transport's, and rdma's.
+fn fixtures(golden: &Path) -> Vec<(PathBuf, PathBuf)> {
+    ["cpu", "rdma"]
+        .iter()
+        .flat_map(|d| records_in(&golden.join(d)))
+        .map(|(p, _)| (p.clone(), p.with_extension("txt")))
+        .collect()
 }
 
 /// What a run writes with -J now reads back into its record type.

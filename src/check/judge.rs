@@ -125,6 +125,8 @@ mod tests {
         assert_eq!(judged("bw", 97.0, None), (Status::Pass, Some(0.97)));
         assert_eq!(judged("bw", 93.0, None).0, Status::Warn);
         assert_eq!(judged("bw", 89.0, None).0, Status::Fail);
+        // A baseline 20% faster than now (100 against 80) is a regression.
+        assert_eq!(judged("bw", 80.0, None), (Status::Fail, Some(0.8)));
         assert_eq!(judged("bw", 150.0, None).0, Status::Pass);
         assert_eq!(judged("lat", 5.0, Some(20.0)), (Status::Pass, Some(0.5)));
         assert_eq!(judged("lat", 10.7, Some(20.0)).0, Status::Warn);

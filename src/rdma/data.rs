@@ -3,8 +3,8 @@
 //! so the receiving side knows every byte it must find, and a byte from the
 //! wrong queue pair, side or offset is caught as surely as a flipped one.
 
-use super::record::DataCheck;
 use crate::pattern::{bits, rank_key};
+use crate::record::rdma::DataCheck;
 
 /// Which side of a connection a buffer belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,18 +77,6 @@ pub fn check(buf: &[u8], key: u64) -> DataCheck {
         }
     }
     c
-}
-
-/// The byte to flip in every source buffer, from `QBENCH_CORRUPT=rdma[:BYTE]`
-/// (the proof that a wrong byte is caught: it then travels as data).
-pub fn corruption() -> Option<usize> {
-    let v = std::env::var("QBENCH_CORRUPT").ok()?;
-    let rest = v.strip_prefix("rdma")?;
-    match rest.strip_prefix(':') {
-        Some(n) => n.parse().ok(),
-        None if rest.is_empty() => Some(0),
-        None => None,
-    }
 }
 
 #[cfg(test)]

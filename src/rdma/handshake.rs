@@ -8,8 +8,8 @@
 
 use super::figures::{BwFigures, LatFigures};
 use super::plan::{Agreement, MAX_QPS, Memory, Sizes, Test};
-use super::record::DataCheck;
 use crate::error::{Error, Result};
+use crate::record::rdma::DataCheck;
 
 pub const MAGIC: [u8; 4] = *b"QBRD";
 /// Bumped whenever a message changes; both sides must speak the same one.

@@ -1,10 +1,11 @@
 //! Raw RDMA between two adapters, in perftest's vocabulary: WRITE, READ and
 //! SEND bandwidth and latency over reliable-connected queue pairs, every
 //! byte checked against a seeded pattern. The plan, handshake, channels,
-//! device choice, figures and records build everywhere; the verbs (through
+//! device choice and figures build everywhere; the verbs (through
 //! sideway, which loads libibverbs at run time) come with the `rdma` cargo
-//! feature. `qbench rdma` is [`run`]; a wire for exchange and compare
-//! builds on [`verbs::Link`] and [`session`].
+//! feature. [`run`] is the workload of `qbench rdma` (its record is
+//! `record::rdma`, its table `report::rdma`); a wire for exchange and
+//! compare builds on [`verbs::Link`] and [`session`].
 
 pub mod data;
 pub mod device;
@@ -13,8 +14,6 @@ pub mod handshake;
 pub mod oob;
 pub mod options;
 pub mod plan;
-pub mod record;
-pub mod table;
 
 #[cfg(feature = "rdma")]
 pub mod memory;
@@ -23,6 +22,6 @@ pub mod session;
 #[cfg(feature = "rdma")]
 pub mod verbs;
 
-mod command;
+mod workload;
 
-pub use command::run;
+pub use workload::run;

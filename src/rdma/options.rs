@@ -2,9 +2,10 @@
 //! conversion into a plan and a way to reach the peer.
 
 use super::oob::DEFAULT_PORT;
-use super::plan::{Agreement, MAX_ITERS, MAX_QPS, MAX_SIZE, MAX_TX_DEPTH, MIN_ITERS, Memory, Plan, Sizes, Test};
+use super::plan::{Agreement, MAX_ITERS, MAX_QPS, MAX_SIZE, MAX_TX_DEPTH, MIN_ITERS, Memory, Peer, Plan, Sizes, Test};
 use crate::cli::OutputArgs;
 use crate::error::Result;
+use crate::fault::{self, Fault};
 use crate::usage;
 use clap::{Args, ValueEnum};
 use std::net::{IpAddr, Ipv4Addr};
@@ -98,7 +99,8 @@ fn size_arg(s: &str) -> std::result::Result<u64, String> {
 }
 
 impl RdmaArgs {
-    /// The plan these options describe, with every range checked.
+    /// The plan these options describe, with every range checked and the
+    /// fault `QBENCH_CORRUPT` asks for.
     pub fn plan(&self) -> Result<Plan> {
         let tests = Test::parse_list(&self.test)?;
         let sizes = match (self.all, self.size) {
@@ -135,16 +137,51 @@ impl RdmaArgs {
             seed: self.seed,
         };
         agreement.validate()?;
-        Ok(Plan { agreement, memory, timeout: (self.timeout > 0).then(|| Duration::from_secs(self.timeout)) })
+        let peer = self.peer()?;
+        let devices = self.devices();
+        match (&peer, devices.len()) {
+            (Peer::Listen { .. } | Peer::Connect { .. }, n) if n > 1 => {
+                return Err(usage!("-d names one device here ({n} given)"));
+            }
+            (Peer::Loopback, n) if n != 0 && n != 2 => {
+                return Err(usage!("--loopback takes two devices, -d A,B (or none for every pair)"));
+            }
+            _ => {}
+        }
+        Ok(Plan {
+            agreement,
+            memory,
+            cuda_auto: self.use_cuda == Some(CudaVia::Auto),
+            timeout: (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
+            peer,
+            devices,
+            ib_port: self.ib_port,
+            gid_index: self.gid_index,
+            report_gbits: self.report_gbits,
+            fault: Fault::requested("rdma", &[fault::Kind::SourceByte])?,
+        })
     }
 
-    /// Whether `--use_cuda` left the registration to qbench.
-    pub fn cuda_auto(&self) -> bool {
-        self.use_cuda == Some(CudaVia::Auto)
+    /// Where the other side is: --loopback, --server, HOST, or the ranks of
+    /// the launcher that started this process.
+    fn peer(&self) -> Result<Peer> {
+        Ok(if self.loopback {
+            Peer::Loopback
+        } else if self.server {
+            Peer::Listen { bind: self.bind, port: self.port }
+        } else if let Some(host) = &self.host {
+            Peer::Connect { host: host.clone(), port: self.port }
+        } else if crate::world::launched_as_many().is_some() {
+            Peer::Ranks
+        } else {
+            return Err(usage!(
+                "say where the other side is: `qbench rdma --server` here and `qbench rdma HOST` there, --loopback for two adapters of this node, or mpirun -np 2N for pairs of ranks"
+            ));
+        })
     }
 
     /// `-d` split at commas.
-    pub fn devices(&self) -> Vec<String> {
+    fn devices(&self) -> Vec<String> {
         self.device
             .iter()
             .flat_map(|d| d.split(','))
@@ -182,19 +219,36 @@ mod tests {
             (200, 2, 64, true)
         );
         assert_eq!(a.host.as_deref(), Some("host"));
+        assert_eq!(p.peer, Peer::Connect { host: "host".into(), port: DEFAULT_PORT });
+        assert_eq!((p.devices.as_slice(), p.ib_port, p.gid_index), (&["rxe0".to_string()][..], 1, Some(0)));
         let a = parse(&["--server", "-a", "--test", "all", "--report_gbits", "--use_cuda"]).unwrap();
-        assert!(a.server && a.report_gbits && a.cuda_auto());
-        assert_eq!(a.plan().unwrap().memory, Memory::CudaDmabuf { gpu: 0 });
+        let p = a.plan().unwrap();
+        assert!(p.report_gbits && p.cuda_auto);
+        assert_eq!(p.memory, Memory::CudaDmabuf { gpu: 0 });
+        assert_eq!(p.peer.mode(), super::super::plan::Mode::Server);
+        assert_eq!(p.libraries(), [crate::libs::Library::Driver]);
         let a = parse(&["--loopback", "--use_cuda=peermem", "-d", "rxe0, rxe1"]).unwrap();
-        assert_eq!(a.plan().unwrap().memory, Memory::CudaPeermem { gpu: 0 });
-        assert_eq!(a.devices(), ["rxe0", "rxe1"]);
+        let p = a.plan().unwrap();
+        assert_eq!(p.memory, Memory::CudaPeermem { gpu: 0 });
+        assert!(!p.cuda_auto);
+        assert_eq!(p.devices, ["rxe0", "rxe1"]);
+        assert!(parse(&["--loopback"]).unwrap().plan().unwrap().libraries().is_empty());
     }
 
     #[test]
     fn ranges_are_usage_errors() {
         assert!(parse(&["--server", "host"]).is_err());
         assert!(parse(&["-s", "1", "-a"]).is_err());
-        for bad in [&["-n", "2"][..], &["-q", "0"], &["-t", "20000"], &["-s", "0"], &["--test", "ping"]] {
+        for bad in [
+            &["--loopback", "-n", "2"][..],
+            &["--loopback", "-q", "0"],
+            &["--loopback", "-t", "20000"],
+            &["--loopback", "-s", "0"],
+            &["--loopback", "--test", "ping"],
+            &["--loopback", "-d", "rxe0"],
+            &["--server", "-d", "rxe0,rxe1"],
+            &["-d", "a,b,c", "host"],
+        ] {
             assert_eq!(parse(bad).unwrap().plan().unwrap_err().exit_code(), 2, "{bad:?}");
         }
     }

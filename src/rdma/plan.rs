@@ -1,11 +1,15 @@
 //! What an RDMA run does, in perftest's terms and with perftest's defaults:
 //! which tests, which sizes, how many iterations, queue pairs and
-//! outstanding requests. The handshake makes both sides agree on a plan
-//! before any traffic, so everything here is plain data.
+//! outstanding requests, and where the other side is. The handshake makes
+//! both sides agree on a plan before any traffic, so everything here is
+//! plain data (the record of a run holds it too).
 
 use crate::error::Result;
+use crate::fault::Fault;
+use crate::libs::Library;
 use crate::usage;
 use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// perftest's defaults (perftest_parameters.h).
@@ -240,14 +244,90 @@ impl Agreement {
     }
 }
 
+/// How the two sides of the run found each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// This process waited for a client over TCP.
+    Server,
+    /// This process connected to a server over TCP.
+    Client,
+    /// Both sides in this process, on two adapters of this node.
+    Loopback,
+    /// Pairs of ranks of an MPI job.
+    Mpi,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Server => "server",
+            Mode::Client => "client",
+            Mode::Loopback => "loopback",
+            Mode::Mpi => "mpi",
+        }
+    }
+}
+
+/// Where the other side is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peer {
+    /// Wait for one client on this address and TCP port.
+    Listen { bind: IpAddr, port: u16 },
+    /// Connect to the server at this host and TCP port.
+    Connect { host: String, port: u16 },
+    /// Both sides in this process.
+    Loopback,
+    /// The partner rank of an MPI job (rank ^ 1).
+    Ranks,
+}
+
+impl Peer {
+    pub fn mode(&self) -> Mode {
+        match self {
+            Peer::Listen { .. } => Mode::Server,
+            Peer::Connect { .. } => Mode::Client,
+            Peer::Loopback => Mode::Loopback,
+            Peer::Ranks => Mode::Mpi,
+        }
+    }
+}
+
 /// A whole run: what both sides agreed on, and what is this side's own.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub agreement: Agreement,
     pub memory: Memory,
+    /// `--use_cuda` without a method: dma-buf where the GPU has it, else nvidia_peermem.
+    pub cuda_auto: bool,
     /// How long to wait for the peer to connect or answer, and for a
     /// completion that makes no progress; None waits for ever.
     pub timeout: Option<Duration>,
+    pub peer: Peer,
+    /// `-d`: none (the first active device), one, A,B for a loopback run,
+    /// one per local rank under MPI.
+    pub devices: Vec<String>,
+    pub ib_port: u8,
+    pub gid_index: Option<u32>,
+    /// `--report_gbits`.
+    pub report_gbits: bool,
+    /// `QBENCH_CORRUPT=rdma[:BYTE]`.
+    pub fault: Option<Fault>,
+}
+
+impl Plan {
+    /// The byte flipped in every buffer this side sends from, if any.
+    pub fn corrupt_byte(&self) -> Option<u64> {
+        match self.fault {
+            Some(Fault::SourceByte(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The GPU libraries the run needs: the CUDA driver for GPU memory.
+    pub fn libraries(&self) -> Vec<Library> {
+        if self.memory.is_gpu() { vec![Library::Driver] } else { Vec::new() }
+    }
 }
 
 /// One test's parameters with every default and perftest's adjustments applied.

@@ -2,8 +2,9 @@
 //! with the peer on the options, then for each test open the adapter,
 //! register the buffers, connect the queue pairs, and for each size time
 //! perftest's loop, check every byte that arrived and swap results, so
-//! that both sides end with the same records. Progress goes to an
-//! observer, row by row.
+//! that both sides end with the same records. The records go to an
+//! observer, each test's link as it connects and each row as its size
+//! finishes; between sizes a Ctrl-C stops the run (and the peer with it).
 
 use super::data::{self, Side};
 use super::device::PortChoice;
@@ -12,31 +13,32 @@ use super::handshake::{Endpoint, Figures, Message, Phase, Report, Step};
 use super::memory::Region;
 use super::oob::{self, Channel, Wait, unexpected};
 use super::plan::{Plan, Test, TestParams, Verb};
-use super::record::{BwRow, DataCheck, EndpointInfo, LatRow, LinkRecord, Row};
 use super::verbs::{Adapter, Caps, Link, Op, Request};
 use crate::error::{Error, Result};
+use crate::interrupt;
+use crate::record::rdma::{self as record, BwRow, DataCheck, EndpointInfo, LatRow, Row};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// What an observer is told as a run goes.
-pub enum Progress<'a> {
+#[derive(Debug, Clone)]
+pub enum Progress {
     /// A test is connected and about to run its sizes.
-    Start(&'a LinkRecord),
-    /// A size finished; the record holds every row so far.
-    Row(&'a LinkRecord, &'a Row),
-    /// A test finished.
-    End(&'a LinkRecord),
+    Start(Box<record::Link>),
+    /// A size of the test last started finished.
+    Row(Row),
 }
 
 /// Runs every test of `plan` as `side`, through `channel` to the peer,
-/// on the port `choice`. On failure the peer is told why.
+/// on the port `choice`. On failure (an interruption too) the peer is
+/// told why.
 pub fn run(
     plan: &Plan,
     side: Side,
     choice: &PortChoice,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
-) -> Result<Vec<LinkRecord>> {
+) -> Result<()> {
     let result = run_tests(plan, side, choice, channel, observe);
     if let Err(e) = &result {
         channel.abort(e);
@@ -50,13 +52,15 @@ fn run_tests(
     choice: &PortChoice,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
-) -> Result<Vec<LinkRecord>> {
+) -> Result<()> {
+    interrupt::step("rdma: agreeing with the peer");
     oob::agree(channel, &plan.agreement)?;
-    let mut records = Vec::new();
     for &test in &plan.agreement.tests {
-        records.push(run_test(plan, side, choice, test, channel, observe)?);
+        interrupt::check()?;
+        interrupt::step(format!("rdma {}: connecting", test.name()));
+        run_test(plan, side, choice, test, channel, observe)?;
     }
-    Ok(records)
+    Ok(())
 }
 
 /// Swaps a step marker; the peer must be at the same step.
@@ -132,7 +136,7 @@ fn run_test(
     test: Test,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
-) -> Result<LinkRecord> {
+) -> Result<()> {
     let p = TestParams::new(&plan.agreement, plan.memory, test);
     let layout = Layout::new(&p);
     let adapter = Adapter::open(choice)?;
@@ -140,12 +144,11 @@ fn run_test(
     let recv_depth = if test.verb() == Verb::Send { p.rx_depth } else { 1 };
     let caps = Caps { qps: p.qps, send_depth: p.tx_depth, recv_depth, inline: p.inline_size };
     let mut link = Link::new(adapter, region, plan.memory, caps)?;
-    let corrupt = data::corruption();
     let mut pattern = vec![0u8; layout.slot];
     for q in 0..p.qps {
         data::fill(&mut pattern, data::key(plan.agreement.seed, side, q));
-        if let Some(byte) = corrupt.filter(|&b| b < pattern.len()) {
-            pattern[byte] ^= 0xff;
+        if let Some(byte) = plan.corrupt_byte().filter(|&b| b < pattern.len() as u64) {
+            pattern[byte as usize] ^= 0xff;
         }
         link.region.write(layout.src(q as usize), &pattern)?;
     }
@@ -155,25 +158,22 @@ fn run_test(
     };
     link.connect(&theirs, layout.len(p.qps) as u64)?;
     step(channel, Phase::Ready, test, 0, Wait::Prompt)?;
-    let mut record = LinkRecord {
+    observe(Progress::Start(Box::new(record::Link {
         test,
         params: p.clone(),
         local: info(&link.endpoint()),
         remote: info(&theirs),
         path_mtu: link.path_mtu,
         inline: link.inline,
-        rows: Vec::new(),
-    };
-    observe(Progress::Start(&record));
+    })));
     // Receives still posted per queue pair, carried from size to size.
     let mut conn = Connection { waiting: vec![0u64; p.qps as usize], link, p: &p, layout, side };
     for &size in &p.sizes {
-        let row = run_size(&mut conn, plan, size, channel)?;
-        record.rows.push(row);
-        observe(Progress::Row(&record, &row));
+        interrupt::check()?;
+        interrupt::step(format!("rdma {} with {size} B", test.name()));
+        observe(Progress::Row(run_size(&mut conn, plan, size, channel)?));
     }
-    observe(Progress::End(&record));
-    Ok(record)
+    Ok(())
 }
 
 /// Whether this side's destination buffers receive the peer's data.
@@ -232,7 +232,7 @@ fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Cha
         // The marker overwrote the source's last byte: give it back its
         // pattern (and any deliberate corruption) for the larger sizes.
         let last = size as usize - 1;
-        let flip = if data::corruption() == Some(last) { 0xff } else { 0 };
+        let flip = if plan.corrupt_byte() == Some(last as u64) { 0xff } else { 0 };
         link.region.write(layout.src(0) + last, &[data::byte(data::key(seed, side, 0), last) ^ flip])?;
     }
     step(channel, Phase::Done, p.test, size, Wait::Busy)?;

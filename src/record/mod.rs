@@ -9,6 +9,7 @@ pub mod collective;
 pub mod compare;
 pub mod copy;
 pub mod exchange;
+pub mod rdma;
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -85,7 +86,8 @@ fn schema_parts(schema: &str) -> Option<(&str, u32)> {
 }
 
 /// A record that reaches its reader in parts as they are measured: the
-/// collective's rows, the exchange's registers, the copy's tests.
+/// collective's rows, the exchange's registers, the copy's tests, the rdma
+/// run's rows.
 pub trait Streamed {
     type Part;
     /// The run's header.
@@ -162,6 +164,7 @@ pub enum AnyRecord {
     Compare(compare::Comparison),
     Copy(copy::CopyRun),
     Check(check::CheckRun),
+    Rdma(rdma::RdmaRun),
 }
 
 impl AnyRecord {
@@ -172,6 +175,7 @@ impl AnyRecord {
             AnyRecord::Compare(r) => &r.header,
             AnyRecord::Copy(r) => &r.header,
             AnyRecord::Check(r) => &r.header,
+            AnyRecord::Rdma(r) => &r.header,
         }
     }
 }
@@ -208,6 +212,8 @@ pub fn parse(text: &str) -> Result<AnyRecord> {
         "compare" => AnyRecord::Compare(typed(value, schema)?),
         "copy" => AnyRecord::Copy(typed(value, schema)?),
         "check" => AnyRecord::Check(typed(value, schema)?),
+        // v1 (before the rdma record had a header) was never committed.
+        "rdma" if version >= 2 => AnyRecord::Rdma(typed(value, schema)?),
         _ => return Err(Error::Usage(format!("schema {schema} is not a record qbench reads back"))),
     })
 }

@@ -1,6 +1,6 @@
 //! Renderings of run records, one place per format: the nccl-tests table
-//! (table.rs), the exchange, compare and copy tables, and CSV. Each reads a
-//! record and nothing else; JSON is the record itself (serde).
+//! (table.rs), the exchange, compare, copy and rdma tables, and CSV. Each
+//! reads a record and nothing else; JSON is the record itself (serde).
 
 pub mod cfmt;
 pub mod check;
@@ -10,6 +10,7 @@ pub mod csv;
 pub mod exchange;
 pub mod fit;
 pub mod plot;
+pub mod rdma;
 pub mod table;
 
 use crate::error::{Error, Result};
@@ -41,6 +42,7 @@ pub fn render_any(record: &crate::record::AnyRecord) -> String {
         AnyRecord::Compare(r) => render(r),
         AnyRecord::Copy(r) => render(r),
         AnyRecord::Check(r) => render(r),
+        AnyRecord::Rdma(r) => render(r),
     }
 }
 

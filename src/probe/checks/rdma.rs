@@ -40,20 +40,20 @@ fn port(d: &RdmaDevice, p: &Port, any_active: bool) -> Check {
     let layer = if roce { "Ethernet (RoCE)".to_string() } else { p.link_layer.to_string() };
     let found = format!("{}, {}, {}, {layer}", p.state, p.phys_state, p.rate);
     if p.is_active() {
-        let detail = if roce { format!("netdev {}", netdevs(d)) } else { format!("LID {}", p.lid) };
+        let detail = if roce { format!("netdev {}", netdevs(d, p)) } else { format!("LID {}", p.lid) };
         return Check::pass(name, format!("{found}, {detail}"));
     }
     let phys = p.phys_state.value().map(|s| s.code);
     let fix = match (p.state.value().map(|s| s.name.as_str()), phys) {
         (None, _) => "the port state could not be read: compare with `ibstat`, and reload the driver if sysfs is incomplete".to_string(),
-        (_, Some(3)) => format!("the port is disabled: enable it (ibportstate, or `ip link set {} up` for RoCE)", netdevs(d)),
+        (_, Some(3)) => format!("the port is disabled: enable it (ibportstate, or `ip link set {} up` for RoCE)", netdevs(d, p)),
         (_, Some(2)) | (_, Some(1)) => {
             format!("no link: check the cable, the transceiver and the switch port (`mlxlink -d {}`, `ibstat`)", d.name)
         }
         (Some("INIT") | Some("ARMED"), Some(PHYS_LINK_UP)) if !roce => {
             "the link is up but no subnet manager has activated the port: run opensm on one node of the fabric, or check the fabric's SM (`sminfo`)".to_string()
         }
-        _ if roce => format!("bring the netdev up (`ip link set {} up`) and check the cable and switch port", netdevs(d)),
+        _ if roce => format!("bring the netdev up (`ip link set {} up`) and check the cable and switch port", netdevs(d, p)),
         _ => "check the port with `ibstat` and the switch side of the link".to_string(),
     };
     if p.state.value().is_none() {
@@ -67,8 +67,16 @@ fn port(d: &RdmaDevice, p: &Port, any_active: bool) -> Check {
     }
 }
 
-fn netdevs(d: &RdmaDevice) -> String {
-    if d.netdevs.is_empty() { "<netdev>".to_string() } else { d.netdevs.join(",") }
+/// The port's network interfaces: those of the adapter's PCI function,
+/// else (soft-RoCE, whose rxe0 has no PCI device) those its GIDs name.
+fn netdevs(d: &RdmaDevice, p: &Port) -> String {
+    if !d.netdevs.is_empty() {
+        return d.netdevs.join(",");
+    }
+    let mut names: Vec<&str> = p.gids.iter().filter_map(|g| g.netdev.as_ref()?.value().map(String::as_str)).collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() { "<netdev>".to_string() } else { names.join(",") }
 }
 
 /// Whether a RoCE port has a GID that NCCL's default choice can use.
@@ -84,8 +92,53 @@ fn roce_gid(d: &RdmaDevice, p: &Port) -> Check {
             ),
             format!(
                 "give the netdev an IPv4 address (`ip addr add <a.b.c.d/n> dev {}`), or set NCCL_IB_GID_INDEX to a RoCE v2 index",
-                netdevs(d)
+                netdevs(d, p)
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::collect::rdma::{Coded, Gid};
+    use crate::probe::collect::sysfs::Known;
+
+    /// rxe0 has no PCI function, so no netdev under it: its GIDs name veth0.
+    #[test]
+    fn soft_roce_ports_name_the_netdev_of_their_gids() {
+        let coded = |code: u32, name: &str| Known::Value(Coded { code, name: name.into() });
+        let gid = Gid {
+            index: 0,
+            gid: "fe80:0000:0000:0000:a002:d4ff:fe41:d159".into(),
+            kind: Known::Value("RoCE v2".into()),
+            netdev: Some(Known::Value("veth0".into())),
+        };
+        let p = Port {
+            port: 1,
+            state: coded(4, "ACTIVE"),
+            phys_state: coded(5, "LinkUp"),
+            rate: Known::Value("100 Gb/sec".into()),
+            link_layer: Known::Value("Ethernet".into()),
+            lid: Known::Value("0x0".into()),
+            gids: vec![gid.clone(), Gid { index: 1, ..gid }],
+        };
+        let d = RdmaDevice {
+            name: "rxe0".into(),
+            node_guid: Known::unknown("-"),
+            fw_ver: Known::unknown("-"),
+            board_id: None,
+            hca_type: None,
+            numa_node: Known::unknown("-"),
+            pci: None,
+            netdevs: vec![],
+            ports: vec![p.clone()],
+        };
+        let c = port(&d, &p, true);
+        assert!(c.found.ends_with("Ethernet (RoCE), netdev veth0"), "{}", c.found);
+        let bare = Port { gids: vec![], ..p.clone() };
+        assert!(port(&d, &bare, true).found.ends_with("netdev <netdev>"));
+        let pci = RdmaDevice { netdevs: vec!["ens1f0np0".into()], ..d };
+        assert!(port(&pci, &p, true).found.ends_with("netdev ens1f0np0"));
     }
 }

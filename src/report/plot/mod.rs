@@ -12,6 +12,7 @@ mod draw;
 mod exchange;
 pub mod figure;
 mod raster;
+mod rdma;
 
 use crate::error::{Error, Result};
 use crate::record::{AnyRecord, Header};
@@ -175,6 +176,7 @@ pub fn figure(records: &[(PathBuf, AnyRecord)], options: &Options) -> Result<Fig
         }
         AnyRecord::Copy(_) => of_kind(records, options, |r| if let AnyRecord::Copy(x) = r { Some(x) } else { None }),
         AnyRecord::Check(_) => of_kind(records, options, |r| if let AnyRecord::Check(x) = r { Some(x) } else { None }),
+        AnyRecord::Rdma(_) => of_kind(records, options, |r| if let AnyRecord::Rdma(x) = r { Some(x) } else { None }),
     }
 }
 

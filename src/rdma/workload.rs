@@ -1,0 +1,186 @@
+//! The rdma workload: the plan's mode (server, client, loopback, MPI
+//! pairs) becomes sides and channels, and the sides' links and rows become
+//! one record, each row observed as its size finishes. Under MPI rank 0
+//! speaks for the job: every pair's rows are gathered into every rank's
+//! record and observed there. Prints nothing; `qbench rdma` is this
+//! workload through `command::execute`.
+
+use super::plan::Plan;
+use crate::record::rdma::{KIND, RdmaRun};
+use crate::record::{Header, Observer, Outcome};
+use crate::session::Session;
+
+/// Runs the plan in `session`, telling `obs` of every row.
+pub fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> Outcome<RdmaRun> {
+    let mut out = RdmaRun {
+        header: Header::start(KIND, plan.fault),
+        mode: plan.peer.mode(),
+        report_gbits: plan.report_gbits,
+        connections: 1,
+        agreement: plan.agreement.clone(),
+        links: Vec::new(),
+        rows: Vec::new(),
+    };
+    #[cfg(feature = "rdma")]
+    let result = live::run(plan, session, obs, &mut out);
+    #[cfg(not(feature = "rdma"))]
+    let result = {
+        let _ = (session, obs, &mut out);
+        Err(crate::error::Error::Missing(
+            "no RDMA: this qbench was built without RDMA support (rebuild with `cargo build --release --features rdma`, which needs cmake and clang)".into(),
+        ))
+    };
+    Outcome::new(out, result)
+}
+
+#[cfg(feature = "rdma")]
+mod live {
+    use super::super::data::Side;
+    use super::super::device::{self, PortChoice};
+    use super::super::oob;
+    use super::super::plan::{Peer, Plan};
+    use super::super::session::{self, Progress};
+    use super::super::{memory, verbs};
+    use crate::error::{Error, Result};
+    use crate::probe::collect::rdma::RdmaFacts;
+    use crate::record::Observer;
+    use crate::record::rdma::{Link, RdmaRow, RdmaRun};
+    use crate::session::Session;
+    use crate::usage;
+
+    pub fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>, out: &mut RdmaRun) -> Result<()> {
+        verbs::require()?;
+        session.need(&plan.libraries())?;
+        let plan = &Plan { memory: memory::resolve(plan.memory, plan.cuda_auto)?, ..plan.clone() };
+        let facts = device::facts();
+        let one = || device::select(&facts, plan.devices.first().map(String::as_str), plan.ib_port, plan.gid_index);
+        match &plan.peer {
+            Peer::Listen { bind, port } => {
+                let choice = one()?;
+                let listener = oob::Tcp::bind(*bind, *port)?;
+                // The table's head says that the server waits.
+                obs.begin(out);
+                let mut chan = listener.accept(plan.timeout)?;
+                session::run(plan, Side::Server, &choice, &mut chan, &mut recorder(out, obs))
+            }
+            Peer::Connect { host, port } => {
+                let choice = one()?;
+                obs.begin(out);
+                let mut chan = oob::Tcp::connect(host, *port, plan.timeout)?;
+                session::run(plan, Side::Client, &choice, &mut chan, &mut recorder(out, obs))
+            }
+            Peer::Loopback => {
+                let named = match plan.devices.as_slice() {
+                    [a, b] => Some((a.as_str(), b.as_str())),
+                    _ => None,
+                };
+                let pairs = device::loopback_pairs(&facts, named, plan.ib_port, plan.gid_index)?;
+                out.connections = pairs.len();
+                obs.begin(out);
+                for (a, b) in &pairs {
+                    loopback(plan, a, b, &mut recorder(out, obs))?;
+                }
+                Ok(())
+            }
+            Peer::Ranks => mpi(plan, session, &facts, obs, out),
+        }
+    }
+
+    /// What one side's session tells: its links and rows go into the
+    /// record, and each row to `obs` as its size finishes.
+    fn recorder<'a>(out: &'a mut RdmaRun, obs: &'a mut dyn Observer<RdmaRun>) -> impl FnMut(Progress) + 'a {
+        move |p| match p {
+            Progress::Start(link) => out.links.push(*link),
+            Progress::Row(row) => {
+                out.rows.push(RdmaRow { link: out.links.len().saturating_sub(1), row });
+                let run: &RdmaRun = out;
+                obs.part(run, &run.rows[run.rows.len() - 1]);
+            }
+        }
+    }
+
+    /// Client on `a` in this thread, server on `b` in another, through memory.
+    fn loopback(plan: &Plan, a: &PortChoice, b: &PortChoice, observe: &mut dyn FnMut(Progress)) -> Result<()> {
+        let (mut ca, mut cb) = oob::local_pair((b.device.clone(), a.device.clone()), plan.timeout);
+        let (client, server) = std::thread::scope(|s| {
+            let server = s.spawn(move || session::run(plan, Side::Server, b, &mut cb, &mut |_| {}));
+            let client = session::run(plan, Side::Client, a, &mut ca, observe);
+            drop(ca);
+            (
+                client,
+                server
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::Runtime("the server side of the loopback panicked".into()))),
+            )
+        });
+        match (client, server) {
+            (Ok(()), Ok(())) => Ok(()),
+            // The side that failed first says why; the other only saw it stop.
+            (Err(c), Err(s)) if is_echo(&c) => Err(s),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        }
+    }
+
+    fn is_echo(e: &Error) -> bool {
+        let m = e.message();
+        m.starts_with("the peer (") || m.starts_with("the other side of the loopback")
+    }
+
+    /// Pairs of ranks: even ranks are clients of the next odd rank; each
+    /// rank takes the device of its local rank (from -d A,B,… or the active
+    /// devices by name). The clients record their pairs; then every rank
+    /// gathers every pair's links and rows, and observes the other pairs'.
+    fn mpi(
+        plan: &Plan,
+        session: &Session,
+        facts: &RdmaFacts,
+        obs: &mut dyn Observer<RdmaRun>,
+        out: &mut RdmaRun,
+    ) -> Result<()> {
+        let world = session.world();
+        let (rank, size) = (world.rank(), world.size());
+        if size % 2 != 0 {
+            return Err(usage!("pairs of ranks need an even number of processes, not {size}"));
+        }
+        let mut names = plan.devices.clone();
+        if names.is_empty() {
+            names = facts
+                .devices
+                .iter()
+                .filter(|d| d.ports.iter().any(|p| p.port == plan.ib_port as u32 && p.is_active()))
+                .map(|d| d.name.clone())
+                .collect();
+            names.sort();
+        }
+        let name = names.get(world.local_rank() % names.len().max(1)).cloned();
+        let choice = device::select(facts, name.as_deref(), plan.ib_port, plan.gid_index)?;
+        let side = if rank % 2 == 0 { Side::Client } else { Side::Server };
+        out.connections = size / 2;
+        obs.begin(out);
+        let mut chan = oob::Ranks::new(world);
+        match side {
+            Side::Client => session::run(plan, side, &choice, &mut chan, &mut recorder(out, obs))?,
+            // Both sides end with the same rows: the client's are kept.
+            Side::Server => session::run(plan, side, &choice, &mut chan, &mut |_| {})?,
+        }
+        let mine = serde_json::to_vec(&(&out.links, &out.rows))
+            .map_err(|e| Error::Runtime(format!("cannot encode this rank's records: {e}")))?;
+        let all = world.all_gather(&mine);
+        out.links.clear();
+        out.rows.clear();
+        for (r, bytes) in all.iter().enumerate() {
+            let (links, rows): (Vec<Link>, Vec<RdmaRow>) = serde_json::from_slice(bytes)
+                .map_err(|e| Error::Runtime(format!("rank {r} sent unreadable records: {e}")))?;
+            let first = out.links.len();
+            out.links.extend(links);
+            for row in rows {
+                out.rows.push(RdmaRow { link: first + row.link, row: row.row });
+                // This rank's own rows were observed as they came.
+                if r != rank {
+                    obs.part(&*out, &out.rows[out.rows.len() - 1]);
+                }
+            }
+        }
+        Ok(())
+    }
+}
