@@ -194,9 +194,9 @@ pub struct CompareArgs {
     /// Bytes each rank sends to its partner (and receives)
     #[arg(short = 'b', long = "bytes", default_value = "1G", value_parser = size_arg)]
     pub bytes: u64,
-    /// GPUs per process (host ranks with --memory host; one per process under MPI); the total must be a power of two
-    #[arg(short = 'g', long = "ngpus", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
-    pub ngpus: u32,
+    /// GPUs per process (host ranks with --memory host; default 2 alone, 1 per process under MPI); the total must be a power of two
+    #[arg(short = 'g', long = "ngpus", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ngpus: Option<u32>,
     /// Where the register is held: gpu (every GPU transport) or host (cpu and rdma)
     #[arg(long, value_name = "gpu|host")]
     pub memory: Option<String>,
@@ -214,7 +214,7 @@ impl CompareArgs {
         ComparePlan::new(
             self.bytes,
             self.memory.as_deref(),
-            self.ngpus as usize,
+            self.ngpus.map(|g| g as usize),
             self.iters,
             self.warmup_iters,
             self.out.plan(),

@@ -61,10 +61,20 @@ pub struct GpuBuffer {
 
 /// The memory one side of a connection sends from and receives into.
 pub enum Region {
-    Host { buf: HostBuffer, len: usize },
-    Gpu { buf: GpuBuffer, len: usize },
+    Host {
+        buf: HostBuffer,
+        len: usize,
+    },
+    Gpu {
+        buf: GpuBuffer,
+        len: usize,
+    },
     /// Memory of another owner: host memory, or GPU memory of `gpu`'s context.
-    Foreign { addr: u64, len: usize, gpu: Option<Arc<CudaContext>> },
+    Foreign {
+        addr: u64,
+        len: usize,
+        gpu: Option<Arc<CudaContext>>,
+    },
 }
 
 impl Region {

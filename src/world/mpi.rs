@@ -69,7 +69,6 @@ impl Mpi {
             }
         }
     }
-
 }
 
 /// Counts and displacements (in elements) of blocks of the given sizes.
@@ -175,10 +174,9 @@ impl World for Mpi {
                 ),
             };
         }
+        type GpuQuery = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
         // SAFETY: as above; MPICH's query takes a GPU type and an out-pointer.
-        if let Ok(query) =
-            unsafe { this.get::<unsafe extern "C" fn(c_int, *mut c_int) -> c_int>(b"MPIX_GPU_query_support\0") }
-        {
+        if let Ok(query) = unsafe { this.get::<GpuQuery>(b"MPIX_GPU_query_support\0") } {
             const MPIX_GPU_SUPPORT_CUDA: c_int = 0;
             let mut yes: c_int = 0;
             // SAFETY: `yes` is a live c_int the query writes.

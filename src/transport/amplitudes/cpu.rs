@@ -127,7 +127,8 @@ impl HostWire for Cpu {
             .unzip();
         if bufs.world.size() > 1 {
             // One rank per process (CpuRegister::new): the rank is the process.
-            let (m, x) = (moves[0], xbufs.into_iter().next().ok_or_else(|| Error::Runtime("internal: no rank".into()))?);
+            let (m, x) =
+                (moves[0], xbufs.into_iter().next().ok_or_else(|| Error::Runtime("internal: no rank".into()))?);
             let t0 = Instant::now();
             bufs.world.sendrecv(m.peer, &chunks[0][m.from..m.from + m.len], &mut x[..m.len])?;
             return Ok(t0.elapsed().as_secs_f64());

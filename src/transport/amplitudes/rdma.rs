@@ -47,7 +47,10 @@ pub fn unavailable(world: &dyn World, local: usize) -> Option<String> {
     #[cfg(not(feature = "rdma"))]
     {
         let _ = (world, local);
-        Some("this qbench was built without RDMA support (rebuild with --features rdma; it needs cmake and clang)".into())
+        Some(
+            "this qbench was built without RDMA support (rebuild with --features rdma; it needs cmake and clang)"
+                .into(),
+        )
     }
     #[cfg(feature = "rdma")]
     {
@@ -55,9 +58,8 @@ pub fn unavailable(world: &dyn World, local: usize) -> Option<String> {
         if let Err(e) = verbs::require().and_then(|_| device::select(&device::facts(), None, 1, None)) {
             return Some(e.message());
         }
-        (world.size() > 1 && local > 1).then(|| {
-            "between processes it moves one rank per process: use -g 1 and a process per rank".to_string()
-        })
+        (world.size() > 1 && local > 1)
+            .then(|| "between processes it moves one rank per process: use -g 1 and a process per rank".to_string())
     }
 }
 
@@ -246,7 +248,7 @@ mod links {
             slot.as_mut().ok_or_else(|| Error::Runtime("internal: no connections".into()))
         }
 
-        /// A queue pair over local rank `i`'s span, with its receives posted.
+        /// A queue pair over local rank `i`'s span, not yet connected.
         fn link(&self, i: usize) -> Result<Link> {
             let span = &self.spans[i];
             let (memory, ctx) = match &span.gpu {
@@ -258,15 +260,18 @@ mod links {
             // owner drops these connections, which it does first.
             let region = unsafe { Region::foreign(span.addr, span.len, ctx) };
             let caps = Caps { qps: 1, send_depth: SEND_DEPTH, recv_depth: RECV_DEPTH, inline: 0 };
-            let mut link = Link::new(Adapter::open(&self.port)?, region, memory, caps)?;
-            for k in 0..RECV_DEPTH {
-                link.post_recv(0, 0, 0, k as u64)?;
-            }
-            Ok(link)
+            Link::new(Adapter::open(&self.port)?, region, memory, caps)
         }
 
-        fn conn(link: Link, twin: Option<Link>) -> Conn {
-            Conn { link, twin, arrived: 0, done: 0, in_flight: 0 }
+        /// A connection over `link` (and `twin`), connected: their receives
+        /// are posted (a queue pair takes none before it is connected).
+        fn conn(mut link: Link, mut twin: Option<Link>) -> Result<Conn> {
+            for l in std::iter::once(&mut link).chain(twin.as_mut()) {
+                for k in 0..RECV_DEPTH {
+                    l.post_recv(0, 0, 0, k as u64)?;
+                }
+            }
+            Ok(Conn { link, twin, arrived: 0, done: 0, in_flight: 0 })
         }
 
         /// Connects local rank `i` with rank `peer` unless it is connected:
@@ -285,10 +290,10 @@ mod links {
                     a.connect(&b.endpoint(), len)?;
                     b.connect(&a.endpoint(), len)?;
                     if j == i {
-                        self.conns.insert((i, i), Self::conn(a, Some(b)));
+                        self.conns.insert((i, peer), Self::conn(a, Some(b))?);
                     } else {
-                        self.conns.insert((i, peer), Self::conn(a, None));
-                        self.conns.insert((j, rank), Self::conn(b, None));
+                        self.conns.insert((i, peer), Self::conn(a, None)?);
+                        self.conns.insert((j, rank), Self::conn(b, None)?);
                     }
                 }
                 None => {
@@ -299,7 +304,7 @@ mod links {
                         other => return Err(oob::unexpected("the queue pair addresses", &other)),
                     };
                     link.connect(&theirs, len)?;
-                    self.conns.insert((i, peer), Self::conn(link, None));
+                    self.conns.insert((i, peer), Self::conn(link, None)?);
                 }
             }
             Ok(())

@@ -19,7 +19,9 @@ use crate::transport::amplitudes::{Memory, Register, Wire};
 const SENDRECV: &str = "nccl-sendrecv";
 
 pub fn run(plan: &ComparePlan, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {
-    let ranks = session.world().size() * plan.ngpus;
+    let world = session.world();
+    let local = plan.ngpus.unwrap_or(if world.size() > 1 { 1 } else { 2 });
+    let ranks = world.size() * local;
     let mut out = Comparison {
         header: Header::start(KIND, plan.fault),
         bytes_per_rank: plan.bytes,
@@ -29,12 +31,13 @@ pub fn run(plan: &ComparePlan, session: &Session, obs: &mut dyn Observer<Compari
         iters: plan.iters,
         rows: Vec::new(),
     };
-    let result = compare(plan, session, obs, &mut out);
+    let result = compare(plan, local, session, obs, &mut out);
     Outcome::new(out, result)
 }
 
 fn compare(
     plan: &ComparePlan,
+    local: usize,
     session: &Session,
     obs: &mut dyn Observer<Comparison>,
     out: &mut Comparison,
@@ -48,7 +51,7 @@ fn compare(
     let layout = Layout::new(local_qubits + out.ranks.trailing_zeros(), out.ranks, Precision::Single)?;
     match plan.memory {
         Memory::Gpu => {
-            let mut reg = GpuRegister::new(layout, plan.ngpus, world, true, None)?;
+            let mut reg = GpuRegister::new(layout, local, world, true, None)?;
             out.devices = crate::world::all_ranks(world, reg.ranks())?;
             out.library = Some(crate::transport::nccl::library_info()?);
             obs.begin(out);
@@ -67,7 +70,7 @@ fn compare(
             obs.part(out, out.rows.last().expect("pushed"));
         }
         Memory::Host => {
-            let mut reg = CpuRegister::<f32>::new(layout, plan.ngpus, world)?;
+            let mut reg = CpuRegister::<f32>::new(layout, local, world)?;
             out.devices = crate::world::all_ranks(world, reg.ranks())?;
             obs.begin(out);
             rows(&mut reg, Memory::Host, plan, obs, out)?;

@@ -36,7 +36,8 @@ pub struct ComparePlan {
     pub bytes: u64,
     /// Where the register is held: every wire that serves it is compared.
     pub memory: Memory,
-    pub ngpus: usize,
+    /// Ranks per process, as asked (-g); else two alone, one under MPI.
+    pub ngpus: Option<usize>,
     pub iters: u32,
     pub warmup: u32,
     pub fault: Option<Fault>,
@@ -174,7 +175,7 @@ impl ComparePlan {
     pub fn new(
         bytes: u64,
         memory: Option<&str>,
-        ngpus: usize,
+        ngpus: Option<usize>,
         iters: u32,
         warmup: u32,
         output: OutputPlan,
@@ -182,7 +183,9 @@ impl ComparePlan {
         let memory = match memory.map(parse_memories).transpose()?.as_deref() {
             None => Memory::Gpu,
             Some([m]) => *m,
-            Some(_) => return Err(Error::Usage("compare holds its register in one memory: --memory gpu or host".into())),
+            Some(_) => {
+                return Err(Error::Usage("compare holds its register in one memory: --memory gpu or host".into()));
+            }
         };
         let amps = bytes / Precision::Single.bytes();
         if !amps.is_power_of_two() || amps < 4 || !bytes.is_multiple_of(Precision::Single.bytes()) {

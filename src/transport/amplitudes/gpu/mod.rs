@@ -25,7 +25,9 @@ use crate::statevec::layout::{Layout, Pattern, Precision};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
 use crate::world::World;
-use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -186,7 +188,9 @@ impl<'w> GpuRegister<'w> {
     pub(super) fn memory(&self) -> Vec<(u64, u64, u32, Arc<CudaContext>)> {
         self.ranks
             .iter()
-            .map(|r| (r.mem.ptr(), self.layout.chunk_bytes() + self.xbuf_bytes, r.gpu.ordinal as u32, r.gpu.ctx.clone()))
+            .map(|r| {
+                (r.mem.ptr(), self.layout.chunk_bytes() + self.xbuf_bytes, r.gpu.ordinal as u32, r.gpu.ctx.clone())
+            })
             .collect()
     }
 
@@ -507,10 +511,8 @@ impl Register for GpuRegister<'_> {
                 let at = me.layout.swap_half(me.first_rank + i, t, None) * b;
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: half a chunk from the exchange buffer into a half of the chunk.
-                unsafe {
-                    result::memcpy_dtod_async(r.state + at, r.xbuf, half as usize, r.gpu.stream.cu_stream())
-                }
-                .map_err(cuda_err("placing the received half"))?;
+                unsafe { result::memcpy_dtod_async(r.state + at, r.xbuf, half as usize, r.gpu.stream.cu_stream()) }
+                    .map_err(cuda_err("placing the received half"))?;
             }
             Ok(())
         })
