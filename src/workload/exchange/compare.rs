@@ -58,14 +58,21 @@ fn compare(
             rows(&mut reg, Memory::Gpu, plan, obs, out)?;
             crate::interrupt::step("compare: nccl-tests' sendrecv");
             let bytes = layout.chunk_bytes();
-            let ring = sample(plan.warmup, plan.iters, || Ok(reg.nccl_sendrecv(bytes)?.unwrap_or(f64::NAN)))?;
+            // NCCL is not set up where ranks share a GPU: the reason, as the nccl row gives it.
+            let (gbps, unavailable) = match reg.unavailable(Wire::Nccl) {
+                Some(why) => (None, Some(why)),
+                None => {
+                    let ring = sample(plan.warmup, plan.iters, || Ok(reg.nccl_sendrecv(bytes)?.unwrap_or(f64::NAN)))?;
+                    (Some(bytes as f64 / ring.median / 1e9), None)
+                }
+            };
             out.rows.push(Row {
                 transport: SENDRECV.into(),
                 how: "nccl-tests' sendrecv: to rank+1, from rank−1, one message".into(),
-                gbps: Some(bytes as f64 / ring.median / 1e9),
+                gbps,
                 vs_best: None,
                 wrong: None,
-                unavailable: None,
+                unavailable,
             });
             obs.part(out, out.rows.last().expect("pushed"));
         }

@@ -238,4 +238,14 @@ mod tests {
         assert_eq!(m("cpu,nccl", Some("host")).unwrap_err().exit_code(), 2);
         assert_eq!(m("cpu", Some("disk")).unwrap_err().exit_code(), 2);
     }
+
+    #[test]
+    fn compare_holds_its_register_in_one_memory() {
+        let plan = |memory: Option<&str>| ComparePlan::new(1 << 20, memory, None, 1, 0, OutputPlan::default());
+        assert_eq!(plan(None).unwrap().memory, Memory::Gpu);
+        assert_eq!(plan(Some("host")).unwrap().memory, Memory::Host);
+        assert!(plan(Some("host")).unwrap().libraries().is_empty(), "host memory needs no GPU library");
+        assert_eq!(plan(Some("gpu,host")).unwrap_err().exit_code(), 2);
+        assert_eq!(plan(Some("tape")).unwrap_err().exit_code(), 2);
+    }
 }

@@ -99,6 +99,13 @@ pub trait Hop {
     fn carry(&mut self, reg: &GpuRegister, piece: &Piece) -> Result<()>;
 }
 
+/// Piece `k` of a message of `len` bytes cut into pieces of `piece` bytes
+/// that take `slots` slots in turn: (slot, offset, bytes); the last piece
+/// holds what is left.
+fn piece_bounds(k: u64, len: u64, piece: u64, slots: usize) -> (usize, u64, u64) {
+    ((k % slots as u64) as usize, k * piece, piece.min(len - k * piece))
+}
+
 /// Each local rank's partner for `t`, as a rank of the job.
 fn peers(reg: &GpuRegister, t: u32, fault: Option<Fault>) -> Vec<usize> {
     (0..reg.ranks.len()).map(|i| reg.layout.peer(reg.first_rank + i, t, fault)).collect()
@@ -127,7 +134,7 @@ pub fn pipelined(
     let msgs: Vec<(u64, u64)> = (0..reg.ranks.len()).map(|i| reg.message(i, pattern, t, fault)).collect();
     let len = msgs[0].1;
     let pieces = len.div_ceil(piece);
-    let bounds = |k: u64| ((k % slots as u64) as usize, k * piece, piece.min(len - k * piece));
+    let bounds = |k: u64| piece_bounds(k, len, piece, slots);
     reg.span(|me| {
         for r in &me.ranks {
             let fork = record(&r.gpu.stream, false)?;
@@ -196,8 +203,7 @@ pub fn unpipelined(
     reg.sync_all()?;
     let t0 = Instant::now();
     for k in 0..len.div_ceil(piece) {
-        let off = k * piece;
-        let n = piece.min(len - off);
+        let (_, off, n) = piece_bounds(k, len, piece, 1);
         for (i, (r, st)) in reg.ranks.iter().zip(&reg.stages).enumerate() {
             copy_d2h(st.send(0), r.state + msgs[i].0 + off, n, &r.d2h)?;
         }
@@ -241,5 +247,26 @@ impl Hop for InProcess {
             unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, len) }
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::piece_bounds;
+
+    #[test]
+    fn pieces_cover_the_message_once_and_take_the_slots_in_turn() {
+        for (len, piece, slots) in [(64u64 << 20, 64u64 << 20, 4usize), (100, 16, 4), (1 << 30, 3 << 20, 4), (5, 8, 1)]
+        {
+            let pieces: Vec<_> = (0..len.div_ceil(piece)).map(|k| piece_bounds(k, len, piece, slots)).collect();
+            let mut at = 0;
+            for (k, &(slot, off, n)) in pieces.iter().enumerate() {
+                assert_eq!((slot, off), (k % slots, at), "{len} in {piece}: piece {k}");
+                assert!(n > 0 && n <= piece, "{len} in {piece}: piece {k} of {n} bytes");
+                at += n;
+            }
+            assert_eq!(at, len, "{len} in {piece}");
+        }
+        assert_eq!(piece_bounds(6, 100, 16, 4), (2, 96, 4));
     }
 }
