@@ -13,7 +13,7 @@ use crate::units::{Step, parse_size};
 use crate::workload::collective::Kind;
 use crate::workload::collective::plan::CollectivePlan;
 use crate::workload::copy::{CopyOptions, CopyPlan};
-use crate::workload::exchange::plan::{ComparePlan, ExchangePlan, check_chunk, parse_qubits, parse_wires};
+use crate::workload::exchange::plan::{ComparePlan, ExchangePlan, check_chunk, memories, parse_qubits, parse_wires};
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -143,9 +143,12 @@ pub struct ExchangeArgs {
     /// gate (whole chunk exchanged, as QuEST), swap (half, as cuStateVec) or both
     #[arg(long, default_value = "both")]
     pub pattern: String,
-    /// Comma-separated: nccl, p2p, p2p-ce, host, host-unpipelined, cpu; all = every GPU transport (add ,cpu for host ranks)
+    /// Comma-separated: nccl, p2p, p2p-ce, host, host-unpipelined, mpi, mpi-unpipelined, mpi-cuda-aware, rdma, rdma-staged, cpu; all = every GPU transport (add ,cpu for host ranks)
     #[arg(long, default_value = "nccl")]
     pub transport: String,
+    /// Where the registers are held: gpu, host or gpu,host (default: what the transports move; GPUs for rdma alone)
+    #[arg(long, value_name = "gpu|host|gpu,host")]
+    pub memory: Option<String>,
     /// Largest message piece for nccl and host transfers (default: 2^28 amplitudes for nccl, as QuEST; 64M for host)
     #[arg(long, value_parser = size_arg)]
     pub chunk: Option<u64>,
@@ -168,11 +171,13 @@ pub struct ExchangeArgs {
 impl ExchangeArgs {
     pub fn plan(&self) -> Result<ExchangePlan> {
         let patterns = Pattern::parse_list(&self.pattern)?;
+        let wires = parse_wires(&self.transport, self.no_pipeline)?;
         Ok(ExchangePlan {
             qubits: parse_qubits(&self.qubits)?,
             ngpus: self.ngpus as usize,
             precision: Precision::parse(&self.precision)?,
-            wires: parse_wires(&self.transport, self.no_pipeline)?,
+            memories: memories(&wires, self.memory.as_deref())?,
+            wires,
             chunk: check_chunk(self.chunk)?,
             iters: self.iters,
             warmup: self.warmup_iters,
@@ -189,9 +194,12 @@ pub struct CompareArgs {
     /// Bytes each rank sends to its partner (and receives)
     #[arg(short = 'b', long = "bytes", default_value = "1G", value_parser = size_arg)]
     pub bytes: u64,
-    /// GPUs per process (a power of two)
-    #[arg(short = 'g', long = "ngpus", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
-    pub ngpus: u32,
+    /// GPUs per process (host ranks with --memory host; default 2 alone, 1 per process under MPI); the total must be a power of two
+    #[arg(short = 'g', long = "ngpus", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ngpus: Option<u32>,
+    /// Where the register is held: gpu (every GPU transport) or host (cpu and rdma)
+    #[arg(long, value_name = "gpu|host")]
+    pub memory: Option<String>,
     /// Timed repetitions per transport (the median is reported)
     #[arg(short = 'n', long = "iters", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub iters: u32,
@@ -203,7 +211,14 @@ pub struct CompareArgs {
 
 impl CompareArgs {
     pub fn plan(&self) -> Result<ComparePlan> {
-        ComparePlan::new(self.bytes, self.ngpus as usize, self.iters, self.warmup_iters, self.out.plan())
+        ComparePlan::new(
+            self.bytes,
+            self.memory.as_deref(),
+            self.ngpus.map(|g| g as usize),
+            self.iters,
+            self.warmup_iters,
+            self.out.plan(),
+        )
     }
 }
 

@@ -2,7 +2,9 @@
 //! cpu transport across processes, one table, busbw factors for the
 //! process count, wrong data and a failing rank ending the job; copy
 //! refusing to run twice on one node; qbench check as one table with
-//! every pair of processes.
+//! every pair of processes; exchange and compare on host-memory ranks, one
+//! per process, every amplitude checked, and the GPU and RDMA wires
+//! refused in one line where they cannot run.
 #![cfg(feature = "mpi")]
 
 mod common;
@@ -103,4 +105,107 @@ fn check_across_processes_gives_one_table_with_every_pair() {
     assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
     assert_eq!(err.lines().filter(|l| l.starts_with("qbench: check FAIL ")).count(), 5, "{err}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `check: WIRE: N amplitudes, W wrong` of an exchange: (N, W).
+fn checked(out: &str, wire: &str) -> (u64, u64) {
+    let prefix = format!("check: {wire}: ");
+    let line = out.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {prefix}line: {out}"));
+    let n: Vec<u64> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    (n[0], n[1])
+}
+
+/// compare's row of `wire`, split at its bars.
+fn compare_row(out: &str, wire: &str) -> Vec<String> {
+    let row = out.lines().find(|l| l.split('|').next().map(str::trim) == Some(wire));
+    row.unwrap_or_else(|| panic!("no {wire} row: {out}")).split('|').map(|c| c.trim().to_string()).collect()
+}
+
+#[test]
+fn exchange_on_host_ranks_across_processes_checks_every_amplitude() {
+    for np in [2usize, 4] {
+        let o = mpirun(np, &["exchange", "--transport", "cpu", "--qubits", "16", "-n", "2", "-w", "1"], &[]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "np {np}: {out}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(out.contains(&format!("{np} ranks in host memory")), "np {np}: {out}");
+        assert_eq!(checked(&out, "cpu"), (1 << 16, 0), "np {np}: {out}");
+        assert_eq!(out.matches("check: cpu:").count(), 1, "rank 0 alone prints: {out}");
+    }
+}
+
+#[test]
+fn compare_on_host_memory_across_processes_checks_every_transfer() {
+    for np in [2usize, 4] {
+        let o = mpirun(np, &["compare", "--memory", "host", "-b", "1M", "-n", "2", "-w", "1"], &[]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "np {np}: {out}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(out.starts_with(&format!("# qbench compare: 1M per rank to its partner, {np} ranks")), "{out}");
+        let cpu = compare_row(&out, "cpu");
+        assert_eq!(cpu[3], "0", "np {np}: {out}");
+        assert!(cpu[1].parse::<f64>().is_ok(), "np {np}: {out}");
+        // The rdma wire serves host memory too: a row either way.
+        compare_row(&out, "rdma");
+        assert!(!out.contains("nccl"), "no GPU transport on host memory: {out}");
+    }
+}
+
+#[test]
+fn the_wrong_partner_and_half_fail_the_job_across_processes() {
+    let args = ["exchange", "--transport", "cpu", "--qubits", "16", "-n", "1", "-w", "0"];
+    for (np, fault, pattern) in [(2, "partner", "gate"), (4, "partner", "both"), (4, "half", "swap")] {
+        let o = mpirun(np, &[&args[..], &["--pattern", pattern]].concat(), &[("QBENCH_CORRUPT", fault)]);
+        let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(1), "np {np} {fault}: {out}{err}");
+        let (n, wrong) = checked(&out, "cpu");
+        assert!(n == 1 << 16 && wrong > 0, "np {np} {fault}: {out}");
+        assert!(err.contains(&format!("QBENCH_CORRUPT={fault}: ")), "the fault is announced: {err}");
+    }
+    let o =
+        mpirun(2, &["compare", "--memory", "host", "-b", "1M", "-n", "1", "-w", "0"], &[("QBENCH_CORRUPT", "partner")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert_ne!(compare_row(&out, "cpu")[3], "0", "{out}");
+}
+
+#[test]
+fn wires_that_cannot_run_here_say_why_in_one_line() {
+    let qb = env!("CARGO_BIN_EXE_qbench");
+    let solo = |args: &[&str]| Command::new(qb).args(args).env_remove("QBENCH_CORRUPT").output().expect("run qbench");
+    // An MPI wire on host memory is a usage error, before anything starts.
+    for args in [
+        &["exchange", "--qubits", "12", "--transport", "mpi", "--memory", "host"][..],
+        &["exchange", "--qubits", "12", "--transport", "cpu,mpi-cuda-aware", "--memory", "host"],
+        &["compare", "--memory", "disk"],
+    ] {
+        let o = mpirun(2, args, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.lines().any(|l| l.starts_with("qbench: ") && l.contains("--memory")), "{args:?}: {err}");
+    }
+    // Host ranks under MPI are one per process.
+    let o = mpirun(2, &["exchange", "--transport", "cpu", "-g", "2", "--qubits", "12"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    // The GPU wires need a GPU: without one, the driver's absence in one line (exit 3), not a hang.
+    let gpu = std::path::Path::new("/dev/nvidia0").exists();
+    for wire in ["mpi", "mpi-unpipelined", "mpi-cuda-aware", "rdma-staged"] {
+        let o = mpirun(2, &["exchange", "-g", "1", "--transport", wire, "--qubits", "12"], &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        if !gpu {
+            assert_eq!(o.status.code(), Some(3), "{wire}: {err}");
+            assert!(err.lines().any(|l| l.contains("qbench: ") && l.contains("CUDA driver")), "{wire}: {err}");
+        }
+        // Alone, without MPI: the same line without a GPU; with one, the wire listed as unavailable.
+        let o = solo(&["exchange", "--transport", wire, "--qubits", "12"]);
+        match gpu {
+            false => assert_eq!(o.status.code(), Some(3), "{wire}: {}", String::from_utf8_lossy(&o.stderr)),
+            true => assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("unavailable: {wire}: ")), "{wire}"),
+        }
+    }
+    // rdma on host memory where no adapter is: listed as unavailable, with the reason, and nothing else runs.
+    if !std::path::Path::new("/sys/class/infiniband").exists() {
+        let o = mpirun(2, &["exchange", "--transport", "rdma", "--memory", "host", "--qubits", "12"], &[]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{out}{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(out.matches("unavailable: rdma: no RDMA: ").count(), 1, "{out}");
+    }
 }

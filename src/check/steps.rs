@@ -262,12 +262,14 @@ fn exchange(step: &Step, session: &Session) -> Result<Vec<Figure>> {
     if !ranks.is_power_of_two() {
         return Err(Error::Usage(format!("{ranks} ranks: a register spreads over a power of two")));
     }
+    let wires = crate::workload::exchange::plan::parse_wires(&wire, false)?;
     let plan = crate::workload::exchange::plan::ExchangePlan {
         qubits: vec![step.qubits.unwrap_or(24)],
         ngpus: g,
         precision: Precision::Double,
         patterns: vec![Pattern::Gate],
-        wires: crate::workload::exchange::plan::parse_wires(&wire, false)?,
+        memories: crate::workload::exchange::plan::memories(&wires, None)?,
+        wires,
         chunk: None,
         iters: step.iters.unwrap_or(5),
         warmup: 1,
@@ -360,10 +362,10 @@ fn pairs(step: &Step, session: &Session) -> Result<Vec<Figure>> {
         world.barrier();
         let Some(partner) = partner(me, n, round) else { continue };
         // One untimed exchange first: the connection is set up on first use.
-        world.sendrecv(partner, &send, &mut recv);
+        world.sendrecv(partner, &send, &mut recv)?;
         let t0 = std::time::Instant::now();
         for _ in 0..iters {
-            world.sendrecv(partner, &send, &mut recv);
+            world.sendrecv(partner, &send, &mut recv)?;
         }
         let gbps = (size as f64 * iters as f64) / t0.elapsed().as_secs_f64() / 1e9;
         wrong += recv.iter().zip(&send).filter(|(a, b)| a != b).count() as u64;

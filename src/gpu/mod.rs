@@ -63,6 +63,19 @@ pub fn open_local_gpus(local: usize, world: &dyn crate::world::World) -> Result<
     (first..first + local).map(Gpu::open).collect()
 }
 
+/// The GPUs this process drives, as [`open_local_gpus`]; but where each
+/// process drives one GPU and the node's processes outnumber its GPUs, they
+/// take the GPUs in turn (two ranks on one GPU), and the second value says
+/// how many processes share each (1 when none does).
+pub fn open_local_gpus_shared(local: usize, world: &dyn crate::world::World) -> Result<(Vec<Gpu>, usize)> {
+    let found = require_gpus(local)?;
+    let procs = world.local_size();
+    if local == 1 && procs > found {
+        return Ok((vec![Gpu::open(world.local_rank() % found)?], procs.div_ceil(found)));
+    }
+    Ok((open_local_gpus(local, world)?, 1))
+}
+
 /// One GPU of this process: its primary context, one stream, its identity.
 pub struct Gpu {
     pub ordinal: usize,

@@ -2,15 +2,16 @@
 //! page-aligned host memory, or GPU memory (GPUDirect RDMA) registered
 //! from a dma-buf file descriptor (cuMemGetHandleForAddressRange +
 //! ibv_reg_dmabuf_mr) or by address when nvidia_peermem is loaded
-//! (ibv_reg_mr), as perftest's --use_cuda_dmabuf and --use_cuda do. The
-//! GPU paths have not run on hardware: no machine here has an adapter next
-//! to a GPU.
+//! (ibv_reg_mr), as perftest's --use_cuda_dmabuf and --use_cuda do; or
+//! memory another owner holds (the rdma wires register a register's own
+//! buffers). The GPU paths have not run on hardware: no machine here has an
+//! adapter next to a GPU.
 
 use super::plan::Memory;
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceBuffer, Gpu, cuda_err};
-use cudarc::driver::result;
 use cudarc::driver::sys::{CUdevice_attribute, CUmemRangeHandleType, cudaError_enum};
+use cudarc::driver::{CudaContext, result};
 use sideway::ibverbs::AccessFlags;
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
@@ -60,8 +61,20 @@ pub struct GpuBuffer {
 
 /// The memory one side of a connection sends from and receives into.
 pub enum Region {
-    Host { buf: HostBuffer, len: usize },
-    Gpu { buf: GpuBuffer, len: usize },
+    Host {
+        buf: HostBuffer,
+        len: usize,
+    },
+    Gpu {
+        buf: GpuBuffer,
+        len: usize,
+    },
+    /// Memory of another owner: host memory, or GPU memory of `gpu`'s context.
+    Foreign {
+        addr: u64,
+        len: usize,
+        gpu: Option<Arc<CudaContext>>,
+    },
 }
 
 impl Region {
@@ -81,17 +94,39 @@ impl Region {
         }
     }
 
+    /// `len` bytes at `addr` that another owner holds: host memory, or GPU
+    /// memory of the context `gpu`.
+    ///
+    /// # Safety
+    ///
+    /// The range must be one live allocation (host memory, or a cuMemAlloc
+    /// of that context) that stays in place and alive until every link on
+    /// this region has been dropped.
+    pub unsafe fn foreign(addr: u64, len: usize, gpu: Option<Arc<CudaContext>>) -> Region {
+        Region::Foreign { addr, len, gpu }
+    }
+
     /// The address the adapter uses (a virtual address, or a GPU address).
     pub fn addr(&self) -> u64 {
         match self {
             Region::Host { buf, .. } => buf.ptr.as_ptr() as u64,
             Region::Gpu { buf, .. } => buf.buf.ptr(),
+            Region::Foreign { addr, .. } => *addr,
         }
     }
 
     pub fn len(&self) -> usize {
         match self {
-            Region::Host { len, .. } | Region::Gpu { len, .. } => *len,
+            Region::Host { len, .. } | Region::Gpu { len, .. } | Region::Foreign { len, .. } => *len,
+        }
+    }
+
+    /// The context of the GPU memory it is, if it is GPU memory.
+    fn gpu(&self) -> Option<&Arc<CudaContext>> {
+        match self {
+            Region::Host { .. } => None,
+            Region::Gpu { buf, .. } => Some(&buf.gpu.ctx),
+            Region::Foreign { gpu, .. } => gpu.as_ref(),
         }
     }
 
@@ -110,17 +145,16 @@ impl Region {
     /// writing there (no request outstanding on this range).
     pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
         self.bounds(offset, data.len())?;
-        match self {
-            // SAFETY: in bounds (checked above) of a live allocation; no
-            // reference into the buffer exists while it is copied to.
-            Region::Host { buf, .. } => unsafe {
-                std::ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr.as_ptr().add(offset), data.len())
-            },
-            Region::Gpu { buf, .. } => {
-                buf.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+        let at = self.addr() + offset as u64;
+        match self.gpu() {
+            // SAFETY: in bounds (checked above) of a live allocation (owned,
+            // or vouched for by `foreign`); no reference into the buffer
+            // exists while it is copied to.
+            None => unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), at as *mut u8, data.len()) },
+            Some(ctx) => {
+                ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: the destination range lies inside the allocation (checked above).
-                unsafe { result::memcpy_htod_sync(buf.buf.ptr() + offset as u64, data) }
-                    .map_err(cuda_err("filling GPU memory"))?;
+                unsafe { result::memcpy_htod_sync(at, data) }.map_err(cuda_err("filling GPU memory"))?;
             }
         }
         Ok(())
@@ -130,17 +164,15 @@ impl Region {
     /// adapter has finished writing them.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.bounds(offset, out.len())?;
-        match self {
+        let at = self.addr() + offset as u64;
+        match self.gpu() {
             // SAFETY: in bounds of a live allocation; the caller waited for
             // every request that writes this range.
-            Region::Host { buf, .. } => unsafe {
-                std::ptr::copy_nonoverlapping(buf.ptr.as_ptr().add(offset), out.as_mut_ptr(), out.len())
-            },
-            Region::Gpu { buf, .. } => {
-                buf.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+            None => unsafe { std::ptr::copy_nonoverlapping(at as *const u8, out.as_mut_ptr(), out.len()) },
+            Some(ctx) => {
+                ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: the source range lies inside the allocation (checked above).
-                unsafe { result::memcpy_dtoh_sync(out, buf.buf.ptr() + offset as u64) }
-                    .map_err(cuda_err("reading GPU memory"))?;
+                unsafe { result::memcpy_dtoh_sync(out, at) }.map_err(cuda_err("reading GPU memory"))?;
             }
         }
         Ok(())
@@ -190,15 +222,16 @@ pub fn resolve(memory: Memory, auto: bool) -> Result<Memory> {
     Ok(if dmabuf { memory } else { Memory::CudaPeermem { gpu } })
 }
 
-fn peermem_loaded() -> bool {
+/// Whether a peer-memory module lets adapters register GPU memory by address.
+pub fn peermem_loaded() -> bool {
     ["/sys/module/nvidia_peermem", "/sys/module/nv_peer_mem"].iter().any(|p| Path::new(p).exists())
 }
 
 /// Registers the whole of `region` with `pd`.
 pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> Result<Arc<MemoryRegion>> {
     let len = region.len().max(1);
-    match (region, memory) {
-        (Region::Host { .. }, _) => {
+    match (region.gpu(), memory) {
+        (None, _) => {
             // SAFETY: the range is a live allocation of at least `len`
             // bytes that outlives the registration (its owner drops the
             // memory region first).
@@ -209,16 +242,15 @@ pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> 
                 ))
             })
         }
-        (Region::Gpu { buf, .. }, Memory::CudaDmabuf { gpu }) => {
+        (Some(ctx), Memory::CudaDmabuf { gpu }) => {
             let len = len.next_multiple_of(PAGE);
-            let supported =
-                buf.gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
+            let supported = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
             if !supported {
                 return Err(Error::Missing(format!(
                     "GPU {gpu} cannot export dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0; it needs the open kernel modules and CUDA 11.7+): use --use_cuda=peermem with nvidia_peermem loaded"
                 )));
             }
-            buf.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+            ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
             let mut fd: libc::c_int = -1;
             // SAFETY: `fd` is a live c_int the driver writes the descriptor
             // to; the range is one whole page-aligned allocation of this context.
@@ -249,7 +281,7 @@ pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> 
                 ))
             })
         }
-        (Region::Gpu { .. }, _) => {
+        (Some(_), _) => {
             if !peermem_loaded() {
                 return Err(Error::Missing(
                     "GPU memory by address needs the nvidia_peermem module (modprobe nvidia_peermem), or use --use_cuda=dmabuf".into(),

@@ -334,7 +334,14 @@ pub struct Ranks<'w> {
 
 impl<'w> Ranks<'w> {
     pub fn new(world: &'w dyn crate::world::World) -> Ranks<'w> {
-        Ranks { world, partner: world.rank() ^ 1 }
+        Ranks::with_partner(world, world.rank() ^ 1)
+    }
+
+    /// The channel to process `partner`: every process exchanges at the
+    /// same time, each with its own partner (the rdma wires' pairs of a
+    /// global qubit).
+    pub fn with_partner(world: &'w dyn crate::world::World, partner: usize) -> Ranks<'w> {
+        Ranks { world, partner }
     }
 }
 

@@ -336,6 +336,11 @@ impl Link {
         };
         match inline_bytes {
             Some(bytes) => buf.setup_inline_data(bytes),
+            // A zero-length message (a WRITE with immediate as a signal)
+            // carries no scatter entry: some adapters read a length of 0 as
+            // 2 GiB (mlx5's byte count).
+            // SAFETY: an empty list names no memory.
+            None if len == 0 => unsafe { buf.setup_sge_list(&[]) },
             // SAFETY: [laddr, laddr + len) lies inside the registered region
             // (checked above), which outlives every request on it: the
             // caller polls every request before dropping the link.
@@ -346,7 +351,8 @@ impl Link {
             .map_err(|e| Error::Runtime(format!("cannot post on {}: {}", self.adapter.choice.device, source(&e))))
     }
 
-    /// Posts one receive of up to `len` bytes at `local` on queue pair `qp`.
+    /// Posts one receive of up to `len` bytes at `local` on queue pair `qp`;
+    /// of none, without a scatter entry, for WRITEs with immediate alone.
     pub fn post_recv(&mut self, qp: usize, local: usize, len: u32, wr_id: u64) -> Result<()> {
         if local.checked_add(len as usize).is_none_or(|e| e > self.region.len()) {
             return Err(Error::Runtime(format!("a receive of {len} bytes at {local} falls outside the buffer")));
@@ -354,9 +360,12 @@ impl Link {
         let (lkey, addr) = (self.mr.lkey(), self.region.addr() + local as u64);
         let q = self.qps.get_mut(qp).ok_or_else(|| Error::Runtime(format!("no queue pair {qp}")))?;
         let mut guard = q.start_post_recv();
-        // SAFETY: the range lies inside the registered region (checked
-        // above), which outlives the receive.
-        unsafe { guard.construct_wr(wr_id).setup_sge(lkey, addr, len) };
+        let wr = guard.construct_wr(wr_id);
+        if len > 0 {
+            // SAFETY: the range lies inside the registered region (checked
+            // above), which outlives the receive.
+            unsafe { wr.setup_sge(lkey, addr, len) };
+        }
         guard.post().map_err(|e| {
             Error::Runtime(format!("cannot post a receive on {}: {}", self.adapter.choice.device, source(&e)))
         })

@@ -26,7 +26,7 @@ pub fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> O
     let result = live::run(plan, session, obs, &mut out);
     #[cfg(not(feature = "rdma"))]
     let result = {
-        let _ = (session, obs);
+        let _ = (session, obs, &mut out);
         Err(crate::error::Error::Missing(
             "no RDMA: this qbench was built without RDMA support (rebuild with `cargo build --release --features rdma`, which needs cmake and clang)".into(),
         ))

@@ -1,13 +1,19 @@
 //! The processes of a job: this process alone, or every process of an
 //! `mpirun`/`srun` launch (cargo feature `mpi`). Everything ranks exchange
 //! outside the data path (communicator ids, device lists, times, wrong
-//! counts) goes through a [`World`].
+//! counts) goes through a [`World`], and so do the MPI wires' amplitudes.
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
 
 use crate::error::{Error, Result};
 use crate::record::RankInfo;
+use std::time::Duration;
+
+/// How long a process waits for its partner's half of a point-to-point
+/// exchange (one piece of at most 1 GiB) before it takes the partner for
+/// lost and ends the job.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub trait World {
     /// This process's index in the job.
@@ -16,6 +22,8 @@ pub trait World {
     fn size(&self) -> usize;
     /// This process's index among the job's processes on its node.
     fn local_rank(&self) -> usize;
+    /// Processes of the job on this process's node.
+    fn local_size(&self) -> usize;
     fn barrier(&self);
     /// Overwrites `buf` on every process with `root`'s.
     fn broadcast(&self, root: usize, buf: &mut [u8]);
@@ -27,8 +35,28 @@ pub trait World {
     fn max_f64(&self, v: &[f64]) -> Vec<f64>;
     /// Ends every process of the job with `code`.
     fn abort(&self, code: i32) -> !;
-    /// Sends `send` to process `peer` and receives as many bytes from it.
-    fn sendrecv(&self, peer: usize, send: &[u8], recv: &mut [u8]);
+    /// Sends `len` bytes at `send` to process `peer` and receives as many
+    /// into `recv`. A partner silent for [`PEER_TIMEOUT`] ends the job.
+    ///
+    /// # Safety
+    ///
+    /// `send` must be readable and `recv` writable for `len` bytes (host
+    /// memory; GPU memory only where [`World::cuda_aware`] says so), the two
+    /// ranges must not overlap, and nothing else may touch them until this
+    /// returns.
+    unsafe fn sendrecv_raw(&self, peer: usize, send: *const u8, recv: *mut u8, len: usize) -> Result<()>;
+    /// [`World::sendrecv_raw`] of two host slices of one length.
+    fn sendrecv(&self, peer: usize, send: &[u8], recv: &mut [u8]) -> Result<()> {
+        if send.len() != recv.len() {
+            return Err(Error::Runtime(format!("internal: {} bytes sent for {} received", send.len(), recv.len())));
+        }
+        // SAFETY: two host slices of `send.len()` bytes, borrowed (one of
+        // them mutably, so they do not overlap) until the exchange returns.
+        unsafe { self.sendrecv_raw(peer, send.as_ptr(), recv.as_mut_ptr(), send.len()) }
+    }
+    /// Whether [`World::sendrecv_raw`] takes GPU memory (a CUDA-aware MPI);
+    /// Err says why not.
+    fn cuda_aware(&self) -> std::result::Result<(), String>;
     /// The MPI communicator, for transports that move data through MPI.
     #[cfg(feature = "mpi")]
     fn mpi(&self) -> Option<&mpi::Mpi> {
@@ -72,6 +100,9 @@ impl World for Solo {
     fn local_rank(&self) -> usize {
         0
     }
+    fn local_size(&self) -> usize {
+        1
+    }
     fn barrier(&self) {}
     fn broadcast(&self, _: usize, _: &mut [u8]) {}
     fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
@@ -89,9 +120,17 @@ impl World for Solo {
     fn abort(&self, code: i32) -> ! {
         std::process::exit(code)
     }
-    /// The only peer is this process.
-    fn sendrecv(&self, _: usize, send: &[u8], recv: &mut [u8]) {
-        recv.copy_from_slice(send);
+    /// The only peer is this process: a host copy.
+    unsafe fn sendrecv_raw(&self, peer: usize, send: *const u8, recv: *mut u8, len: usize) -> Result<()> {
+        if peer != 0 {
+            return Err(Error::Runtime(format!("internal: no process {peer} in a job of one")));
+        }
+        // SAFETY: the caller vouches for two disjoint host ranges of `len` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(send, recv, len) };
+        Ok(())
+    }
+    fn cuda_aware(&self) -> std::result::Result<(), String> {
+        Err("this process runs alone, without MPI".into())
     }
 }
 

@@ -1,12 +1,23 @@
-//! The MPI world: the processes of an mpirun/srun launch, through rsmpi.
+//! The MPI world: the processes of an mpirun/srun launch, through rsmpi;
+//! point-to-point exchanges bounded in time, and whether this MPI takes GPU
+//! memory (CUDA-aware).
 
-use super::World;
+use super::{PEER_TIMEOUT, World};
 use crate::error::{Error, Result};
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
+use mpi::ffi;
+use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
+use std::ffi::{c_int, c_void};
+use std::time::{Duration, Instant};
+
+/// MPI counts are 32-bit: longer messages go in pieces of this many bytes.
+const MAX_MESSAGE: usize = 1 << 30;
+/// The tag of qbench's point-to-point exchanges.
+const TAG: c_int = 0x5142;
 
 pub struct Mpi {
     comm: SimpleCommunicator,
@@ -29,9 +40,34 @@ impl Mpi {
         &self.comm
     }
 
-    /// Processes of the job on this node.
-    pub fn local_size(&self) -> usize {
-        self.local_size
+    /// Tests `reqs` until both have completed; past [`PEER_TIMEOUT`], or
+    /// when interrupted, ends the job.
+    fn complete(&self, reqs: &mut [ffi::MPI_Request; 2], peer: usize) {
+        let start = Instant::now();
+        loop {
+            let mut done: c_int = 0;
+            // SAFETY: two live requests of this process; statuses ignored.
+            unsafe { ffi::MPI_Testall(2, reqs.as_mut_ptr(), &mut done, ffi::RSMPI_STATUSES_IGNORE) };
+            if done != 0 {
+                return;
+            }
+            if let Err(e) = crate::interrupt::check() {
+                super::fail_job(self, &e);
+            }
+            let waited = start.elapsed();
+            if waited > PEER_TIMEOUT {
+                super::fail_job(
+                    self,
+                    &Error::Runtime(format!(
+                        "process {peer} did not exchange its part within {} s: it stopped or hangs",
+                        PEER_TIMEOUT.as_secs()
+                    )),
+                );
+            }
+            if waited > Duration::from_millis(10) {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
     }
 }
 
@@ -51,6 +87,9 @@ impl World for Mpi {
     }
     fn local_rank(&self) -> usize {
         self.local_rank
+    }
+    fn local_size(&self) -> usize {
+        self.local_size
     }
     fn barrier(&self) {
         self.comm.barrier();
@@ -92,9 +131,62 @@ impl World for Mpi {
     fn abort(&self, code: i32) -> ! {
         self.comm.abort(code)
     }
-    fn sendrecv(&self, peer: usize, send: &[u8], recv: &mut [u8]) {
-        let p = self.comm.process_at_rank(peer as i32);
-        mpi::point_to_point::send_receive_into(send, &p, recv, &p);
+    /// In pieces of at most 1 GiB, each waited for at most
+    /// [`PEER_TIMEOUT`]. A timeout or an interruption ends the whole job:
+    /// the requests still in flight cannot be taken back from MPI.
+    unsafe fn sendrecv_raw(&self, peer: usize, send: *const u8, recv: *mut u8, len: usize) -> Result<()> {
+        if peer >= self.size() {
+            return Err(Error::Runtime(format!("internal: no process {peer} among {}", self.size())));
+        }
+        let comm = self.comm.as_raw();
+        let mut at = 0;
+        while at < len {
+            let n = (len - at).min(MAX_MESSAGE);
+            // SAFETY: the handles are MPI's own constants.
+            let (byte, null) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
+            let mut reqs = [null; 2];
+            // SAFETY: the caller vouches for both ranges; `at + n <= len`.
+            // The requests are completed below before the ranges are left.
+            unsafe {
+                ffi::MPI_Irecv(recv.add(at).cast::<c_void>(), n as c_int, byte, peer as c_int, TAG, comm, &mut reqs[0]);
+                ffi::MPI_Isend(send.add(at).cast::<c_void>(), n as c_int, byte, peer as c_int, TAG, comm, &mut reqs[1]);
+            }
+            self.complete(&mut reqs, peer);
+            at += n;
+        }
+        Ok(())
+    }
+    /// Whether this MPI takes GPU memory in its calls (CUDA-aware), asked
+    /// of the MPI library itself at run time: Open MPI's
+    /// `MPIX_Query_cuda_support()` (mpi-ext.h), MPICH's
+    /// `MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, …)`. Err says why not.
+    fn cuda_aware(&self) -> std::result::Result<(), String> {
+        let this = libloading::os::unix::Library::this();
+        // SAFETY: a symbol lookup in the MPI library this process is linked
+        // with; Open MPI's query takes nothing and returns 0 or 1.
+        if let Ok(query) = unsafe { this.get::<unsafe extern "C" fn() -> c_int>(b"MPIX_Query_cuda_support\0") } {
+            // SAFETY: callable at any time after MPI_Init, which `init` made.
+            return match unsafe { query() } {
+                1 => Ok(()),
+                _ => Err(
+                    "this MPI is not CUDA-aware: Open MPI's MPIX_Query_cuda_support() says 0 at run time (`ompi_info --parsable --all | grep built_with_cuda_support:value` tells whether it was built with CUDA; a CUDA-aware build with UCX needs its cuda transports)"
+                        .into(),
+                ),
+            };
+        }
+        type GpuQuery = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
+        // SAFETY: as above; MPICH's query takes a GPU type and an out-pointer.
+        if let Ok(query) = unsafe { this.get::<GpuQuery>(b"MPIX_GPU_query_support\0") } {
+            const MPIX_GPU_SUPPORT_CUDA: c_int = 0;
+            let mut yes: c_int = 0;
+            // SAFETY: `yes` is a live c_int the query writes.
+            let rc = unsafe { query(MPIX_GPU_SUPPORT_CUDA, &mut yes) };
+            return match (rc, yes) {
+                (0, 1) => Ok(()),
+                _ => Err("this MPI is not CUDA-aware: MPICH's MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA) says 0 (`mpichversion` shows how it was configured; it needs --with-cuda)".into()),
+            };
+        }
+        Err("this MPI does not say whether it is CUDA-aware (it has neither Open MPI's MPIX_Query_cuda_support nor MPICH's MPIX_GPU_query_support), so no GPU memory is handed to it".into())
     }
     fn mpi(&self) -> Option<&Mpi> {
         Some(self)

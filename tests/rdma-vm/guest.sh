@@ -1,7 +1,8 @@
 #!/bin/sh
 # The checks tests/rdma-vm/run runs inside its virtual machine, as root,
 # with rxe0 and rxe1 up: qbench rdma for real between two soft-RoCE
-# adapters, then perftest at the same sizes for the ratio.
+# adapters, the exchange's rdma wire between two MPI processes (wires.sh),
+# then perftest at the same sizes for the ratio.
 # Usage: guest.sh QBENCH OUTDIR
 # Run from the guest's memory: every exec from the host's file system
 # (9p, emulated) costs seconds.
@@ -240,6 +241,8 @@ if command -v mpirun > /dev/null; then
 else
   echo "SKIP: no mpirun"
 fi
+
+. "$(dirname "$0")/wires.sh"
 
 R=${RDMA_VM_REPEATS:-1}
 section "qbench / perftest, same guest, same sizes and iterations (BW average, MiB/s, best of $R)"

@@ -1,10 +1,11 @@
 //! The register in host memory: each rank holds its chunk and exchange
-//! buffer in host memory, the ranks of this process are threads, and the
-//! `cpu` wire moves amplitudes by memcpy between the ranks' buffers. It is
-//! what CI checks the exchange pattern with, and the baseline of a
-//! CPU-only node.
+//! buffer in host memory, and the `cpu` wire moves amplitudes by memcpy
+//! between the ranks of one process (threads) or by MPI between processes
+//! (one rank each). It is what CI checks the exchange pattern with, and the
+//! baseline of a CPU-only node.
 
-use super::{Memory, Register, Seconds, Wire, WireImpl};
+use super::rdma::Peers;
+use super::{Register, Seconds, Wire, WireImpl};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::record::RankInfo;
@@ -41,7 +42,8 @@ impl Real for f64 {
     }
 }
 
-/// A rank's buffer as 8-byte words, viewed as amplitudes where needed.
+/// A rank's memory as 8-byte words: its chunk, then its exchange buffer
+/// (one allocation, so that an RDMA adapter can register both at once).
 type Words = RwLock<Vec<u64>>;
 
 fn read(l: &Words) -> RwLockReadGuard<'_, Vec<u64>> {
@@ -61,8 +63,8 @@ fn amps_mut<T: Real>(w: &mut [u64]) -> &mut [Complex<T>] {
 }
 
 /// One rank's part of an exchange in host memory: `len` bytes from byte
-/// `from` of rank `peer`'s chunk into the start of rank `rank`'s exchange
-/// buffer (ranks of the job).
+/// `from` of rank `rank`'s chunk into the start of rank `peer`'s exchange
+/// buffer (ranks of the job); the peer's part comes back the other way.
 #[derive(Debug, Clone, Copy)]
 pub struct HostMove {
     pub rank: usize,
@@ -71,55 +73,72 @@ pub struct HostMove {
     pub len: usize,
 }
 
-/// The buffers of a host register's ranks in this process.
+/// The memory of a host register's ranks in this process, and what wires
+/// keep between exchanges.
 pub struct HostBuffers<'a> {
     /// The job's rank of the first local rank.
     pub first_rank: usize,
-    pub chunks: &'a [Words],
-    pub xbufs: &'a [Words],
+    /// Each local rank's chunk and exchange buffer.
+    pub mem: &'a [Words],
+    /// Bytes of a chunk: the exchange buffer starts there.
+    pub chunk: usize,
+    pub world: &'a dyn World,
+    /// The rdma wire's connections, once made.
+    pub rdma: &'a mut Option<Peers>,
 }
 
 /// A wire's way of moving host registers' amplitudes.
 pub trait HostWire: Sync {
     /// Why it cannot run for this register, if it cannot.
-    fn unavailable(&self, layout: &Layout, world: &dyn World) -> Option<String>;
-    /// Every local rank's move at once; the slowest rank's seconds.
-    fn exchange(&self, bufs: &HostBuffers, moves: &[HostMove]) -> Result<Seconds>;
+    fn unavailable(&self, layout: &Layout, world: &dyn World, local: usize) -> Option<String>;
+    /// Every local rank's move at once; the slowest local rank's seconds.
+    fn exchange(&self, bufs: &mut HostBuffers, moves: &[HostMove]) -> Result<Seconds>;
 }
 
 /// The `cpu` wire: memcpy between the buffers of ranks that are threads of
-/// one process.
-pub struct Memcpy;
+/// one process; MPI_Sendrecv between processes.
+pub struct Cpu;
 
-impl WireImpl for Memcpy {
+impl WireImpl for Cpu {
     fn name(&self) -> &'static str {
         "cpu"
     }
     fn how(&self) -> &'static str {
-        "host-memory ranks, memcpy between threads"
-    }
-    fn memory(&self) -> Memory {
-        Memory::Host
+        "host-memory ranks: memcpy between threads, MPI_Sendrecv between processes"
     }
     fn host(&self) -> Option<&dyn HostWire> {
         Some(self)
     }
 }
 
-impl HostWire for Memcpy {
-    fn unavailable(&self, _: &Layout, world: &dyn World) -> Option<String> {
-        (world.size() > 1).then(|| "the ranks are in different processes: memcpy reaches only this process's".into())
+impl HostWire for Cpu {
+    fn unavailable(&self, _: &Layout, _: &dyn World, _: usize) -> Option<String> {
+        None
     }
 
-    fn exchange(&self, bufs: &HostBuffers, moves: &[HostMove]) -> Result<Seconds> {
-        let times = crate::threads::per_rank(moves.len(), |i| {
-            let m = moves[i];
+    fn exchange(&self, bufs: &mut HostBuffers, moves: &[HostMove]) -> Result<Seconds> {
+        let mut guards: Vec<_> = bufs.mem.iter().map(write).collect();
+        let (chunks, xbufs): (Vec<&[u8]>, Vec<&mut [u8]>) = guards
+            .iter_mut()
+            .map(|g| {
+                let (c, x) = bytemuck::cast_slice_mut::<u64, u8>(g).split_at_mut(bufs.chunk);
+                (&*c, x)
+            })
+            .unzip();
+        if bufs.world.size() > 1 {
+            // One rank per process (CpuRegister::new): the rank is the process.
+            let (m, x) =
+                (moves[0], xbufs.into_iter().next().ok_or_else(|| Error::Runtime("internal: no rank".into()))?);
             let t0 = Instant::now();
-            let mut x = write(&bufs.xbufs[m.rank - bufs.first_rank]);
-            // The peer's chunk is only read during an exchange.
-            let src = read(&bufs.chunks[m.peer - bufs.first_rank]);
-            let (src, dst) = (bytemuck::cast_slice::<u64, u8>(&src), bytemuck::cast_slice_mut::<u64, u8>(&mut x));
-            dst[..m.len].copy_from_slice(&src[m.from..m.from + m.len]);
+            bufs.world.sendrecv(m.peer, &chunks[0][m.from..m.from + m.len], &mut x[..m.len])?;
+            return Ok(t0.elapsed().as_secs_f64());
+        }
+        let times = crate::threads::each(xbufs, |i, x| {
+            // What this rank's peer sends it.
+            let p = moves[i].peer - bufs.first_rank;
+            let m = moves[p];
+            let t0 = Instant::now();
+            x[..m.len].copy_from_slice(&chunks[p][m.from..m.from + m.len]);
             t0.elapsed().as_secs_f64()
         });
         Ok(times.into_iter().fold(0.0, f64::max))
@@ -127,12 +146,13 @@ impl HostWire for Memcpy {
 }
 
 pub struct CpuRegister<'w, T: Real> {
+    // Dropped first: its memory regions cover `mem`.
+    rdma: Option<Peers>,
     layout: Layout,
     world: &'w dyn World,
     first_rank: usize,
     info: Vec<RankInfo>,
-    chunks: Vec<Words>,
-    xbufs: Vec<Words>,
+    mem: Vec<Words>,
     _real: std::marker::PhantomData<T>,
 }
 
@@ -161,13 +181,19 @@ impl<'w, T: Real> CpuRegister<'w, T> {
                 layout.ranks()
             )));
         }
+        if world.size() > 1 && local > 1 {
+            return Err(Error::Usage(
+                "with host-memory ranks under MPI each process is one rank: use -g 1 and more processes".into(),
+            ));
+        }
         if let Some(why) = does_not_fit(&layout, local) {
             return Err(Error::Usage(format!("the cpu transport {why}")));
         }
-        let words = (layout.chunk_bytes() / 8) as usize;
+        let words = 2 * (layout.chunk_bytes() / 8) as usize;
         let alloc = || -> Result<Words> {
             let mut v = Vec::new();
-            v.try_reserve_exact(words).map_err(|e| Error::Runtime(format!("cannot allocate a chunk: {e}")))?;
+            v.try_reserve_exact(words)
+                .map_err(|e| Error::Runtime(format!("cannot allocate a chunk and its exchange buffer: {e}")))?;
             v.resize(words, 0);
             Ok(RwLock::new(v))
         };
@@ -185,20 +211,25 @@ impl<'w, T: Real> CpuRegister<'w, T> {
             })
             .collect();
         Ok(CpuRegister {
+            rdma: None,
             layout,
             world,
             first_rank,
             info,
-            chunks: (0..local).map(|_| alloc()).collect::<Result<_>>()?,
-            xbufs: (0..local).map(|_| alloc()).collect::<Result<_>>()?,
+            mem: (0..local).map(|_| alloc()).collect::<Result<_>>()?,
             _real: std::marker::PhantomData,
         })
+    }
+
+    /// Words of a chunk.
+    fn words(&self) -> usize {
+        (self.layout.chunk_bytes() / 8) as usize
     }
 
     /// Runs `f(local index)` on one thread per local rank; the slowest
     /// rank's seconds, over every process.
     fn on_ranks(&self, f: impl Fn(usize) + Sync) -> Seconds {
-        let times = crate::threads::per_rank(self.chunks.len(), |i| {
+        let times = crate::threads::per_rank(self.mem.len(), |i| {
             let t0 = Instant::now();
             f(i);
             t0.elapsed().as_secs_f64()
@@ -208,7 +239,7 @@ impl<'w, T: Real> CpuRegister<'w, T> {
 
     /// The amplitudes of local rank `i`'s chunk (a copy), for tests.
     pub fn chunk(&self, i: usize) -> Vec<Complex<T>> {
-        amps::<T>(&read(&self.chunks[i])).to_vec()
+        amps::<T>(&read(&self.mem[i])[..self.words()]).to_vec()
     }
 }
 
@@ -228,9 +259,9 @@ impl<T: Real> Register for CpuRegister<'_, T> {
     fn init(&mut self, state: &ProductState) -> Result<()> {
         let (split, lo, hi) = state.tables();
         let n = self.layout.local_amps();
-        let (chunks, first) = (&self.chunks, self.first_rank);
+        let (mem, first, w) = (&self.mem, self.first_rank, self.words());
         self.on_ranks(|i| {
-            for (k, a) in amps_mut::<T>(&mut write(&chunks[i])).iter_mut().enumerate() {
+            for (k, a) in amps_mut::<T>(&mut write(&mem[i])[..w]).iter_mut().enumerate() {
                 let e = expected(&lo, &hi, split, (first + i) as u64 * n + k as u64);
                 *a = Complex::new(T::of(e.re), T::of(e.im));
             }
@@ -242,9 +273,9 @@ impl<T: Real> Register for CpuRegister<'_, T> {
         let (split, lo, hi) = state.tables();
         let n = self.layout.local_amps();
         let rel = tolerance(std::mem::size_of::<T>() == 4);
-        let (chunks, first) = (&self.chunks, self.first_rank);
-        let wrong = crate::threads::per_rank(chunks.len(), |i| {
-            amps::<T>(&read(&chunks[i]))
+        let (mem, first, w) = (&self.mem, self.first_rank, self.words());
+        let wrong = crate::threads::per_rank(mem.len(), |i| {
+            amps::<T>(&read(&mem[i])[..w])
                 .iter()
                 .enumerate()
                 .filter(|(k, a)| {
@@ -261,10 +292,10 @@ impl<T: Real> Register for CpuRegister<'_, T> {
     fn local_h(&mut self, q: u32) -> Result<Seconds> {
         let s = T::of(FRAC_1_SQRT_2);
         let bit = 1usize << q;
-        let chunks = &self.chunks;
+        let (mem, w) = (&self.mem, self.words());
         Ok(self.on_ranks(|i| {
-            let mut c = write(&chunks[i]);
-            for block in amps_mut::<T>(&mut c).chunks_exact_mut(2 * bit) {
+            let mut c = write(&mem[i]);
+            for block in amps_mut::<T>(&mut c[..w]).chunks_exact_mut(2 * bit) {
                 let (lo, hi) = block.split_at_mut(bit);
                 for (a, b) in lo.iter_mut().zip(hi) {
                     let (x, y) = (*a, *b);
@@ -276,8 +307,12 @@ impl<T: Real> Register for CpuRegister<'_, T> {
     }
 
     fn local_copy(&mut self) -> Result<Seconds> {
-        let (chunks, xbufs) = (&self.chunks, &self.xbufs);
-        Ok(self.on_ranks(|i| write(&xbufs[i]).copy_from_slice(&read(&chunks[i]))))
+        let (mem, w) = (&self.mem, self.words());
+        Ok(self.on_ranks(|i| {
+            let mut m = write(&mem[i]);
+            let (c, x) = m.split_at_mut(w);
+            x.copy_from_slice(c);
+        }))
     }
 
     fn exchange(&mut self, wire: Wire, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
@@ -286,31 +321,38 @@ impl<T: Real> Register for CpuRegister<'_, T> {
         }
         let host = wire.imp().host().ok_or_else(|| Error::Runtime("internal: not a host wire".into()))?;
         let b = self.layout.precision.bytes() as usize;
-        let moves: Vec<HostMove> = (0..self.chunks.len())
+        let moves: Vec<HostMove> = (0..self.mem.len())
             .map(|i| {
                 let rank = self.first_rank + i;
                 let peer = self.layout.peer(rank, t, fault);
                 let (from, len) = match pattern {
                     Pattern::Gate => (0, self.layout.chunk_bytes() as usize),
                     Pattern::Swap => {
-                        (self.layout.swap_half(peer, t, fault) as usize * b, self.layout.chunk_bytes() as usize / 2)
+                        (self.layout.swap_half(rank, t, fault) as usize * b, self.layout.chunk_bytes() as usize / 2)
                     }
                 };
                 HostMove { rank, peer, from, len }
             })
             .collect();
-        let bufs = HostBuffers { first_rank: self.first_rank, chunks: &self.chunks, xbufs: &self.xbufs };
-        let mine = host.exchange(&bufs, &moves)?;
+        let mut bufs = HostBuffers {
+            first_rank: self.first_rank,
+            mem: &self.mem,
+            chunk: self.layout.chunk_bytes() as usize,
+            world: self.world,
+            rdma: &mut self.rdma,
+        };
+        let mine = host.exchange(&mut bufs, &moves)?;
         Ok(self.world.max_f64(&[mine])[0])
     }
 
     fn combine(&mut self, t: u32) -> Result<Seconds> {
         let s = T::of(FRAC_1_SQRT_2);
-        let (chunks, xbufs, layout, first) = (&self.chunks, &self.xbufs, &self.layout, self.first_rank);
+        let (mem, layout, first, w) = (&self.mem, &self.layout, self.first_rank, self.words());
         Ok(self.on_ranks(|i| {
             let one = layout.holds_one(first + i, t);
-            let x = read(&xbufs[i]);
-            for (a, &p) in amps_mut::<T>(&mut write(&chunks[i])).iter_mut().zip(amps::<T>(&x)) {
+            let mut m = write(&mem[i]);
+            let (c, x) = m.split_at_mut(w);
+            for (a, &p) in amps_mut::<T>(c).iter_mut().zip(amps::<T>(x)) {
                 *a = if one { (p - *a) * s } else { (*a + p) * s };
             }
         }))
@@ -318,17 +360,18 @@ impl<T: Real> Register for CpuRegister<'_, T> {
 
     fn place(&mut self, t: u32) -> Result<Seconds> {
         let half = self.layout.local_amps() as usize / 2;
-        let (chunks, xbufs, layout, first) = (&self.chunks, &self.xbufs, &self.layout, self.first_rank);
+        let (mem, layout, first, w) = (&self.mem, &self.layout, self.first_rank, self.words());
         Ok(self.on_ranks(|i| {
             let at = layout.swap_half(first + i, t, None) as usize;
-            let x = read(&xbufs[i]);
-            amps_mut::<T>(&mut write(&chunks[i]))[at..at + half].copy_from_slice(&amps::<T>(&x)[..half]);
+            let mut m = write(&mem[i]);
+            let (c, x) = m.split_at_mut(w);
+            amps_mut::<T>(c)[at..at + half].copy_from_slice(&amps::<T>(x)[..half]);
         }))
     }
 
     fn unavailable(&self, wire: Wire) -> Option<String> {
         match wire.imp().host() {
-            Some(h) => h.unavailable(&self.layout, self.world),
+            Some(h) => h.unavailable(&self.layout, self.world, self.mem.len()),
             None => Some(format!("{} moves GPU memory; this register is in host memory", wire.name())),
         }
     }

@@ -2,10 +2,12 @@
 //! memory: whatever holds the amplitudes (GPUs, host memory) implements
 //! [`Register`], and each way of moving amplitudes between partner ranks is
 //! a [`Wire`], one file each; adding one is its file plus a line in the list
-//! below.
+//! below. A wire serves the registers it has a part for: GPU registers, host
+//! registers, or both (rdma).
 
 pub mod cpu;
 pub mod gpu;
+pub mod rdma;
 
 use crate::error::Result;
 use crate::fault::Fault;
@@ -39,7 +41,6 @@ pub trait WireImpl: Sync {
     fn name(&self) -> &'static str;
     /// How it moves amplitudes, in a phrase.
     fn how(&self) -> &'static str;
-    fn memory(&self) -> Memory;
     /// The part that moves GPU registers' amplitudes.
     fn gpu(&self) -> Option<&dyn gpu::GpuWire> {
         None
@@ -78,7 +79,12 @@ wires! {
     P2pCe => gpu::peer::CopyEngine,
     Host => gpu::host::Pipelined,
     HostUnpipelined => gpu::host::Unpipelined,
-    Cpu => cpu::Memcpy,
+    Mpi => gpu::mpi::Pipelined,
+    MpiUnpipelined => gpu::mpi::Unpipelined,
+    MpiCudaAware => gpu::mpi::CudaAware,
+    Rdma => rdma::Write,
+    RdmaStaged => gpu::rdma_staged::Pipelined,
+    Cpu => cpu::Cpu,
 }
 
 impl Wire {
@@ -90,8 +96,12 @@ impl Wire {
         Wire::ALL.iter().copied().find(|w| w.name() == text)
     }
 
-    pub fn memory(self) -> Memory {
-        self.imp().memory()
+    /// Whether it moves registers held in `memory`.
+    pub fn serves(self, memory: Memory) -> bool {
+        match memory {
+            Memory::Gpu => self.imp().gpu().is_some(),
+            Memory::Host => self.imp().host().is_some(),
+        }
     }
 }
 
@@ -146,9 +156,10 @@ mod tests {
             assert_eq!(Wire::parse(w.name()), Some(*w));
             assert!(Wire::ALL[..i].iter().all(|v| v.name() != w.name()));
             assert!(!w.imp().how().is_empty());
-            assert_eq!(w.imp().gpu().is_some(), w.memory() == Memory::Gpu, "{}", w.name());
-            assert_eq!(w.imp().host().is_some(), w.memory() == Memory::Host, "{}", w.name());
+            assert!(w.serves(Memory::Gpu) || w.serves(Memory::Host), "{} serves no register", w.name());
         }
-        assert_eq!(Wire::parse("rdma"), None);
+        assert!(Wire::Rdma.serves(Memory::Gpu) && Wire::Rdma.serves(Memory::Host));
+        assert!(Wire::Cpu.serves(Memory::Host) && !Wire::Cpu.serves(Memory::Gpu));
+        assert_eq!(Wire::parse("mpi_unpipelined"), None);
     }
 }

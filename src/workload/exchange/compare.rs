@@ -1,6 +1,7 @@
-//! `qbench compare`: the same bytes between partner GPUs over every wire,
-//! with NCCL's sendrecv and the RDMA adapters beside them, each transfer
-//! checked, GB/s and the ratio to the best. Records in, nothing printed.
+//! `qbench compare`: the same bytes between partner ranks over every wire
+//! that serves the register's memory (GPUs, with NCCL's sendrecv beside
+//! them, or host memory), each transfer checked, GB/s and the ratio to the
+//! best. Records in, nothing printed.
 
 use super::plan::ComparePlan;
 use super::run::sample;
@@ -10,6 +11,7 @@ use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::statevec::layout::{Layout, Pattern, Precision};
 use crate::statevec::state::ProductState;
+use crate::transport::amplitudes::cpu::CpuRegister;
 use crate::transport::amplitudes::gpu::GpuRegister;
 use crate::transport::amplitudes::{Memory, Register, Wire};
 
@@ -17,7 +19,9 @@ use crate::transport::amplitudes::{Memory, Register, Wire};
 const SENDRECV: &str = "nccl-sendrecv";
 
 pub fn run(plan: &ComparePlan, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {
-    let ranks = session.world().size() * plan.ngpus;
+    let world = session.world();
+    let local = plan.ngpus.unwrap_or(if world.size() > 1 { 1 } else { 2 });
+    let ranks = world.size() * local;
     let mut out = Comparison {
         header: Header::start(KIND, plan.fault),
         bytes_per_rank: plan.bytes,
@@ -27,12 +31,13 @@ pub fn run(plan: &ComparePlan, session: &Session, obs: &mut dyn Observer<Compari
         iters: plan.iters,
         rows: Vec::new(),
     };
-    let result = compare(plan, session, obs, &mut out);
+    let result = compare(plan, local, session, obs, &mut out);
     Outcome::new(out, result)
 }
 
 fn compare(
     plan: &ComparePlan,
+    local: usize,
     session: &Session,
     obs: &mut dyn Observer<Comparison>,
     out: &mut Comparison,
@@ -40,19 +45,62 @@ fn compare(
     session.need(&plan.libraries())?;
     let world = session.world();
     if out.ranks < 2 {
-        return Err(Error::Usage("compare needs two GPUs or more (-g 2, or two processes)".into()));
+        return Err(Error::Usage("compare needs two ranks or more (-g 2, or two processes)".into()));
     }
     let local_qubits = (plan.bytes / Precision::Single.bytes()).trailing_zeros();
     let layout = Layout::new(local_qubits + out.ranks.trailing_zeros(), out.ranks, Precision::Single)?;
-    let mut reg = GpuRegister::new(layout, plan.ngpus, world, true, None)?;
-    out.devices = crate::world::all_ranks(world, reg.ranks())?;
-    out.library = Some(crate::transport::nccl::library_info()?);
-    obs.begin(out);
+    match plan.memory {
+        Memory::Gpu => {
+            let mut reg = GpuRegister::new(layout, local, world, true, None)?;
+            out.devices = crate::world::all_ranks(world, reg.ranks())?;
+            out.library = Some(crate::transport::nccl::library_info()?);
+            obs.begin(out);
+            rows(&mut reg, Memory::Gpu, plan, obs, out)?;
+            crate::interrupt::step("compare: nccl-tests' sendrecv");
+            let bytes = layout.chunk_bytes();
+            // NCCL is not set up where ranks share a GPU: the reason, as the nccl row gives it.
+            let (gbps, unavailable) = match reg.unavailable(Wire::Nccl) {
+                Some(why) => (None, Some(why)),
+                None => {
+                    let ring = sample(plan.warmup, plan.iters, || Ok(reg.nccl_sendrecv(bytes)?.unwrap_or(f64::NAN)))?;
+                    (Some(bytes as f64 / ring.median / 1e9), None)
+                }
+            };
+            out.rows.push(Row {
+                transport: SENDRECV.into(),
+                how: "nccl-tests' sendrecv: to rank+1, from rank−1, one message".into(),
+                gbps,
+                vs_best: None,
+                wrong: None,
+                unavailable,
+            });
+            obs.part(out, out.rows.last().expect("pushed"));
+        }
+        Memory::Host => {
+            let mut reg = CpuRegister::<f32>::new(layout, local, world)?;
+            out.devices = crate::world::all_ranks(world, reg.ranks())?;
+            obs.begin(out);
+            rows(&mut reg, Memory::Host, plan, obs, out)?;
+        }
+    }
+    out.rank(SENDRECV);
+    Ok(())
+}
+
+/// A row for every wire that serves `memory`: the median time of a whole
+/// chunk to the partner for the top qubit, and the amplitudes after one
+/// exchange and combine, checked.
+fn rows(
+    reg: &mut dyn Register,
+    memory: Memory,
+    plan: &ComparePlan,
+    obs: &mut dyn Observer<Comparison>,
+    out: &mut Comparison,
+) -> Result<()> {
+    let layout = *reg.layout();
     let t = layout.qubits - 1;
-    let bytes = layout.chunk_bytes();
-    let (w, n) = (plan.warmup, plan.iters);
-    let gbps = |s: f64| bytes as f64 / s / 1e9;
-    for wire in Wire::ALL.iter().copied().filter(|w| w.memory() == Memory::Gpu) {
+    let bytes = layout.chunk_bytes() as f64;
+    for wire in Wire::ALL.iter().copied().filter(|w| w.serves(memory)) {
         crate::interrupt::step(format!("compare: {}", wire.name()));
         let row = match reg.unavailable(wire) {
             Some(why) => Row {
@@ -64,7 +112,7 @@ fn compare(
                 unavailable: Some(why),
             },
             None => {
-                let time = sample(w, n, || reg.exchange(wire, Pattern::Gate, t, plan.fault))?;
+                let time = sample(plan.warmup, plan.iters, || reg.exchange(wire, Pattern::Gate, t, plan.fault))?;
                 let mut model = ProductState::new(layout.qubits);
                 reg.init(&model)?;
                 reg.exchange(wire, Pattern::Gate, t, plan.fault)?;
@@ -73,7 +121,7 @@ fn compare(
                 Row {
                     transport: wire.name().into(),
                     how: wire.imp().how().into(),
-                    gbps: Some(gbps(time.median)),
+                    gbps: Some(bytes / time.median / 1e9),
                     vs_best: None,
                     wrong: Some(reg.count_wrong(&model)?),
                     unavailable: None,
@@ -83,29 +131,5 @@ fn compare(
         out.rows.push(row);
         obs.part(out, out.rows.last().expect("pushed"));
     }
-    crate::interrupt::step("compare: nccl-tests' sendrecv");
-    let ring = sample(w, n, || Ok(reg.nccl_sendrecv(bytes)?.unwrap_or(f64::NAN)))?;
-    out.rows.push(Row {
-        transport: SENDRECV.into(),
-        how: "nccl-tests' sendrecv: to rank+1, from rank−1, one message".into(),
-        gbps: Some(gbps(ring.median)),
-        vs_best: None,
-        wrong: None,
-        unavailable: None,
-    });
-    let ib = std::fs::read_dir("/sys/class/infiniband").map(|d| d.count()).unwrap_or(0);
-    out.rows.push(Row {
-        transport: "rdma".into(),
-        how: "raw verbs RDMA writes between the nodes' adapters".into(),
-        gbps: None,
-        vs_best: None,
-        wrong: None,
-        unavailable: Some(if ib == 0 {
-            "no RDMA adapter on this node (/sys/class/infiniband is empty)".into()
-        } else {
-            "raw verbs transfers are not built into qbench; NCCL's NET/IB path (nccl row, across nodes) uses the adapters".into()
-        }),
-    });
-    out.rank(SENDRECV);
     Ok(())
 }

@@ -18,6 +18,8 @@ pub struct ExchangePlan {
     pub precision: Precision,
     pub patterns: Vec<Pattern>,
     pub wires: Vec<Wire>,
+    /// Where the registers are held: each runs the wires that serve it.
+    pub memories: Vec<Memory>,
     /// The largest message piece of NCCL and host transfers, bytes.
     pub chunk: Option<u64>,
     pub iters: u32,
@@ -32,7 +34,10 @@ pub struct ExchangePlan {
 pub struct ComparePlan {
     /// Bytes each rank sends to its partner: a power of two.
     pub bytes: u64,
-    pub ngpus: usize,
+    /// Where the register is held: every wire that serves it is compared.
+    pub memory: Memory,
+    /// Ranks per process, as asked (-g); else two alone, one under MPI.
+    pub ngpus: Option<usize>,
     pub iters: u32,
     pub warmup: u32,
     pub fault: Option<Fault>,
@@ -60,7 +65,7 @@ pub fn parse_wires(text: &str, no_pipeline: bool) -> Result<Vec<Wire>> {
     let mut wires = Vec::new();
     for part in text.split(',').map(str::trim) {
         let add: Vec<Wire> = match part {
-            "all" => Wire::ALL.iter().copied().filter(|w| w.memory() == Memory::Gpu).collect(),
+            "all" => Wire::ALL.iter().copied().filter(|w| w.serves(Memory::Gpu)).collect(),
             "host" if no_pipeline => vec![Wire::HostUnpipelined],
             _ => vec![Wire::parse(part).ok_or_else(|| {
                 let names: Vec<&str> = Wire::ALL.iter().map(|w| w.name()).collect();
@@ -74,6 +79,54 @@ pub fn parse_wires(text: &str, no_pipeline: bool) -> Result<Vec<Wire>> {
         }
     }
     Ok(wires)
+}
+
+/// `--memory`: gpu, host, or both (comma-separated).
+fn parse_memories(text: &str) -> Result<Vec<Memory>> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let m = match part {
+            "gpu" => Memory::Gpu,
+            "host" => Memory::Host,
+            _ => return Err(Error::Usage(format!("unknown --memory '{part}': use gpu, host or gpu,host"))),
+        };
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// Where the registers of `wires` are held: as `--memory` says, or where
+/// the wires that serve one kind of memory only need them, or (every wire
+/// serving both) on GPUs. Each memory must have a wire, and each wire a
+/// memory it serves.
+pub fn memories(wires: &[Wire], asked: Option<&str>) -> Result<Vec<Memory>> {
+    let memories = match asked {
+        Some(text) => parse_memories(text)?,
+        None => {
+            let only = |m: Memory, other: Memory| wires.iter().any(|w| w.serves(m) && !w.serves(other));
+            let (gpu, host) = (only(Memory::Gpu, Memory::Host), only(Memory::Host, Memory::Gpu));
+            [(Memory::Gpu, gpu || !host), (Memory::Host, host)].into_iter().filter(|m| m.1).map(|m| m.0).collect()
+        }
+    };
+    let names = |ws: &[Wire]| ws.iter().map(|w| w.name()).collect::<Vec<_>>().join(", ");
+    if let Some(m) = memories.iter().find(|&&m| !wires.iter().any(|w| w.serves(m))) {
+        return Err(Error::Usage(format!(
+            "--memory {}: none of the transports asked for ({}) moves {} memory",
+            m.name(),
+            names(wires),
+            m.name()
+        )));
+    }
+    if let Some(w) = wires.iter().find(|w| !memories.iter().any(|&m| w.serves(m))) {
+        return Err(Error::Usage(format!(
+            "--transport {} moves no {} memory: add it to --memory, or drop the transport",
+            w.name(),
+            memories.iter().map(|m| m.name()).collect::<Vec<_>>().join(" or ")
+        )));
+    }
+    Ok(memories)
 }
 
 /// The message piece size: at least one byte.
@@ -97,12 +150,16 @@ impl ExchangePlan {
         Ok(fault)
     }
 
-    pub fn gpu_wires(&self) -> Vec<Wire> {
-        self.wires.iter().copied().filter(|w| w.memory() == Memory::Gpu).collect()
+    /// The wires run on registers held in `memory`.
+    pub fn wires_on(&self, memory: Memory) -> Vec<Wire> {
+        match self.memories.contains(&memory) {
+            true => self.wires.iter().copied().filter(|w| w.serves(memory)).collect(),
+            false => Vec::new(),
+        }
     }
 
     pub fn libraries(&self) -> Vec<Library> {
-        let gpu = self.gpu_wires();
+        let gpu = self.wires_on(Memory::Gpu);
         let mut libs = Vec::new();
         if !gpu.is_empty() {
             libs.extend([Library::Driver, Library::Nvrtc]);
@@ -115,7 +172,21 @@ impl ExchangePlan {
 }
 
 impl ComparePlan {
-    pub fn new(bytes: u64, ngpus: usize, iters: u32, warmup: u32, output: OutputPlan) -> Result<ComparePlan> {
+    pub fn new(
+        bytes: u64,
+        memory: Option<&str>,
+        ngpus: Option<usize>,
+        iters: u32,
+        warmup: u32,
+        output: OutputPlan,
+    ) -> Result<ComparePlan> {
+        let memory = match memory.map(parse_memories).transpose()?.as_deref() {
+            None => Memory::Gpu,
+            Some([m]) => *m,
+            Some(_) => {
+                return Err(Error::Usage("compare holds its register in one memory: --memory gpu or host".into()));
+            }
+        };
         let amps = bytes / Precision::Single.bytes();
         if !amps.is_power_of_two() || amps < 4 || !bytes.is_multiple_of(Precision::Single.bytes()) {
             return Err(Error::Usage(format!(
@@ -123,11 +194,14 @@ impl ComparePlan {
             )));
         }
         let fault = Fault::requested("compare", &[fault::Kind::WrongPartner])?;
-        Ok(ComparePlan { bytes, ngpus, iters, warmup, fault, output })
+        Ok(ComparePlan { bytes, memory, ngpus, iters, warmup, fault, output })
     }
 
     pub fn libraries(&self) -> Vec<Library> {
-        vec![Library::Driver, Library::Nvrtc, Library::Nccl]
+        match self.memory {
+            Memory::Gpu => vec![Library::Driver, Library::Nvrtc, Library::Nccl],
+            Memory::Host => Vec::new(),
+        }
     }
 }
 
@@ -142,11 +216,36 @@ mod tests {
         assert_eq!(parse_qubits("20-21").unwrap(), vec![20, 21]);
         assert!(parse_qubits("23..20").is_err() && parse_qubits("x").is_err());
         assert_eq!(parse_wires("host", true).unwrap(), vec![Wire::HostUnpipelined]);
-        assert_eq!(parse_wires("all", false).unwrap().len(), 5);
-        assert_eq!(parse_wires("all,cpu", false).unwrap().len(), 6);
+        assert_eq!(parse_wires("all", false).unwrap().len(), 10);
+        assert_eq!(parse_wires("all,cpu", false).unwrap().len(), 11);
         assert_eq!(parse_wires("nccl,p2p,nccl", false).unwrap(), vec![Wire::Nccl, Wire::P2p]);
         assert!(parse_wires("warp", false).is_err());
         assert_eq!(check_chunk(Some(0)).unwrap_err().exit_code(), 2);
         assert_eq!(check_chunk(Some(1)).unwrap(), Some(1));
+    }
+
+    #[test]
+    fn registers_go_where_their_wires_need_them() {
+        let m = |wires: &str, asked: Option<&str>| memories(&parse_wires(wires, false).unwrap(), asked);
+        assert_eq!(m("nccl", None).unwrap(), vec![Memory::Gpu]);
+        assert_eq!(m("cpu", None).unwrap(), vec![Memory::Host]);
+        assert_eq!(m("rdma", None).unwrap(), vec![Memory::Gpu]);
+        assert_eq!(m("cpu,rdma", None).unwrap(), vec![Memory::Host]);
+        assert_eq!(m("all,cpu", None).unwrap(), vec![Memory::Gpu, Memory::Host]);
+        assert_eq!(m("rdma", Some("host")).unwrap(), vec![Memory::Host]);
+        assert_eq!(m("rdma", Some("gpu,host")).unwrap(), vec![Memory::Gpu, Memory::Host]);
+        assert_eq!(m("nccl", Some("host")).unwrap_err().exit_code(), 2);
+        assert_eq!(m("cpu,nccl", Some("host")).unwrap_err().exit_code(), 2);
+        assert_eq!(m("cpu", Some("disk")).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn compare_holds_its_register_in_one_memory() {
+        let plan = |memory: Option<&str>| ComparePlan::new(1 << 20, memory, None, 1, 0, OutputPlan::default());
+        assert_eq!(plan(None).unwrap().memory, Memory::Gpu);
+        assert_eq!(plan(Some("host")).unwrap().memory, Memory::Host);
+        assert!(plan(Some("host")).unwrap().libraries().is_empty(), "host memory needs no GPU library");
+        assert_eq!(plan(Some("gpu,host")).unwrap_err().exit_code(), 2);
+        assert_eq!(plan(Some("tape")).unwrap_err().exit_code(), 2);
     }
 }

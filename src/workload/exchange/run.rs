@@ -202,8 +202,8 @@ fn exchange(
             f.describe()
         )));
     }
-    let gpu_wires = plan.gpu_wires();
-    let host_wires: Vec<Wire> = plan.wires.iter().copied().filter(|w| w.memory() == Memory::Host).collect();
+    let gpu_wires = plan.wires_on(Memory::Gpu);
+    let host_wires = plan.wires_on(Memory::Host);
     let nccl = gpu_wires.contains(&Wire::Nccl);
     if !gpu_wires.is_empty() {
         session.need(&plan.libraries())?;

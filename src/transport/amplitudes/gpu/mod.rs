@@ -1,26 +1,33 @@
 //! The register on GPUs: each rank is one GPU holding its chunk and an
 //! exchange buffer, gates run as kernels of kernels/statevec.cu, and the
 //! wires of this folder move amplitudes between partners (NCCL, CUDA peer
-//! access by SM kernel or copy engine, pinned host memory). Every operation
-//! is timed with events on each GPU's stream and ends with the GPUs idle, so
-//! the times of exchange and update are separate and each is the slowest
-//! GPU's.
+//! access by SM kernel or copy engine, pinned host memory within a process,
+//! MPI and RDMA between processes). Every operation is timed with events on
+//! each GPU's stream (or on the host clock where the host takes part) and
+//! ends with the GPUs idle, so the times of exchange and update are
+//! separate and each is the slowest GPU's.
 
 pub mod host;
+pub mod mpi;
 pub mod nccl;
 pub mod peer;
+pub mod rdma_staged;
+pub mod staging;
 
+use super::rdma::Peers;
 use super::{Register, Seconds, Wire};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::gpu::kernels::{grid, load, streaming};
-use crate::gpu::{self, DeviceBuffer, Gpu, Pinned, cuda_err};
+use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::record::RankInfo;
 use crate::statevec::layout::{Layout, Pattern, Precision};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
 use crate::world::World;
-use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -41,34 +48,31 @@ struct GpuRank {
     /// Streams for device-to-host and host-to-device pieces.
     d2h: Arc<CudaStream>,
     h2d: Arc<CudaStream>,
-    state: DeviceBuffer,
-    xbuf: DeviceBuffer,
+    /// The chunk, then the exchange buffer, in one allocation (which an
+    /// RDMA adapter registers whole); `state` and `xbuf` point into it.
+    mem: DeviceBuffer,
+    state: u64,
+    xbuf: u64,
     wrong: DeviceBuffer,
     kernels: HashMap<String, CudaFunction>,
 }
 
-/// Pinned slots of one directed flow (rank → partner) and the events that
-/// order their reuse: `filled[slot]` in the sender's context, recorded when
-/// a piece is in the slot; `freed[slot][j]` in rank j's context, recorded
-/// when rank j has copied it out (an event is recorded on a stream of its
-/// own context).
-struct Flow {
-    slots: Vec<Pinned>,
-    filled: Vec<CudaEvent>,
-    freed: Vec<Vec<CudaEvent>>,
-}
-
 pub struct GpuRegister<'w> {
-    // Dropped first: the communicators need the GPUs' contexts alive.
+    // Dropped first: their memory regions cover the ranks' memory and the
+    // stages, and the communicators need the GPUs' contexts alive.
+    pub(super) direct_rdma: Option<Peers>,
+    staged_rdma: Option<Peers>,
     comms: Option<Communicators>,
-    layout: Layout,
-    world: &'w dyn World,
-    first_rank: usize,
+    pub(super) layout: Layout,
+    pub(super) world: &'w dyn World,
+    pub(super) first_rank: usize,
     ranks: Vec<GpuRank>,
     info: Vec<RankInfo>,
     /// Why peer access is not possible, if it is not.
     no_peer: Option<String>,
-    flows: Vec<Flow>,
+    /// Why NCCL was not set up although asked for: ranks share a GPU.
+    shared: Option<String>,
+    stages: Vec<staging::Stage>,
     piece: Option<u64>,
     /// Bytes of each rank's exchange buffer: a chunk, or less on one GPU.
     xbuf_bytes: u64,
@@ -87,7 +91,7 @@ impl<'w> GpuRegister<'w> {
                 layout.ranks()
             )));
         }
-        let gpus = gpu::open_local_gpus(local, world)?;
+        let (gpus, sharing) = gpu::open_local_gpus_shared(local, world)?;
         let chunk = layout.chunk_bytes();
         // One GPU holds the whole register and exchanges nothing: its
         // second buffer only serves the copy reference, as large as fits.
@@ -99,7 +103,8 @@ impl<'w> GpuRegister<'w> {
             } else {
                 (chunk, "the whole state vector")
             };
-            if need + (1 << 30) > free {
+            // Processes sharing a GPU each need their part of it.
+            if need * sharing as u64 + (1 << 30) > free {
                 return Err(Error::Usage(format!(
                     "{} qubits over {} GPU{} need {} per GPU ({what}) but GPU {} has {} free: use fewer qubits or more GPUs",
                     layout.qubits,
@@ -114,7 +119,10 @@ impl<'w> GpuRegister<'w> {
                 xbuf_bytes = chunk.min(1 << 30);
             }
         }
-        let comms = if nccl { Some(Communicators::new(&gpus, world)?) } else { None };
+        let shared = (sharing > 1).then(|| {
+            format!("{sharing} ranks share each GPU of this node (more processes than GPUs): NCCL needs a GPU per rank")
+        });
+        let comms = if nccl && shared.is_none() { Some(Communicators::new(&gpus, world)?) } else { None };
         let first_rank = world.rank() * local;
         let p = layout.precision.name();
         let names: Vec<String> =
@@ -125,11 +133,14 @@ impl<'w> GpuRegister<'w> {
             info.push(gpu.rank_info(first_rank + i));
             let kernels = load(&gpu, "kernels/statevec.cu", include_str!("../../../../kernels/statevec.cu"), &names)?;
             let new_stream = || gpu.ctx.new_stream().map_err(cuda_err("creating a stream"));
+            // Whole pages: an adapter registers (dma-buf exports) whole pages.
+            let mem = gpu.alloc((chunk + xbuf_bytes).next_multiple_of(4096))?;
             ranks.push(GpuRank {
                 d2h: new_stream()?,
                 h2d: new_stream()?,
-                state: gpu.alloc(chunk)?,
-                xbuf: gpu.alloc(xbuf_bytes)?,
+                state: mem.ptr(),
+                xbuf: mem.ptr() + chunk,
+                mem,
                 wrong: gpu.alloc(8)?,
                 kernels,
                 gpu,
@@ -150,7 +161,37 @@ impl<'w> GpuRegister<'w> {
                     .err()
             })
         };
-        Ok(GpuRegister { comms, layout, world, first_rank, ranks, info, no_peer, flows: Vec::new(), piece, xbuf_bytes })
+        Ok(GpuRegister {
+            direct_rdma: None,
+            staged_rdma: None,
+            comms,
+            layout,
+            world,
+            first_rank,
+            ranks,
+            info,
+            no_peer,
+            shared,
+            stages: Vec::new(),
+            piece,
+            xbuf_bytes,
+        })
+    }
+
+    /// The ranks (GPUs) of this process.
+    pub(super) fn local(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// Each rank's memory, its chunk then its exchange buffer: (address,
+    /// bytes, GPU ordinal, context).
+    pub(super) fn memory(&self) -> Vec<(u64, u64, u32, Arc<CudaContext>)> {
+        self.ranks
+            .iter()
+            .map(|r| {
+                (r.mem.ptr(), self.layout.chunk_bytes() + self.xbuf_bytes, r.gpu.ordinal as u32, r.gpu.ctx.clone())
+            })
+            .collect()
     }
 
     /// What NVRTC built the state-vector kernels as, for the records.
@@ -241,7 +282,7 @@ impl<'w> GpuRegister<'w> {
     }
 
     /// (send offset in bytes, bytes) of rank `i`'s message for `t`.
-    fn message(&self, i: usize, pattern: Pattern, t: u32, fault: Option<Fault>) -> (u64, u64) {
+    pub(super) fn message(&self, i: usize, pattern: Pattern, t: u32, fault: Option<Fault>) -> (u64, u64) {
         let b = self.layout.precision.bytes();
         match pattern {
             Pattern::Gate => (0, self.layout.chunk_bytes()),
@@ -249,21 +290,17 @@ impl<'w> GpuRegister<'w> {
         }
     }
 
-    fn ensure_flows(&mut self, slots: usize, piece: u64) -> Result<()> {
-        if self.flows.len() == self.ranks.len()
-            && self.flows[0].slots.len() == slots
-            && self.flows[0].slots[0].as_slice().len() as u64 == piece
-        {
+    /// `slots` send slots (and as many receive slots when `receive`) of
+    /// `piece` bytes per rank, made anew when their shape changes (the
+    /// connections over the old ones go first).
+    fn ensure_stages(&mut self, slots: usize, piece: u64, receive: bool) -> Result<()> {
+        if self.stages.len() == self.ranks.len() && self.stages.iter().all(|s| s.shaped(slots, piece, receive)) {
             return Ok(());
         }
-        self.flows.clear();
-        let event = |r: &GpuRank| r.gpu.ctx.new_event(None).map_err(cuda_err("creating an event"));
+        self.staged_rdma = None;
+        self.stages.clear();
         for r in &self.ranks {
-            self.flows.push(Flow {
-                slots: (0..slots).map(|_| Pinned::new(&r.gpu, piece as usize)).collect::<Result<_>>()?,
-                filled: (0..slots).map(|_| event(r)).collect::<Result<_>>()?,
-                freed: (0..slots).map(|_| self.ranks.iter().map(event).collect()).collect::<Result<_>>()?,
-            });
+            self.stages.push(staging::Stage::new(&r.gpu, slots, piece, receive)?);
         }
         Ok(())
     }
@@ -286,7 +323,7 @@ impl<'w> GpuRegister<'w> {
             .enumerate()
             .map(|(i, r)| {
                 let rank = self.first_rank + i;
-                Move { send: r.state.ptr(), recv: r.xbuf.ptr(), bytes, to: (rank + 1) % n, from: (rank + n - 1) % n }
+                Move { send: r.state, recv: r.xbuf, bytes, to: (rank + 1) % n, from: (rank + n - 1) % n }
             })
             .collect();
         self.nccl(&moves, bytes)
@@ -295,14 +332,14 @@ impl<'w> GpuRegister<'w> {
     /// Device-to-host and host-to-device copies of `bytes` at once on every
     /// GPU, through pinned memory: the host link's ceiling for staging.
     fn both_directions(&mut self, bytes: u64) -> Result<Seconds> {
-        self.ensure_flows(2, bytes)?;
+        self.ensure_stages(1, bytes, true)?;
         self.span(|me| {
-            for (r, f) in me.ranks.iter().zip(&me.flows) {
+            for (r, st) in me.ranks.iter().zip(&me.stages) {
                 let fork = record(&r.gpu.stream, false)?;
                 r.d2h.wait(&fork).map_err(cuda_err("ordering streams"))?;
                 r.h2d.wait(&fork).map_err(cuda_err("ordering streams"))?;
-                copy_d2h(f.slots[0].addr(), r.state.ptr(), bytes, &r.d2h)?;
-                copy_h2d(r.xbuf.ptr(), f.slots[1].addr(), bytes, &r.h2d)?;
+                copy_d2h(st.send(0), r.state, bytes, &r.d2h)?;
+                copy_h2d(r.xbuf, st.recv(0), bytes, &r.h2d)?;
                 r.gpu.stream.wait(&record(&r.d2h, false)?).map_err(cuda_err("ordering streams"))?;
                 r.gpu.stream.wait(&record(&r.h2d, false)?).map_err(cuda_err("ordering streams"))?;
             }
@@ -315,7 +352,7 @@ impl<'w> GpuRegister<'w> {
         self.wait(&ev)
     }
 
-    fn sync_all(&mut self) -> Result<()> {
+    pub(super) fn sync_all(&mut self) -> Result<()> {
         self.sync_streams(|r| &r.gpu.stream)
     }
 }
@@ -366,7 +403,7 @@ impl Register for GpuRegister<'_> {
         let name = self.fname("init");
         for (i, r) in self.ranks.iter().enumerate() {
             let base = (self.first_rank + i) as u64 * n;
-            let (amp, lo, hi) = (r.state.ptr(), tables[i].0.ptr(), tables[i].1.ptr());
+            let (amp, lo, hi) = (r.state, tables[i].0.ptr(), tables[i].1.ptr());
             let mut l = self.kernel(i, &name)?;
             l.arg(&amp).arg(&n).arg(&base).arg(&lo).arg(&hi).arg(&split);
             go(l, grid(&r.gpu, n), &name)?;
@@ -381,7 +418,7 @@ impl Register for GpuRegister<'_> {
         let name = self.fname("check");
         for (i, r) in self.ranks.iter().enumerate() {
             let base = (self.first_rank + i) as u64 * n;
-            let (amp, lo, hi, wrong) = (r.state.ptr(), tables[i].0.ptr(), tables[i].1.ptr(), r.wrong.ptr());
+            let (amp, lo, hi, wrong) = (r.state, tables[i].0.ptr(), tables[i].1.ptr(), r.wrong.ptr());
             r.gpu.memset(wrong, 0, 8)?;
             let mut l = self.kernel(i, &name)?;
             l.arg(&amp).arg(&n).arg(&base).arg(&lo).arg(&hi).arg(&split).arg(&rel).arg(&wrong);
@@ -408,7 +445,7 @@ impl Register for GpuRegister<'_> {
             let name = self.fname("h_warp");
             return self.span(|me| {
                 for (i, r) in me.ranks.iter().enumerate() {
-                    let amp = r.state.ptr();
+                    let amp = r.state;
                     let mut l = me.kernel(i, &name)?;
                     l.arg(&amp).arg(&n).arg(&q);
                     go(l, streaming(&r.gpu, n / me.per_vector()), &name)?;
@@ -420,7 +457,7 @@ impl Register for GpuRegister<'_> {
         let name = self.fname("h");
         self.span(|me| {
             for (i, r) in me.ranks.iter().enumerate() {
-                let amp = r.state.ptr();
+                let amp = r.state;
                 let mut l = me.kernel(i, &name)?;
                 l.arg(&amp).arg(&pairs).arg(&q);
                 go(l, streaming(&r.gpu, pairs.div_ceil(me.per_vector())), &name)?;
@@ -439,7 +476,7 @@ impl Register for GpuRegister<'_> {
             for r in &me.ranks {
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: both buffers hold `xbuf_bytes` on this GPU.
-                unsafe { result::memcpy_dtod_async(r.xbuf.ptr(), r.state.ptr(), bytes, r.gpu.stream.cu_stream()) }
+                unsafe { result::memcpy_dtod_async(r.xbuf, r.state, bytes, r.gpu.stream.cu_stream()) }
                     .map_err(cuda_err("copying a chunk"))?;
             }
             Ok(())
@@ -460,7 +497,7 @@ impl Register for GpuRegister<'_> {
         self.span(|me| {
             for (i, r) in me.ranks.iter().enumerate() {
                 let one = me.layout.holds_one(me.first_rank + i, t) as i32;
-                let (amp, peer) = (r.state.ptr(), r.xbuf.ptr());
+                let (amp, peer) = (r.state, r.xbuf);
                 let mut l = me.kernel(i, &name)?;
                 l.arg(&amp).arg(&peer).arg(&n).arg(&one);
                 go(l, streaming(&r.gpu, n.div_ceil(me.per_vector())), &name)?;
@@ -477,10 +514,8 @@ impl Register for GpuRegister<'_> {
                 let at = me.layout.swap_half(me.first_rank + i, t, None) * b;
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: half a chunk from the exchange buffer into a half of the chunk.
-                unsafe {
-                    result::memcpy_dtod_async(r.state.ptr() + at, r.xbuf.ptr(), half as usize, r.gpu.stream.cu_stream())
-                }
-                .map_err(cuda_err("placing the received half"))?;
+                unsafe { result::memcpy_dtod_async(r.state + at, r.xbuf, half as usize, r.gpu.stream.cu_stream()) }
+                    .map_err(cuda_err("placing the received half"))?;
             }
             Ok(())
         })

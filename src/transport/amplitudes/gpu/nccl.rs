@@ -5,7 +5,7 @@ use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::fault::Fault;
 use crate::statevec::layout::Pattern;
-use crate::transport::amplitudes::{Memory, Seconds, WireImpl};
+use crate::transport::amplitudes::{Seconds, WireImpl};
 use crate::transport::nccl::Move;
 
 pub struct Nccl;
@@ -17,9 +17,6 @@ impl WireImpl for Nccl {
     fn how(&self) -> &'static str {
         "grouped ncclSend/ncclRecv between partners"
     }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
-    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }
@@ -27,7 +24,7 @@ impl WireImpl for Nccl {
 
 impl GpuWire for Nccl {
     fn unavailable(&self, reg: &GpuRegister) -> Option<String> {
-        reg.comms.is_none().then(|| "NCCL was not set up for this run".to_string())
+        reg.shared.clone().or_else(|| reg.comms.is_none().then(|| "NCCL was not set up for this run".to_string()))
     }
 
     fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
@@ -36,7 +33,7 @@ impl GpuWire for Nccl {
                 let (off, bytes) = reg.message(i, pattern, t, fault);
                 let r = &reg.ranks[i];
                 let peer = reg.layout.peer(reg.first_rank + i, t, fault);
-                Move { send: r.state.ptr() + off, recv: r.xbuf.ptr(), bytes, to: peer, from: peer }
+                Move { send: r.state + off, recv: r.xbuf, bytes, to: peer, from: peer }
             })
             .collect();
         let piece = reg.piece.unwrap_or((1 << 28) * reg.layout.precision.bytes());

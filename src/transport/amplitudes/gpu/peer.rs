@@ -8,7 +8,7 @@ use crate::fault::Fault;
 use crate::gpu::cuda_err;
 use crate::gpu::kernels::streaming;
 use crate::statevec::layout::Pattern;
-use crate::transport::amplitudes::{Memory, Seconds, WireImpl};
+use crate::transport::amplitudes::{Seconds, WireImpl};
 use cudarc::driver::{PushKernelArg, result};
 
 pub struct Kernel;
@@ -21,9 +21,6 @@ impl WireImpl for Kernel {
     fn how(&self) -> &'static str {
         "SM kernel writing into the peer GPU (peer access)"
     }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
-    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }
@@ -35,9 +32,6 @@ impl WireImpl for CopyEngine {
     }
     fn how(&self) -> &'static str {
         "cuMemcpyPeerAsync, copy engines"
-    }
-    fn memory(&self) -> Memory {
-        Memory::Gpu
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
@@ -55,7 +49,7 @@ impl GpuWire for Kernel {
             for &(i, j) in &pairs {
                 let (off, len) = me.message(i, pattern, t, fault);
                 let (src, dst) = (&me.ranks[i], &me.ranks[j]);
-                let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
+                let (from, to) = (src.state + off, dst.xbuf);
                 let words = len / 16;
                 let mut l = me.kernel(i, "sv_copy16")?;
                 l.arg(&to).arg(&from).arg(&words);
@@ -77,7 +71,7 @@ impl GpuWire for CopyEngine {
             for &(i, j) in &pairs {
                 let (off, len) = me.message(i, pattern, t, fault);
                 let (src, dst) = (&me.ranks[i], &me.ranks[j]);
-                let (from, to) = (src.state.ptr() + off, dst.xbuf.ptr());
+                let (from, to) = (src.state + off, dst.xbuf);
                 src.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: source and destination ranges lie in the two GPUs'
                 // buffers (a message never exceeds a chunk); the contexts own them.
