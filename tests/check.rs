@@ -151,6 +151,14 @@ fn a_node_slower_than_its_baseline_is_a_regression() {
     assert!((vs - m / b).abs() < 1e-9 && vs < 0.9, "{row}");
     assert!(row["fix"].as_str().unwrap().contains("× the baseline"), "{row}");
 
+    // Steps with their own, looser tolerance hold the same baseline loosely.
+    let cpu = std::fs::read_to_string(repo().join("profiles/cpu.toml")).unwrap();
+    let loose = dir.join("loose.toml");
+    std::fs::write(&loose, cpu.replace("\nfix = ", "\nbaseline = { warn = 0.95, fail = 0.99 }\nfix = ")).unwrap();
+    let o = check(&["--profile", loose.to_str().unwrap(), "--baseline", fast.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(json(&o)["rows"].as_array().unwrap().iter().all(|r| r["status"] == "PASS"), "{}", stdout(&o));
+
     // A baseline that is not a check record is refused.
     let o = check(&["--profile", "cpu", "--baseline", repo().join("results/h200-copy.json").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -132,7 +132,8 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
             steps::run(step, &plan.profile, session, &node, short_of_gpus)?
         };
         for mut r in rows {
-            judge::baseline(&mut r, plan.baseline.as_ref().map(|(_, b)| b), &plan.profile.baseline);
+            let tolerance = step.baseline.as_ref().unwrap_or(&plan.profile.baseline);
+            judge::baseline(&mut r, plan.baseline.as_ref().map(|(_, b)| b), tolerance);
             if r.status == Status::Skip && over {
                 r.status = Status::Warn;
                 r.fix = format!("run a higher level, or raise the {} budget in the profile", plan.level.name());

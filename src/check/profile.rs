@@ -225,6 +225,10 @@ pub struct Step {
     /// Runs again before it FAILs.
     #[serde(default)]
     pub retries: u32,
+    /// This step's own tolerance against a baseline (a figure that varies
+    /// from run to run, as small-copy latencies do); default: `[baseline]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Tolerance>,
     /// What to do when it fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
