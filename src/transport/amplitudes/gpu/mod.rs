@@ -257,10 +257,17 @@ impl<'w> GpuRegister<'w> {
         for r in &self.ranks {
             let (dl, dh) = (r.gpu.alloc(lo.len() as u64)?, r.gpu.alloc(hi.len() as u64)?);
             r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+            // On the rank's stream, so that the kernels that read the tables
+            // come after them: a synchronous copy from pageable memory may
+            // return before its DMA lands, and the stream does not wait for
+            // the legacy stream (two processes on one GPU read half-written
+            // tables). A pageable source is staged before the call returns,
+            // so `lo` and `hi` may go at the end of this function.
             // SAFETY: each destination holds exactly the bytes copied.
             unsafe {
-                result::memcpy_htod_sync(dl.ptr(), &lo).map_err(cuda_err("uploading a table"))?;
-                result::memcpy_htod_sync(dh.ptr(), &hi).map_err(cuda_err("uploading a table"))?;
+                let s = r.gpu.stream.cu_stream();
+                result::memcpy_htod_async(dl.ptr(), &lo, s).map_err(cuda_err("uploading a table"))?;
+                result::memcpy_htod_async(dh.ptr(), &hi, s).map_err(cuda_err("uploading a table"))?;
             }
             out.push((dl, dh));
         }
