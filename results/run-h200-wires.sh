@@ -12,7 +12,8 @@
 #                  the rdma rows' reasons) on the Rust machine
 #     OUT          gets log.txt (everything printed), machine.txt and the JSON
 #                  of each run: h200-wires-exchange-28q-double.json,
-#                  h200-wires-exchange-26q-single.json, h200-wires-compare-256M.json
+#                  h200-wires-exchange-26q-single.json, h200-mpi-host-sendrecv.json,
+#                  h200-wires-compare-256M.json
 # About two minutes; every step runs under `timeout`.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,8 +21,10 @@ Q=$ROOT/.dev/qbench
 : "${OUT:?set OUT to the output folder}"
 [ -x "$Q" ] || { echo "run-h200-wires: no executable $Q" >&2; exit 2; }
 export NCCL_NVLS_ENABLE=0
-# Open MPI in a container: no CMA single-copy.
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+# Open MPI runs with the environment's settings. MPI's own host sendrecv
+# between two processes of this machine: 3.1 GB/s with
+# OMPI_MCA_btl_vader_single_copy_mechanism=none, 4.7 with it unset
+# (results/h200-mpi-host-sendrecv-{nocma,cma}.json).
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 exec > >(tee "$OUT/log.txt") 2>&1
@@ -47,6 +50,10 @@ want $? 0
 step "exchange under mpirun -np 2: 26 qubits, single precision, 256 MiB per rank"
 $MPI "$Q" exchange -g 1 --transport mpi,mpi-unpipelined,mpi-cuda-aware --qubits 26 --precision single -n 3 -w 1 \
     -J "$OUT/h200-wires-exchange-26q-single.json" | grep -E '^ mpi|^check|^unavailable'
+want "${PIPESTATUS[0]}" 0
+
+step "the yardstick: MPI's own sendrecv of host memory between the two processes (the cpu transport)"
+$MPI "$Q" sendrecv --transport cpu -b 64M -e 1G -f 4 -n 5 -w 1 -J "$OUT/h200-mpi-host-sendrecv.json" | grep -vE '^#\s*$' | tail -5
 want "${PIPESTATUS[0]}" 0
 
 step "compare under mpirun -np 2: 256M per rank over every GPU wire"
