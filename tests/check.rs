@@ -151,10 +151,11 @@ fn a_node_slower_than_its_baseline_is_a_regression() {
     assert!((vs - m / b).abs() < 1e-9 && vs < 0.9, "{row}");
     assert!(row["fix"].as_str().unwrap().contains("× the baseline"), "{row}");
 
-    // Steps with their own, looser tolerance hold the same baseline loosely.
+    // Steps with their own, looser tolerance hold the same baseline loosely
+    // (loose enough for this machine's noise on top of the tenfold).
     let cpu = std::fs::read_to_string(repo().join("profiles/cpu.toml")).unwrap();
     let loose = dir.join("loose.toml");
-    std::fs::write(&loose, cpu.replace("\nfix = ", "\nbaseline = { warn = 0.95, fail = 0.99 }\nfix = ")).unwrap();
+    std::fs::write(&loose, cpu.replace("\nfix = ", "\nbaseline = { warn = 0.999, fail = 0.9999 }\nfix = ")).unwrap();
     let o = check(&["--profile", loose.to_str().unwrap(), "--baseline", fast.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(json(&o)["rows"].as_array().unwrap().iter().all(|r| r["status"] == "PASS"), "{}", stdout(&o));
