@@ -8,9 +8,9 @@
 // The gate, combine and copy kernels stream the chunk at the memory roofline
 // (docs/kernels-roofline.md): every access is a 16-byte vector (one
 // complex<double>, or two complex<float>), a warp's accesses are 512
-// contiguous bytes, and each thread issues all its loads before its first
-// store. The work is cut into tiles of blockDim.x * QB_VECTORS vectors
-// (vector pairs, for H on a far qubit): block b takes tiles b,
+// contiguous bytes (two runs of 256 for H on a far qubit), and each thread
+// issues all its loads before its first store. The work is cut into tiles
+// of blockDim.x * QB_VECTORS vectors: block b takes tiles b,
 // b + gridDim.x, ... so that any grid is correct, and the launch
 // (src/gpu/kernels.rs, streaming) gives each block one tile, so that the
 // hardware hands out small tiles to whichever multiprocessor is free and no
@@ -24,8 +24,7 @@ struct __align__(16) C2 { double x, y; };  // complex<double>, 16 bytes
 
 #define SQRT1_2 0.70710678118654752440
 
-// 16-byte vectors (pairs of them, for H on a far qubit) each thread takes
-// in a full tile: src/gpu/kernels.rs passes its VECTORS, and launches a
+// 16-byte vectors each thread takes in a full tile: src/gpu/kernels.rs passes its VECTORS, and launches a
 // thread for each QB_VECTORS. One a thread, in many small blocks, streams
 // fastest on an H200 (results/ref/copy_shapes.cu).
 #ifndef QB_VECTORS
@@ -183,37 +182,115 @@ __device__ void hadamard_near(A* amp, u64 n, unsigned q) {
     if (t * tile < nv) hadamard_pairs(amp, t * tile * Ops<A>::E / 2 + threadIdx.x, n / 2, blockDim.x, q);
 }
 
-// H on qubit q ≥ 5 (each half of a pair in runs of ≥ 16 vectors): pairs of
-// vectors (j, j + 2^(q - log2 E)), QB_VECTORS pairs a thread, all loads
-// before the stores; a warp reads two runs of 512 bytes.
+// H on qubit q ≥ 4 (complex<double>) or ≥ 5 (complex<float>), whose
+// partners are 2^qv ≥ 16 vectors apart: each warp takes 16 vector pairs,
+// lanes 0-15 their |0> vectors (256 contiguous bytes) and lanes 16-31
+// their |1> vectors, one vector a lane (QB_VECTORS a thread, a warp apart),
+// and a shuffle from lane ^ 16 brings each lane its partner. Each thread
+// loads and stores what a copy's would.
+__device__ __forceinline__ double2 shfl16(double2 v) { return make_double2(shfl(v.x, 16), shfl(v.y, 16)); }
+__device__ __forceinline__ float4 shfl16(float4 v) {
+    return make_float4(shfl(v.x, 16), shfl(v.y, 16), shfl(v.z, 16), shfl(v.w, 16));
+}
+
 template <typename A>
-__device__ void hadamard_far(A* amp, u64 pairs, unsigned q) {
+__device__ void hadamard_split(A* amp, u64 pairs, unsigned q) {
     typedef typename Ops<A>::V V;
-    enum { NP = QB_VECTORS };
+    typedef typename Ops<A>::R R;
+    enum { NV = QB_VECTORS };
     V* vec = (V*)amp;
-    const unsigned qv = q - (Ops<A>::E == 2 ? 1 : 0);  // the qubit's bit in a vector's index
+    const unsigned qv = q - (Ops<A>::E == 2 ? 1 : 0);
     const u64 low = (1ULL << qv) - 1, half = 1ULL << qv;
-    const u64 tile = (u64)blockDim.x * NP, np = pairs / Ops<A>::E;
+    const unsigned lane = threadIdx.x & 31, upper = lane >> 4;
+    // A tile: blockDim.x * QB_VECTORS vectors, half as many pairs.
+    const u64 tile = (u64)blockDim.x * NV / 2, np = pairs / Ops<A>::E;
     u64 t = blockIdx.x;
     for (; (t + 1) * tile <= np; t += gridDim.x) {
-        const u64 k0 = t * tile + threadIdx.x;
-        V a[NP], b[NP];
-        u64 j[NP];
+        V v[NV];
+        u64 j[NV];
 #pragma unroll
-        for (int u = 0; u < NP; u++) {
-            const u64 k = k0 + u * blockDim.x;
-            j[u] = ((k & ~low) << 1) | (k & low);
-            a[u] = ld(vec + j[u]);
-            b[u] = ld(vec + j[u] + half);
+        for (int u = 0; u < NV; u++) {
+            const unsigned s = u * blockDim.x + threadIdx.x;     // this vector's slot in the tile
+            const u64 k = t * tile + (s >> 5) * 16 + (s & 15);  // its pair
+            j[u] = (((k & ~low) << 1) | (k & low)) + (upper ? half : 0);
+            v[u] = ld(vec + j[u]);
         }
         QB_LOADS_BEFORE_STORES();
 #pragma unroll
-        for (int u = 0; u < NP; u++) {
-            st(vec + j[u], mix(a[u], b[u], 1));
-            st(vec + j[u] + half, mix(a[u], b[u], -1));
+        for (int u = 0; u < NV; u++) {
+            const V p = shfl16(v[u]);
+            // |0>: (v + p)/√2, p the |1> vector; |1>: (p − v)/√2, p the |0> vector
+            st(vec + j[u], upper ? mix(p, v[u], (R)-1) : mix(v[u], p, (R)1));
         }
     }
     if (t * tile < np) hadamard_pairs(amp, t * tile * Ops<A>::E + threadIdx.x, pairs, blockDim.x, q);
+}
+
+// The tile kernel's barrier: the two warps that hold each other's partners
+// meet at named barrier `id`, 64 threads (results/ref/emulate.cpp has its own).
+#ifndef QB_PAIR_BARRIER
+#define QB_PAIR_BARRIER(id) asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory")
+#endif
+
+// H on a qubit whose partners are 2^qv vectors apart, 5 ≤ qv ≤ 9, in
+// blocks of 2^(qv+1) threads, one pair group (a contiguous tile of
+// 2^(qv+1) vectors) a block: each thread loads one vector, as a copy does,
+// leaves it in shared memory (blockDim.x vectors, given at launch) and
+// takes its partner's from there after a barrier that only the two warps
+// holding partners meet, then stores its own new value. qbench uses it for
+// partners 4 KiB apart, where the split kernel's two 256-byte runs 4 KiB
+// apart in each warp ran at 0.95 of the copy engine and this at 0.97 on an
+// H200; a barrier of the whole block instead cost 0.96 (docs/kernels-roofline.md).
+template <typename A>
+__device__ __forceinline__ bool tile_fits(unsigned q) {
+    if (Ops<A>::E == 2 && q == 0) return false;
+    const unsigned qv = q - (Ops<A>::E == 2 ? 1 : 0);
+    return qv >= 5 && qv <= 9 && blockDim.x == (2u << qv);
+}
+
+// One pair group's tile at vector t * blockDim.x, given this thread's
+// vector v of it; `again`: the block's threads use sh once more after this.
+template <typename A>
+__device__ __forceinline__ void tile_step(typename Ops<A>::V* vec, typename Ops<A>::V* sh, u64 t,
+                                          typename Ops<A>::V v, unsigned q, bool again) {
+    typedef typename Ops<A>::R R;
+    const unsigned j = threadIdx.x, m = 1u << (q - (Ops<A>::E == 2 ? 1 : 0));
+    const unsigned id = (j >> 5) & ~(m >> 5);  // the pair's barrier: < 16 with blocks of ≤ 1024
+    sh[j] = v;
+    QB_PAIR_BARRIER(id);
+    // |0> half: (v + p)/√2; |1> half: (p − v)/√2
+    st(vec + t * blockDim.x + j, mix(sh[j ^ m], v, (j & m) ? (R)-1 : (R)1));
+    if (again) QB_PAIR_BARRIER(id);  // the partner has read sh[j]
+}
+
+template <typename A>
+__device__ void hadamard_tile(A* amp, u64 n, unsigned q) {
+    typedef typename Ops<A>::V V;
+    extern __shared__ uint4 qb_shared[];
+    V* sh = (V*)qb_shared;
+    V* vec = (V*)amp;
+    const u64 tile = blockDim.x, nv = n / Ops<A>::E;
+    // One tile a block, as qbench launches it: the load goes out first and
+    // the checks run while it is in flight. Each block does one load and one
+    // store a thread, so what comes before its load lengthens every block's
+    // life: with the loop's bookkeeping first, the kernel ran at 0.95 of the
+    // copy engine, not 0.97.
+    if ((u64)gridDim.x * tile == nv) {
+        const V v = ld(vec + blockIdx.x * tile + threadIdx.x);
+        if (tile_fits<A>(q)) {
+            tile_step<A>(vec, sh, blockIdx.x, v, q, false);
+            return;
+        }
+    } else if (tile_fits<A>(q)) {
+        // Any other grid: tiles b, b + gridDim.x, ...; the loop's bounds are
+        // the block's, so both warps of a pair meet every barrier.
+        u64 t = blockIdx.x;
+        for (; (t + 1) * tile <= nv; t += gridDim.x)
+            tile_step<A>(vec, sh, t, ld(vec + t * tile + threadIdx.x), q, (t + gridDim.x + 1) * tile <= nv);
+        if (t * tile < nv) hadamard_pairs(amp, t * tile * Ops<A>::E / 2 + threadIdx.x, n / 2, blockDim.x, q);
+        return;
+    }
+    hadamard_pairs<A>(amp, blockIdx.x * (u64)blockDim.x + threadIdx.x, n / 2, (u64)gridDim.x * blockDim.x, q);
 }
 
 // H on a global qubit, after the exchange: this rank holds the |0> (one = 0)
@@ -248,10 +325,11 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
         for (u64 i = t * tile * Ops<A>::E + threadIdx.x; i < n; i += blockDim.x) amp[i] = mix(peer[i], amp[i], sign);
 }
 
-// Each H kernel is right for every qubit, fast for its own: sv_h_warp for
-// q < 5, which qbench launches with a thread for each QB_VECTORS vectors,
-// and sv_h for q >= 5, a thread for each QB_VECTORS vector pairs
-// (src/transport/amplitudes/gpu/mod.rs, local_h). The other qubits go pair by pair, which keeps each kernel's
+// Each H kernel is right for every qubit and any launch, fast for its own
+// (src/transport/amplitudes/gpu/mod.rs, local_h, launches them): sv_h_warp
+// for q < 5 and sv_h for q ≥ 5, a thread for each QB_VECTORS vectors;
+// sv_h_tile for partners 4 KiB apart, a block of 2^(qv+1) threads for each
+// pair group. The other qubits go pair by pair, which keeps each kernel's
 // registers those of its own path.
 #define QB_SV(NAME, A)                                                                                         \
     extern "C" __global__ void sv_init_##NAME(A* amp, u64 n, u64 base, const double2* lo, const double2* hi,    \
@@ -263,8 +341,8 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
         check<A>(amp, n, base, lo, hi, split, rel, wrong);                                                     \
     }                                                                                                          \
     extern "C" __global__ void sv_h_##NAME(A* __restrict__ amp, u64 pairs, unsigned q) {                       \
-        if (q >= 5)                                                                                            \
-            hadamard_far<A>(amp, pairs, q);                                                                    \
+        if (q >= (Ops<A>::E == 2 ? 5u : 4u))                                                                   \
+            hadamard_split<A>(amp, pairs, q);                                                                  \
         else                                                                                                   \
             hadamard_pairs<A>(amp, blockIdx.x * (u64)blockDim.x + threadIdx.x, pairs,                          \
                               (u64)gridDim.x * blockDim.x, q);                                                 \
@@ -275,6 +353,9 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
         else                                                                                                   \
             hadamard_pairs<A>(amp, blockIdx.x * (u64)blockDim.x + threadIdx.x, n / 2,                          \
                               (u64)gridDim.x * blockDim.x, q);                                                 \
+    }                                                                                                          \
+    extern "C" __global__ void sv_h_tile_##NAME(A* __restrict__ amp, u64 n, unsigned q) {                      \
+        hadamard_tile<A>(amp, n, q);                                                                           \
     }                                                                                                          \
     extern "C" __global__ void sv_combine_##NAME(A* amp, const A* peer, u64 n, int one) {                     \
         combine<A>(amp, peer, n, one);                                                                         \

@@ -45,7 +45,7 @@ checkpoint() {
     for f in torch-elementwise.json sass.txt copy-shapes.json; do
         if [ -f "$W/$f" ]; then cp "$W/$f" "$OUT/"; fi
     done
-    tar czf "$OUT/raw.tgz" -C "$W" --exclude='bench-qbench' --exclude='bench-streaming' --exclude='bench-wide' \
+    tar czf "$OUT/raw.tgz" -C "$W" --exclude='bench-qbench' --exclude='bench-streaming' --exclude='bench-wide' --exclude='copy_shapes' \
         --exclude='bench-baseline' .
 }
 step() {

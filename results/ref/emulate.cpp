@@ -39,6 +39,13 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
+// The tile kernel's pair barriers: 16 named barriers of 64 threads a
+// block, and its shared memory, qb_shared (blocks run one at a time).
+static thread_local std::barrier<>* pair_barriers;
+#define QB_PAIR_BARRIER(id) pair_barriers[id].arrive_and_wait()
+#define __shared__
+alignas(16) uint4 qb_shared[1 << 12];
+
 // A warp: its 32 threads meet twice at each shuffle.
 struct Warp {
     std::barrier<> bar{32};
@@ -77,12 +84,16 @@ static void launch(unsigned grid, unsigned block, const std::function<void()>& b
     for (unsigned b = 0; b < grid; b++) {
         std::vector<std::unique_ptr<Warp>> warps;
         for (unsigned w = 0; w < block / 32; w++) warps.push_back(std::make_unique<Warp>());
+        std::vector<std::barrier<>> bars;
+        bars.reserve(16);
+        for (int i = 0; i < 16; i++) bars.emplace_back(64);
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < block; t++)
             threads.emplace_back([&, t] {
                 blockIdx.x = b;
                 threadIdx.x = t;
                 warp = warps[t / 32].get();
+                pair_barriers = bars.data();
                 lane = t % 32;
                 body();
             });
@@ -128,7 +139,7 @@ static unsigned streaming(unsigned long long vectors, unsigned block) {
 
 template <typename A>
 static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void (*hw)(A*, u64, unsigned),
-                           void (*comb)(A*, const A*, u64, int)) {
+                           void (*ht)(A*, u64, unsigned), void (*comb)(A*, const A*, u64, int)) {
     std::mt19937_64 rng(7);
     char what[160];
     for (unsigned L = 2; L <= 12; L++) {
@@ -142,7 +153,7 @@ static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void 
                     auto want = start;
                     h_ref(want, q);
                     auto got = start;
-                    const unsigned gh = g == 0 ? streaming((n / 2 + E - 1) / E, block) : g == 1 ? 1 : 3;
+                    const unsigned gh = g == 0 ? streaming((n + E - 1) / E, block) : g == 1 ? 1 : 3;
                     launch(gh, block, [&] { h(got.data(), n / 2, q); });
                     std::snprintf(what, sizeof what, "sv_h_%s n=2^%u q=%u block=%u grid=%u", name, L, q, block, gh);
                     expect_same(got, want, what);
@@ -151,6 +162,19 @@ static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void 
                     launch(gw, block, [&] { hw(got.data(), n, q); });
                     std::snprintf(what, sizeof what, "sv_h_warp_%s n=2^%u q=%u block=%u grid=%u", name, L, q, block, gw);
                     expect_same(got, want, what);
+                    got = start;
+                    launch(gw, block, [&] { ht(got.data(), n, q); });
+                    std::snprintf(what, sizeof what, "sv_h_tile_%s n=2^%u q=%u block=%u grid=%u", name, L, q, block, gw);
+                    expect_same(got, want, what);
+                    // sv_h_tile in its own blocks, 2^(qv+1) threads, where they fit this register
+                    const int qv = (int)q - (E == 2 ? 1 : 0);
+                    if (qv >= 5 && (2ull << qv) <= n / E && block == 32) {
+                        const unsigned tb = 2u << qv, gt = g == 0 ? (unsigned)(n / E / tb) : g == 1 ? 1 : 3;
+                        got = start;
+                        launch(gt, tb, [&] { ht(got.data(), n, q); });
+                        std::snprintf(what, sizeof what, "sv_h_tile_%s n=2^%u q=%u block=%u grid=%u", name, L, q, tb, gt);
+                        expect_same(got, want, what);
+                    }
                 }
                 for (int one = 0; one < 2; one++) {
                     const auto amp = random_state<A>(n, rng), peer = random_state<A>(n, rng);
@@ -198,8 +222,8 @@ static void test_copies() {
 }
 
 int main() {
-    test_precision<C1>("single", sv_h_single, sv_h_warp_single, sv_combine_single);
-    test_precision<C2>("double", sv_h_double, sv_h_warp_double, sv_combine_double);
+    test_precision<C1>("single", sv_h_single, sv_h_warp_single, sv_h_tile_single, sv_combine_single);
+    test_precision<C2>("double", sv_h_double, sv_h_warp_double, sv_h_tile_double, sv_combine_double);
     test_copies();
     std::printf(failures ? "%d failed\n" : "every kernel matched\n", failures);
     return failures != 0;

@@ -15,10 +15,12 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DQB_VECTORS=1 -o bench results/ref/kernels_bench.cu
 //   (QB_VECTORS: src/gpu/kernels.rs's VECTORS, the 16-byte vectors a thread takes)
 //   ... -DQB_STREAMING            the same kernels with evict-first loads and stores
-//   ... -DQB_VECTORS=4            4 vectors (vector pairs) a thread instead of 1, launched to match
+//   ... -DQB_VECTORS=4            4 vectors a thread instead of 1, launched to match
 //   ... -DQB_BASELINE             the kernels before (results/ref/baseline/), with their launch shapes
 // Run:
-//   ./bench [-o out.json] [--grids tiles,tiles256,wave,sm16] [--qubits all|edges] [--verify 0|1] double:30 single:31
+//   ./bench [-o out.json] [--grids tiles,tiles256,wave,sm16] [--qubits all|edges|LO-HI] [--verify 0|1] double:30 single:31
+// At the qubit whose partners are 4 KiB apart, H runs as qbench runs it (sv_h_tile) and, as
+// the row "h_split", through sv_h, which qbench uses for the other qubits from 5 up.
 // Grids (qbench's kernels loop over tiles, so each is correct):
 //   tiles  one tile a block, as qbench's src/gpu/kernels.rs grid() launches them
 //   tiles256  the same with blocks of 256 threads, not 128
@@ -138,8 +140,18 @@ static unsigned blocks(const std::string& g, u64 threads, const void* f) {
 
 // One precision's kernels, as the runtime's launch handles.
 struct Kernels {
-    const void *h, *hw, *comb;
+    const void *h, *hw, *ht, *comb;  // ht: sv_h_tile (none in the baseline)
 };
+
+// Qubits timed (--qubits LO-HI), where given.
+static int q_lo = -1, q_hi = -1;
+
+// The qubit's bit in a 16-byte vector's index, if its partners are 4 KiB
+// apart (src/transport/amplitudes/gpu/mod.rs, local_h: sv_h_tile), else -1.
+static int tile_qv(unsigned q, u64 e) {
+    const int qv = (int)q - (e == 2 ? 1 : 0);
+    return qv >= 0 && (16ULL << qv) == 4096 ? qv : -1;
+}
 
 // The threads qbench asks for (src/gpu/kernels.rs, streaming: a thread
 // for each QB_VECTORS 16-byte vectors), in elements of each kernel's
@@ -167,16 +179,32 @@ struct Launcher {
     u64 e;  // amplitudes a 16-byte vector holds
     // Elements of the gate and combine kernels: vectors, or the baseline's amplitudes.
     u64 elems(u64 amps) const { return BY_VECTOR ? (amps + e - 1) / e : amps; }
-    void h(void* amp, unsigned q, cudaStream_t s) const {
+    // H as local_h launches it; `split`: sv_h even where sv_h_tile would run.
+    void h(void* amp, unsigned q, cudaStream_t s, bool split = false) const {
         if (q < 5 && n >= 32 * 4) {  // local_h: sv_h_warp
             u64 nn = n;
             void* args[] = {&amp, &nn, &q};
             launch(k.hw, elems(n) / GATE_PER_THREAD, grid, s, args);
             return;
         }
-        u64 pairs = n / 2;  // sv_h, on vector pairs
+        const int qv = tile_qv(q, e);
+        if (k.ht && !split && qv >= 0 && (2ULL << qv) <= elems(n)) {  // sv_h_tile: a block a pair group
+            const unsigned block = 2u << qv;
+            u64 nn = n;
+            void* args[] = {&amp, &nn, &q};
+            const u64 want = elems(n) / block;
+            const unsigned grid_blocks =
+                grid == "wave" || grid == "sm16" ? (unsigned)std::min<u64>(want, (u64)sms * 4) : (unsigned)want;
+            CK(cudaLaunchKernel(k.ht, dim3(grid_blocks), dim3(block), args, block * 16, s));
+            return;
+        }
+        u64 pairs = n / 2;
         void* args[] = {&amp, &pairs, &q};
-        launch(k.h, (elems(pairs) + GATE_PER_THREAD - 1) / GATE_PER_THREAD, grid, s, args);
+#ifdef QB_BASELINE
+        launch(k.h, (elems(pairs) + GATE_PER_THREAD - 1) / GATE_PER_THREAD, grid, s, args);  // on amplitude pairs
+#else
+        launch(k.h, elems(n) / GATE_PER_THREAD, grid, s, args);  // sv_h: a thread for each QB_VECTORS vectors
+#endif
     }
     void combine(void* amp, const void* peer, int one, cudaStream_t s) const {
         u64 nn = n;
@@ -285,7 +313,8 @@ static void run_precision(const char* name, unsigned L, Kernels k, const std::ve
 
     std::vector<int> qs;
     for (unsigned q = 0; q < L; q++)
-        if (all_qubits || q <= 6 || q == L / 2 || q + 2 >= L) qs.push_back((int)q);
+        if (q_lo >= 0 ? (int)q >= q_lo && (int)q <= q_hi : all_qubits || q <= 6 || q == L / 2 || q + 2 >= L)
+            qs.push_back((int)q);
 
     // Every kernel against the reference, on every grid, before any timing.
     if (check) {
@@ -299,6 +328,14 @@ static void run_precision(const char* name, unsigned L, Kernels k, const std::ve
                 CK(cudaGetLastError());
                 std::snprintf(what, sizeof what, "%s H q=%d grid=%s", name, q, g.c_str());
                 verify(what, state, ref, chunk, dwrong);
+                if (k.ht && tile_qv(q, 16 / sizeof(A)) >= 0) {
+                    CK(cudaMemcpy(ref, state, chunk, cudaMemcpyDeviceToDevice));
+                    ref_h<A><<<plain_grid(n / 2), BLOCK>>>((A*)ref, n / 2, q);
+                    run.h(state, q, 0, true);
+                    CK(cudaGetLastError());
+                    std::snprintf(what, sizeof what, "%s H (sv_h) q=%d grid=%s", name, q, g.c_str());
+                    verify(what, state, ref, chunk, dwrong);
+                }
             }
             for (int one = 0; one < 2; one++) {
                 CK(cudaMemcpy(ref, state, chunk, cudaMemcpyDeviceToDevice));
@@ -336,6 +373,10 @@ static void run_precision(const char* name, unsigned L, Kernels k, const std::ve
             for (int q : qs) {
                 const double t = timer.median([&] { run.h(state, q, s); });
                 emit({name, "h", g, L, q, 2 * chunk, round, t, 2.0 * chunk / t / 1e9, copy_gbps});
+                if (k.ht && tile_qv(q, 16 / sizeof(A)) >= 0) {
+                    const double ts = timer.median([&] { run.h(state, q, s, true); });
+                    emit({name, "h_split", g, L, q, 2 * chunk, round, ts, 2.0 * chunk / ts / 1e9, copy_gbps});
+                }
             }
             const double c = timer.median([&] { run.combine(state, xbuf, round & 1, s); });
             emit({name, "combine", g, L, -1, 3 * chunk, round, c, 3.0 * chunk / c / 1e9, copy_gbps});
@@ -416,13 +457,18 @@ int main(int argc, char** argv) {
                 p = c + 1;
             }
         } else if (a == "--qubits" && i + 1 < argc) {
-            all_qubits = std::string(argv[++i]) == "all";
+            const std::string v = argv[++i];
+            all_qubits = v == "all";
+            if (v.find('-') != std::string::npos) {
+                q_lo = std::atoi(v.c_str());
+                q_hi = std::atoi(v.c_str() + v.find('-') + 1);
+            }
         } else if (a == "--verify" && i + 1 < argc) {
             check = std::atoi(argv[++i]) != 0;
         } else if (a.find(':') != std::string::npos) {
             sizes.push_back({a.substr(0, a.find(':')), (unsigned)std::atoi(a.c_str() + a.find(':') + 1)});
         } else {
-            std::fprintf(stderr, "usage: %s [-o out.json] [--grids tiles,tiles256,wave,sm16] [--qubits all|edges] "
+            std::fprintf(stderr, "usage: %s [-o out.json] [--grids tiles,tiles256,wave,sm16] [--qubits all|edges|LO-HI] "
                                  "[--verify 0|1] double:30 single:31 ...\n", argv[0]);
             return 2;
         }
@@ -435,8 +481,15 @@ int main(int argc, char** argv) {
     sms = prop.multiProcessorCount;
     std::printf("%s, %d multiprocessors, %.0f MiB of L2, compute capability %d.%d; build %s\n", prop.name, sms,
                 prop.l2CacheSize / 1048576.0, prop.major, prop.minor, BUILD);
-    const Kernels single = {(const void*)sv_h_single, (const void*)sv_h_warp_single, (const void*)sv_combine_single};
-    const Kernels dbl = {(const void*)sv_h_double, (const void*)sv_h_warp_double, (const void*)sv_combine_double};
+#ifdef QB_BASELINE
+    const void *tile_single = nullptr, *tile_double = nullptr;
+#else
+    const void *tile_single = (const void*)sv_h_tile_single, *tile_double = (const void*)sv_h_tile_double;
+#endif
+    const Kernels single = {(const void*)sv_h_single, (const void*)sv_h_warp_single, tile_single,
+                            (const void*)sv_combine_single};
+    const Kernels dbl = {(const void*)sv_h_double, (const void*)sv_h_warp_double, tile_double,
+                         (const void*)sv_combine_double};
     for (const auto& sz : sizes) {
         if (sz.first == "single")
             run_precision<C1>("single", sz.second, single, grids, all_qubits, check);

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Threads per block of every kernel.
 const BLOCK: u32 = 128;
 
-/// 16-byte vectors (or vector pairs, for the far H gate) each thread of a
-/// streaming kernel takes: `QB_VECTORS` in kernels/*.cu, given to NVRTC.
+/// 16-byte vectors each thread of a streaming kernel takes: `QB_VECTORS` in
+/// kernels/*.cu, given to NVRTC.
 /// One vector a thread in blocks of 128 (PyTorch's elementwise shape)
 /// streamed at 0.99 of the copy engine's device copy on an H200; four, in
 /// blocks of 256, at 0.95 (results/ref/copy_shapes.cu).
@@ -201,11 +201,21 @@ pub fn grid(_gpu: &Gpu, threads: u64) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// The launch of a streaming kernel over `vectors` 16-byte vectors (vector
-/// pairs for the far H gate): a thread for each [`VECTORS`], which gives
-/// every block one tile of the kernel's.
+/// The launch of a streaming kernel over `vectors` 16-byte vectors: a
+/// thread for each [`VECTORS`], which gives every block one tile of the
+/// kernel's.
 pub fn streaming(gpu: &Gpu, vectors: u64) -> LaunchConfig {
     grid(gpu, vectors.div_ceil(VECTORS))
+}
+
+/// The launch of sv_h_tile over `vectors` 16-byte vectors for partners
+/// `partner` vectors apart (a power of two, 32 to 512): a block of
+/// 2 × `partner` threads for each pair group, with shared memory for its
+/// vectors.
+pub fn pair_groups(vectors: u64, partner: u64) -> LaunchConfig {
+    let block = 2 * partner;
+    let blocks = (vectors / block).clamp(1, MAX_BLOCKS) as u32;
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (block as u32, 1, 1), shared_mem_bytes: (block * 16) as u32 }
 }
 
 /// Loads the named kernels of one source file into a GPU's context: its
@@ -474,6 +484,15 @@ mod tests {
         for t in pattern {
             code("kernels/pattern.cu", &pattern_cu, t).unwrap_or_else(|e| panic!("pattern.cu for {t:?}: {e}"));
         }
+    }
+
+    /// sv_h_tile's launch: one block of 2 × partner threads, with their
+    /// vectors in shared memory, for each pair group.
+    #[test]
+    fn pair_groups_give_each_group_a_block() {
+        let c = pair_groups(1 << 30, 256);
+        assert_eq!((c.grid_dim, c.block_dim, c.shared_mem_bytes), ((1 << 21, 1, 1), (512, 1, 1), 8192));
+        assert_eq!(pair_groups(512, 256).grid_dim.0, 1);
     }
 
     fn all_collectives() -> Vec<&'static dyn Collective> {

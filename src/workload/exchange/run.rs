@@ -69,7 +69,12 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
         host_link_bytes: link.map(|_| link_bytes),
         nccl_sendrecv_gbps: sendrecv.map(|t| chunk as f64 / t.median / 1e9),
     };
-    let mut positions = vec![0, l / 2, l - 1];
+    // Qubit 0, the qubit whose partners are 4 KiB apart (the slowest
+    // position on an H200: docs/kernels-roofline.md), the middle one and
+    // the last.
+    let four_kib = (4096 / layout.precision.bytes()).trailing_zeros();
+    let mut positions: Vec<u32> = [0, four_kib, l / 2, l - 1].into_iter().filter(|&q| q < l).collect();
+    positions.sort_unstable();
     positions.dedup();
     let mut local_gates = Vec::new();
     for q in positions {

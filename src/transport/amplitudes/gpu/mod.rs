@@ -18,7 +18,7 @@ use super::rdma::Peers;
 use super::{Register, Seconds, Wire};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
-use crate::gpu::kernels::{grid, load, streaming};
+use crate::gpu::kernels::{grid, load, pair_groups, streaming};
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::record::RankInfo;
 use crate::statevec::layout::{Layout, Pattern, Precision};
@@ -41,7 +41,16 @@ pub trait GpuWire: Sync {
 
 /// The precision-suffixed kernels of kernels/statevec.cu this register
 /// launches (`sv_<kind>_single`, `sv_<kind>_double`).
-const KINDS: [&str; 5] = ["init", "check", "h", "h_warp", "combine"];
+const KINDS: [&str; 6] = ["init", "check", "h", "h_warp", "h_tile", "combine"];
+
+/// The distance between partners at which H runs through sv_h_tile: on an
+/// H200, sv_h's warps, each reading two runs 4 KiB apart, streamed at 0.95
+/// of the copy engine there and at 0.99 at every other distance; a block
+/// holding the whole contiguous pair group, at 0.97
+/// (docs/kernels-roofline.md).
+const TILE_PARTNER_BYTES: u64 = 4096;
+/// The same distance in 16-byte vectors.
+const TILE_PARTNER_VECTORS: u64 = TILE_PARTNER_BYTES / 16;
 
 struct GpuRank {
     gpu: Gpu,
@@ -446,28 +455,27 @@ impl Register for GpuRegister<'_> {
 
     fn local_h(&mut self, q: u32) -> Result<Seconds> {
         let n = self.layout.local_amps();
-        if q < 5 && n >= 32 * 4 {
-            // Partners within a warp: whole warps load contiguous amplitudes
-            // and trade them by shuffles.
-            let name = self.fname("h_warp");
-            return self.span(|me| {
-                for (i, r) in me.ranks.iter().enumerate() {
-                    let amp = r.state;
-                    let mut l = me.kernel(i, &name)?;
-                    l.arg(&amp).arg(&n).arg(&q);
-                    go(l, streaming(&r.gpu, n / me.per_vector()), &name)?;
-                }
-                Ok(())
-            });
-        }
-        let pairs = n / 2;
-        let name = self.fname("h");
+        let vectors = n / self.per_vector();
+        let tile =
+            (1u64 << q) * self.layout.precision.bytes() == TILE_PARTNER_BYTES && vectors >= 2 * TILE_PARTNER_VECTORS;
+        // sv_h_warp: partners within a warp, whole warps load contiguous
+        // amplitudes and trade them by shuffles. sv_h_tile: partners 4 KiB
+        // apart, a contiguous pair group a block. sv_h: each warp takes 16
+        // pairs as two runs of 256 bytes; it counts pairs, the others
+        // amplitudes.
+        let (kind, count) = match (q < 5 && n >= 32 * 4, tile) {
+            (true, _) => ("h_warp", n),
+            (false, true) => ("h_tile", n),
+            (false, false) => ("h", n / 2),
+        };
+        let name = self.fname(kind);
         self.span(|me| {
             for (i, r) in me.ranks.iter().enumerate() {
                 let amp = r.state;
                 let mut l = me.kernel(i, &name)?;
-                l.arg(&amp).arg(&pairs).arg(&q);
-                go(l, streaming(&r.gpu, pairs.div_ceil(me.per_vector())), &name)?;
+                l.arg(&amp).arg(&count).arg(&q);
+                let cfg = if tile { pair_groups(vectors, TILE_PARTNER_VECTORS) } else { streaming(&r.gpu, vectors) };
+                go(l, cfg, &name)?;
             }
             Ok(())
         })
