@@ -34,6 +34,12 @@
 // Run:   copy_latency OUT.json [-n ITERS] [-w WARMUP] [--tests a,b,...]
 //                     [--max BYTES] [--mapped-blocks auto|N]
 //                     [--sched auto|spin|yield|blocking]
+//                     [--wait sync|query] [--host-alloc default|mapped]
+// Two switches find where a difference to qbench comes from: --wait query
+// waits by polling cudaStreamQuery / cudaEventQuery (qbench's wait, which
+// also watches for Ctrl-C and its timeout) instead of cudaStreamSynchronize
+// / cudaEventSynchronize; --host-alloc mapped allocates H2D/D2H's pinned
+// memory portable and mapped, as qbench's cuMemHostAlloc does.
 // Exit status: 0 right, 1 wrong bytes, 2 bad arguments, 3 CUDA error.
 
 #include <cuda_runtime.h>
@@ -77,6 +83,14 @@ __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ s
     const unsigned long long tail = bytes - n * 16;
     if (blockIdx.x == 0 && threadIdx.x < tail)
         ((unsigned char*)dst)[n * 16 + threadIdx.x] = ((const unsigned char*)src)[n * 16 + threadIdx.x];
+}
+
+// Calls `query` until it stops answering cudaErrorNotReady.
+template <typename Q> cudaError_t poll(Q&& query) {
+    cudaError_t e;
+    while ((e = query()) == cudaErrorNotReady) {
+    }
+    return e;
 }
 
 struct Stats {
@@ -131,6 +145,8 @@ struct Options {
     size_t max_bytes = 16u << 20;
     int mapped_blocks = 0;  // 0: qbench's launch shape
     std::string sched = "auto";
+    bool wait_query = false;
+    bool host_mapped = false;
     std::vector<std::string> tests = {"h2d", "d2h", "peer", "mapped_read", "mapped_write"};
 };
 
@@ -167,11 +183,11 @@ struct Bench {
         CK(cudaMalloc(&gpu0, n));
         switch (dir.kind) {
         case Kind::H2D:
-            CK(cudaHostAlloc(&host, n, cudaHostAllocDefault));
+            CK(cudaHostAlloc(&host, n, opt.host_mapped ? cudaHostAllocMapped | cudaHostAllocPortable : cudaHostAllocDefault));
             src = host, dst = gpu0, src_is_host = true;
             break;
         case Kind::D2H:
-            CK(cudaHostAlloc(&host, n, cudaHostAllocDefault));
+            CK(cudaHostAlloc(&host, n, opt.host_mapped ? cudaHostAllocMapped | cudaHostAllocPortable : cudaHostAllocDefault));
             src = gpu0, dst = host, dst_is_host = true;
             break;
         case Kind::Peer: {
@@ -281,7 +297,7 @@ struct Bench {
         for (int i = 0; i < opt.iters; i++) {
             const auto t0 = std::chrono::steady_clock::now();
             const cudaError_t e1 = issue(size);
-            const cudaError_t e2 = cudaStreamSynchronize(stream);
+            const cudaError_t e2 = opt.wait_query ? poll([&] { return cudaStreamQuery(stream); }) : cudaStreamSynchronize(stream);
             const auto t1 = std::chrono::steady_clock::now();
             CK(e1);
             CK(e2);
@@ -291,7 +307,7 @@ struct Bench {
             CK(cudaEventRecord(start, stream));
             CK(issue(size));
             CK(cudaEventRecord(end, stream));
-            CK(cudaEventSynchronize(end));
+            CK(opt.wait_query ? poll([&] { return cudaEventQuery(end); }) : cudaEventSynchronize(end));
             float ms = 0;
             CK(cudaEventElapsedTime(&ms, start, end));
             dev_us[i] = ms * 1e3;
@@ -335,7 +351,8 @@ std::vector<std::string> split(const std::string& s) {
     if (why) std::fprintf(stderr, "copy_latency: %s\n", why);
     std::fprintf(stderr,
                  "usage: copy_latency OUT.json [-n ITERS (1000)] [-w WARMUP (10)] [--tests h2d,d2h,peer,mapped_read,mapped_write]\n"
-                 "                    [--max BYTES (16M)] [--mapped-blocks auto|N] [--sched auto|spin|yield|blocking]\n");
+                 "                    [--max BYTES (16M)] [--mapped-blocks auto|N] [--sched auto|spin|yield|blocking]\n"
+                 "                    [--wait sync|query] [--host-alloc default|mapped]\n");
     std::exit(2);
 }
 
@@ -358,7 +375,15 @@ Options parse(int argc, char** argv) {
             o.mapped_blocks = v == "auto" ? 0 : std::atoi(v.c_str());
             if (v != "auto" && o.mapped_blocks < 1) usage("bad --mapped-blocks");
         } else if (a == "--sched") o.sched = value();
-        else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
+        else if (a == "--wait") {
+            const std::string v = value();
+            if (v != "sync" && v != "query") usage("bad --wait");
+            o.wait_query = v == "query";
+        } else if (a == "--host-alloc") {
+            const std::string v = value();
+            if (v != "default" && v != "mapped") usage("bad --host-alloc");
+            o.host_mapped = v == "mapped";
+        } else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
         else if (o.out.empty()) o.out = a;
         else usage("more than one output file");
     }
@@ -423,8 +448,8 @@ int main(int argc, char** argv) {
     std::vector<size_t> sizes;
     for (size_t s = 1; s <= opt.max_bytes; s *= 2) sizes.push_back(s);
 
-    std::printf("# copy_latency: %d GPU(s), device 0 %s [%s], runtime %d, driver %d, %d copies per size after %d warm-up, sched %s\n",
-                ngpus, prop.name, bus, runtime, driver, opt.iters, opt.warmup, opt.sched.c_str());
+    std::printf("# copy_latency: %d GPU(s), device 0 %s [%s], runtime %d, driver %d, %d copies per size after %d warm-up, sched %s, wait %s, host memory %s\n",
+                ngpus, prop.name, bus, runtime, driver, opt.iters, opt.warmup, opt.sched.c_str(), opt.wait_query ? "query" : "sync", opt.host_mapped ? "mapped" : "default");
     std::printf("# host: steady_clock around one copy + cudaStreamSynchronize; device: events, separate pass\n");
     std::printf("# %-12s %10s %10s %10s %10s %10s %6s\n", "direction", "size", "host p50", "host min", "host p99", "dev p50", "wrong");
 
@@ -470,8 +495,8 @@ int main(int argc, char** argv) {
     std::fprintf(f, " \"tool\": \"results/ref/copy_latency.cu\",\n");
     std::fprintf(f, " \"device\": \"%s\", \"bus_id\": \"%s\", \"gpus\": %d, \"cuda_runtime\": %d, \"cuda_driver\": %d,\n",
                  json_escape(prop.name).c_str(), bus, ngpus, runtime, driver);
-    std::fprintf(f, " \"iters\": %d, \"warmup\": %d, \"sched\": \"%s\", \"max_bytes\": %zu,\n", opt.iters, opt.warmup,
-                 opt.sched.c_str(), opt.max_bytes);
+    std::fprintf(f, " \"iters\": %d, \"warmup\": %d, \"sched\": \"%s\", \"wait\": \"%s\", \"host_alloc\": \"%s\", \"max_bytes\": %zu,\n", opt.iters, opt.warmup,
+                 opt.sched.c_str(), opt.wait_query ? "query" : "sync", opt.host_mapped ? "mapped" : "default", opt.max_bytes);
     std::fprintf(f, " \"mapped_grid\": \"%s\", \"threads_per_block\": %d,\n",
                  opt.mapped_blocks ? (std::to_string(opt.mapped_blocks) + " block(s)").c_str() : "qbench (one block per 16 KiB, at most 16 per SM)",
                  kThreads);
