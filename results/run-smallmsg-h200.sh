@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Side by side on one H200: qbench's collectives against
 # nccl-tests and qbench's copy latency against results/ref/copy_latency.cu,
-# in one job, three alternating rounds, then the comparison JSON.
+# in one job: three alternating rounds of whole sweeps (8 B to 1 GiB), then
+# SMALL_ROUNDS more of the small messages only (all_reduce and sendrecv,
+# 8 B to 1 KiB) and the copy latency, the tool that goes first alternating
+# from round to round, then the comparison JSON. The small figures swing by
+# up to 1.5x from one process to the next, for nccl-tests as for qbench
+# (one run's sizes all at about 4.7 us, the next run's all at 6.3), so
+# their medians need more rounds than the large ones.
 #
 # Usage (from the repository root, on the GPU machine):
 #   bash results/run-smallmsg-h200.sh BIN OUTDIR
@@ -19,8 +25,8 @@
 # Needs .ref/nccl-tests in the work tree (results/ref/stage-nccl-tests.sh
 # puts it there; carry `.ref` to the GPU machine). Builds in /tmp only.
 #
-# Environment knobs: ROUNDS (3), DEADLINE (seconds from the start after which
-# no new step starts; 480), GPUS (GPUs per collective run, -g; 1),
+# Environment knobs: ROUNDS (3), SMALL_ROUNDS (6), DEADLINE (seconds from the
+# start after which no new step starts; 480), GPUS (GPUs per collective run, -g; 1),
 # CUDA_HOME (/usr/local/cuda), NCCL_HOME (/usr: include/nccl.h).
 # Every step runs under `timeout` so that one hang cannot eat the lease.
 set -u
@@ -32,6 +38,7 @@ BIN=$(readlink -f "$1")
 OUT=$2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${ROUNDS:-3}
+SMALL_ROUNDS=${SMALL_ROUNDS:-6}
 DEADLINE=${DEADLINE:-480}
 GPUS=${GPUS:-1}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -161,6 +168,39 @@ EOF
         run "$ROUND" qbench copy 150 "$BIN" copy --test "$LAT_TESTS" --lat_iters 1000 -w 10 \
             -J "$RAW/qbench-copy-r$ROUND.json"
     fi
+    pack
+done
+
+# The small messages again, first one tool then the other, in turn.
+SMALL_ITERS="-n 2000 -w 200"
+small() {  # ROUND TOOL PROGRAM SUBCOMMAND
+    local nt=$3 qb=$4
+    if [ "$2" = nccl ]; then
+        late nccl "$nt" && return 0
+        run "$1" nccl "$nt" 60 $NTENV "$NT/${nt}_perf" -b 8 -e 1K -f 4 -g "$GPUS" $SMALL_ITERS
+        grep -E '^ +8 ' "$RAW/nccl-$nt-r$1.txt"
+    else
+        late qbench "$qb" && return 0
+        run "$1" qbench "$qb" 60 "$BIN" "$qb" -b 8 -e 1K -f 4 -g "$GPUS" $SMALL_ITERS -J "$RAW/qbench-$qb-r$1.json"
+        grep -E '^ +8 ' "$RAW/qbench-$qb-r$1.txt"
+    fi
+}
+latency() {  # ROUND TOOL
+    if [ "$2" = nccl ]; then
+        late copyref latency && return 0
+        run "$1" copyref latency 150 "$SCR/copy_latency" "$RAW/copyref-r$1.json" -n 1000 -w 10
+        grep -E '^ +[a-z_]+ +1 ' "$RAW/copyref-latency-r$1.txt"
+    else
+        late qbench copy && return 0
+        run "$1" qbench copy 150 "$BIN" copy --test "$LAT_TESTS" --lat_iters 1000 -w 10 -J "$RAW/qbench-copy-r$1.json"
+    fi
+}
+for ROUND in $(seq $((ROUNDS + 1)) $((ROUNDS + SMALL_ROUNDS))); do
+    if (( ROUND % 2 )); then order="nccl qbench"; else order="qbench nccl"; fi
+    step "round $ROUND: all_reduce and sendrecv 8 B..1 KiB ($SMALL_ITERS), copy latency; ${order% *} first"
+    for tool in $order; do small "$ROUND" "$tool" all_reduce allreduce; done
+    for tool in $order; do small "$ROUND" "$tool" sendrecv sendrecv; done
+    for tool in $order; do latency "$ROUND" "$tool"; done
     pack
 done
 
