@@ -41,8 +41,8 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 
 // The tile kernel's pair barriers: 16 named barriers of 64 threads a
 // block, and its shared memory, qb_shared (blocks run one at a time).
-static thread_local std::barrier<>* pair_barriers;
-#define QB_PAIR_BARRIER(id) pair_barriers[id].arrive_and_wait()
+static thread_local std::unique_ptr<std::barrier<>>* pair_barriers;
+#define QB_PAIR_BARRIER(id) pair_barriers[id]->arrive_and_wait()
 #define __shared__
 alignas(16) uint4 qb_shared[1 << 12];
 
@@ -84,9 +84,8 @@ static void launch(unsigned grid, unsigned block, const std::function<void()>& b
     for (unsigned b = 0; b < grid; b++) {
         std::vector<std::unique_ptr<Warp>> warps;
         for (unsigned w = 0; w < block / 32; w++) warps.push_back(std::make_unique<Warp>());
-        std::vector<std::barrier<>> bars;
-        bars.reserve(16);
-        for (int i = 0; i < 16; i++) bars.emplace_back(64);
+        std::vector<std::unique_ptr<std::barrier<>>> bars;
+        for (int i = 0; i < 16; i++) bars.push_back(std::make_unique<std::barrier<>>(64));
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < block; t++)
             threads.emplace_back([&, t] {
