@@ -238,9 +238,9 @@ __device__ void hadamard_split(A* amp, u64 pairs, unsigned q) {
 // leaves it in shared memory (blockDim.x vectors, given at launch) and
 // takes its partner's from there after a barrier that only the two warps
 // holding partners meet, then stores its own new value. qbench uses it for
-// partners 4 KiB apart, where the split kernel's two 256-byte runs 4 KiB
-// apart in each warp ran at 0.95 of the copy engine and this at 0.97 on an
-// H200; a barrier of the whole block instead cost 0.96 (docs/kernels-roofline.md).
+// partners 4 KiB apart, where sv_h's two 256-byte runs 4 KiB apart in each
+// warp ran at 0.95 of the copy engine on an H200 and this at 0.96 (with a
+// barrier of the whole block, lower; docs/kernels-roofline.md).
 template <typename A>
 __device__ __forceinline__ bool tile_fits(unsigned q) {
     if (Ops<A>::E == 2 && q == 0) return false;

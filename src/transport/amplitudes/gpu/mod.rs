@@ -45,8 +45,8 @@ const KINDS: [&str; 6] = ["init", "check", "h", "h_warp", "h_tile", "combine"];
 
 /// The distance between partners at which H runs through sv_h_tile: on an
 /// H200, sv_h's warps, each reading two runs 4 KiB apart, streamed at 0.95
-/// of the copy engine there and at 0.99 at every other distance; a block
-/// holding the whole contiguous pair group, at 0.97
+/// of the copy engine there and at 0.99-1.00 at every other distance; a
+/// block holding the whole contiguous pair group, at 0.96
 /// (docs/kernels-roofline.md).
 const TILE_PARTNER_BYTES: u64 = 4096;
 /// The same distance in 16-byte vectors.
