@@ -7,6 +7,12 @@ use crate::error::{Error, Result};
 use crate::fault::Fault;
 use serde::{Deserialize, Serialize};
 
+/// The distance between a pair's two amplitudes that an H200 streams
+/// slowest, two runs 4 KiB apart: the GPU register runs H at that qubit
+/// through a kernel of its own, and the exchange times it as one of its
+/// local gates (docs/kernels-roofline.md).
+pub const SLOW_PARTNER_BYTES: u64 = 4096;
+
 /// Bytes of one amplitude.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -23,6 +29,12 @@ impl Precision {
             Precision::Single => 8,
             Precision::Double => 16,
         }
+    }
+
+    /// The qubit whose pairs' amplitudes lie `bytes` apart (a power of two
+    /// at least one amplitude).
+    pub fn qubit_with_partners(self, bytes: u64) -> u32 {
+        (bytes / self.bytes()).trailing_zeros()
     }
 
     pub fn name(self) -> &'static str {
@@ -173,6 +185,13 @@ pub fn largest_register(bytes: u64, precision: Precision, global_qubits: u32) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Partners 4 KiB apart: qubit 8 of complex<double>, 9 of complex<float>.
+    #[test]
+    fn the_slow_qubit_is_4_kib_of_amplitudes() {
+        assert_eq!(Precision::Double.qubit_with_partners(SLOW_PARTNER_BYTES), 8);
+        assert_eq!(Precision::Single.qubit_with_partners(SLOW_PARTNER_BYTES), 9);
+    }
 
     #[test]
     fn splits_like_quest() {

@@ -11,7 +11,7 @@ use crate::interrupt;
 use crate::record::exchange::{Check, ExchangeRun, GlobalGate, KIND, LocalGate, References, RegisterRun, Unavailable};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
-use crate::statevec::layout::{Layout, Pattern, Precision};
+use crate::statevec::layout::{Layout, Pattern, Precision, SLOW_PARTNER_BYTES};
 use crate::statevec::state::ProductState;
 use crate::stats::Summary;
 use crate::transport::amplitudes::cpu::{CpuRegister, does_not_fit};
@@ -72,8 +72,8 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
     // Qubit 0, the qubit whose partners are 4 KiB apart (the slowest
     // position on an H200: docs/kernels-roofline.md), the middle one and
     // the last.
-    let four_kib = (4096 / layout.precision.bytes()).trailing_zeros();
-    let mut positions: Vec<u32> = [0, four_kib, l / 2, l - 1].into_iter().filter(|&q| q < l).collect();
+    let slow = layout.precision.qubit_with_partners(SLOW_PARTNER_BYTES);
+    let mut positions: Vec<u32> = [0, slow, l / 2, l - 1].into_iter().filter(|&q| q < l).collect();
     positions.sort_unstable();
     positions.dedup();
     let mut local_gates = Vec::new();

@@ -21,7 +21,7 @@ use crate::fault::Fault;
 use crate::gpu::kernels::{grid, load, pair_groups, streaming};
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::record::RankInfo;
-use crate::statevec::layout::{Layout, Pattern, Precision};
+use crate::statevec::layout::{Layout, Pattern, Precision, SLOW_PARTNER_BYTES};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
 use crate::world::World;
@@ -43,14 +43,12 @@ pub trait GpuWire: Sync {
 /// launches (`sv_<kind>_single`, `sv_<kind>_double`).
 const KINDS: [&str; 6] = ["init", "check", "h", "h_warp", "h_tile", "combine"];
 
-/// The distance between partners at which H runs through sv_h_tile: on an
-/// H200, sv_h's warps, each reading two runs 4 KiB apart, streamed at 0.95
-/// of the copy engine there and at 0.99-1.00 at every other distance; a
-/// block holding the whole contiguous pair group, at 0.96
-/// (docs/kernels-roofline.md).
-const TILE_PARTNER_BYTES: u64 = 4096;
-/// The same distance in 16-byte vectors.
-const TILE_PARTNER_VECTORS: u64 = TILE_PARTNER_BYTES / 16;
+/// The distance between partners, in 16-byte vectors, at which H runs
+/// through sv_h_tile: on an H200, sv_h's warps, each reading two runs 4 KiB
+/// apart, streamed at 0.95 of the copy engine there and at 0.99-1.00 at
+/// every other distance; a block holding the whole contiguous pair group,
+/// at 0.96 (docs/kernels-roofline.md).
+const TILE_PARTNER_VECTORS: u64 = SLOW_PARTNER_BYTES / 16;
 
 struct GpuRank {
     gpu: Gpu,
@@ -457,7 +455,7 @@ impl Register for GpuRegister<'_> {
         let n = self.layout.local_amps();
         let vectors = n / self.per_vector();
         let tile =
-            (1u64 << q) * self.layout.precision.bytes() == TILE_PARTNER_BYTES && vectors >= 2 * TILE_PARTNER_VECTORS;
+            q == self.layout.precision.qubit_with_partners(SLOW_PARTNER_BYTES) && vectors >= 2 * TILE_PARTNER_VECTORS;
         // sv_h_warp: partners within a warp, whole warps load contiguous
         // amplitudes and trade them by shuffles. sv_h_tile: partners 4 KiB
         // apart, a contiguous pair group a block. sv_h: each warp takes 16
