@@ -23,31 +23,7 @@
 #include <algorithm>
 #include <functional>
 #include "../../kernels/statevec.cu"
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1);} } while (0)
-
-template <typename A> __global__ void ref_h(A* a, u64 pairs, unsigned q) {
-    typedef typename Ops<A>::R R; const R c = (R)SQRT1_2;
-    for (u64 k = blockIdx.x * (u64)blockDim.x + threadIdx.x; k < pairs; k += (u64)gridDim.x * blockDim.x) {
-        const u64 low = (1ULL << q) - 1, i = ((k & ~low) << 1) | (k & low), j = i + low + 1;
-        const A x = a[i], y = a[j]; A s, d;
-        s.x = c * (x.x + y.x); s.y = c * (x.y + y.y); d.x = c * (x.x - y.x); d.y = c * (x.y - y.y);
-        a[i] = s; a[j] = d;
-    }
-}
-__global__ void fill_random(float* f, u64 n, u64 seed) {
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        u64 z = (i + 1) * 0x9e3779b97f4a7c15ULL + seed;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL; z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL; z ^= z >> 31;
-        f[i] = ((float)(z >> 40) + 0.5f) / (float)(1 << 24) * 2.0f - 1.0f;
-    }
-}
-__global__ void count_diff(const uint4* a, const uint4* b, u64 n, unsigned long long* wrong) {
-    unsigned long long local = 0;
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        const uint4 x = a[i], y = b[i]; local += (x.x != y.x) | (x.y != y.y) | (x.z != y.z) | (x.w != y.w);
-    }
-    if (local) atomicAdd(wrong, local);
-}
+#include "bench_common.cuh"
 
 // W: one warp per group of 2^(qv+1) vectors (NW = 2^(qv+1)/32 vectors a lane), contiguous 512 B per load.
 // order 0: all loads in index order; 1: lo/hi alternating.
