@@ -131,6 +131,19 @@ NTENV="env LD_LIBRARY_PATH=$NTLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 LAT_TESTS=latency_h2d,latency_d2h,latency_mapped_read,latency_mapped_write
 [ "$NG" -ge 2 ] && LAT_TESTS=$LAT_TESTS,latency_peer
 
+# One round's copy latency table by one side: TOOL is nccl for the
+# references' side (as in the rounds' order), qbench for qbench.
+latency() {  # ROUND TOOL
+    if [ "$2" = nccl ]; then
+        late copyref latency && return 0
+        run "$1" copyref latency 150 "$SCR/copy_latency" "$RAW/copyref-r$1.json" -n 1000 -w 10
+        grep -E '^ +[a-z_]+ +1 ' "$RAW/copyref-latency-r$1.txt"
+    else
+        late qbench copy && return 0
+        run "$1" qbench copy 150 "$BIN" copy --test "$LAT_TESTS" --lat_iters 1000 -w 10 -J "$RAW/qbench-copy-r$1.json"
+    fi
+}
+
 for ROUND in $(seq 1 "$ROUNDS"); do
     step "round $ROUND of $ROUNDS: each collective, nccl-tests then qbench (-g $GPUS $ITERS)"
     for c in $COLLECTIVES; do
@@ -160,14 +173,8 @@ EOF
     done
 
     step "round $ROUND of $ROUNDS: copy latency, copy_latency then qbench (1 B..16 MiB, 1000 copies, 10 warm-up)"
-    if ! late copyref latency; then
-        run "$ROUND" copyref latency 150 "$SCR/copy_latency" "$RAW/copyref-r$ROUND.json" -n 1000 -w 10
-        grep -E '^ +[a-z_]+ +1 ' "$RAW/copyref-latency-r$ROUND.txt"
-    fi
-    if ! late qbench copy; then
-        run "$ROUND" qbench copy 150 "$BIN" copy --test "$LAT_TESTS" --lat_iters 1000 -w 10 \
-            -J "$RAW/qbench-copy-r$ROUND.json"
-    fi
+    latency "$ROUND" nccl
+    latency "$ROUND" qbench
     pack
 done
 
@@ -183,16 +190,6 @@ small() {  # ROUND TOOL PROGRAM SUBCOMMAND
         late qbench "$qb" && return 0
         run "$1" qbench "$qb" 60 "$BIN" "$qb" -b 8 -e 1K -f 4 -g "$GPUS" $SMALL_ITERS -J "$RAW/qbench-$qb-r$1.json"
         grep -E '^ +8 ' "$RAW/qbench-$qb-r$1.txt"
-    fi
-}
-latency() {  # ROUND TOOL
-    if [ "$2" = nccl ]; then
-        late copyref latency && return 0
-        run "$1" copyref latency 150 "$SCR/copy_latency" "$RAW/copyref-r$1.json" -n 1000 -w 10
-        grep -E '^ +[a-z_]+ +1 ' "$RAW/copyref-latency-r$1.txt"
-    else
-        late qbench copy && return 0
-        run "$1" qbench copy 150 "$BIN" copy --test "$LAT_TESTS" --lat_iters 1000 -w 10 -J "$RAW/qbench-copy-r$1.json"
     fi
 }
 for ROUND in $(seq $((ROUNDS + 1)) $((ROUNDS + SMALL_ROUNDS))); do
