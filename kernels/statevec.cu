@@ -226,71 +226,45 @@ __device__ void hadamard_split(A* amp, u64 pairs, unsigned q) {
     if (t * tile < np) hadamard_pairs(amp, t * tile * Ops<A>::E + threadIdx.x, pairs, blockDim.x, q);
 }
 
-// The tile kernel's barrier: the two warps that hold each other's partners
-// meet at named barrier `id`, 64 threads (results/ref/emulate.cpp has its own).
+// sv_h_4k's barrier: the warps that hold each other's partners meet at
+// named barrier `id`, `threads` threads (results/ref/emulate.cpp has its own).
 #ifndef QB_PAIR_BARRIER
-#define QB_PAIR_BARRIER(id) asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory")
+#define QB_PAIR_BARRIER(id, threads) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory")
 #endif
 
-// H on a qubit whose partners are 2^qv vectors apart, 5 ≤ qv ≤ 9, in
-// blocks of 2^(qv+1) threads, one pair group (a contiguous tile of
-// 2^(qv+1) vectors) a block: each thread loads one vector, as a copy does,
-// leaves it in shared memory (blockDim.x vectors, given at launch) and
-// takes its partner's from there after a barrier that only the two warps
-// holding partners meet, then stores its own new value. qbench uses it for
-// partners 4 KiB apart, where sv_h's two 256-byte runs 4 KiB apart in each
-// warp ran at 0.95 of the copy engine on an H200 and this at 0.96 (with a
-// barrier of the whole block, lower; docs/kernels-roofline.md).
+// H on the qubit whose partners are 4 KiB apart (q = 8 complex<double>,
+// q = 9 complex<float>: SLOW_PARTNER_BYTES in src/statevec/layout.rs), where
+// sv_h's warps, each reading two 256-byte runs 4 KiB apart, stream at 0.95
+// of the copy engine on an H200. One block of 512 threads for each 8 KiB
+// pair group, read contiguously as a copy reads: each thread loads one
+// vector, leaves it in shared memory and takes its partner's, 256 vectors
+// on, after a barrier that only the two warps holding partners meet, then
+// stores its own new value. Each block does one load and one store a
+// thread, so whatever comes before the load lengthens every block's life:
+// the block size and the distance are constants, and nothing but the
+// address comes before the load. It ran at 0.971 of the copy engine where
+// a kernel right for any grid and qubit, with its checks and index
+// arithmetic ahead of the load, ran at 0.960-0.964; a check of the block
+// index or of the block's size, or a clamp of the index, ahead of the load
+// cost 0.002-0.005 (docs/kernels-roofline.md). So the launch must be exactly one block of
+// 512 for each group (src/gpu/kernels.rs, pair_groups). In a block of
+// another size the partner warp may not exist: each warp then passes a
+// barrier of its own 32 threads and writes amplitudes that the data check
+// reports wrong, rather than wait forever.
+#define QB_GROUP 512u
 template <typename A>
-__device__ __forceinline__ bool tile_fits(unsigned q) {
-    if (Ops<A>::E == 2 && q == 0) return false;
-    const unsigned qv = q - (Ops<A>::E == 2 ? 1 : 0);
-    return qv >= 5 && qv <= 9 && blockDim.x == (2u << qv);
-}
-
-// One pair group's tile at vector t * blockDim.x, given this thread's
-// vector v of it; `again`: the block's threads use sh once more after this.
-template <typename A>
-__device__ __forceinline__ void tile_step(typename Ops<A>::V* vec, typename Ops<A>::V* sh, u64 t,
-                                          typename Ops<A>::V v, unsigned q, bool again) {
-    typedef typename Ops<A>::R R;
-    const unsigned j = threadIdx.x, m = 1u << (q - (Ops<A>::E == 2 ? 1 : 0));
-    const unsigned id = (j >> 5) & ~(m >> 5);  // the pair's barrier: < 16 with blocks of ≤ 1024
-    sh[j] = v;
-    QB_PAIR_BARRIER(id);
-    // |0> half: (v + p)/√2; |1> half: (p − v)/√2
-    st(vec + t * blockDim.x + j, mix(sh[j ^ m], v, (j & m) ? (R)-1 : (R)1));
-    if (again) QB_PAIR_BARRIER(id);  // the partner has read sh[j]
-}
-
-template <typename A>
-__device__ void hadamard_tile(A* amp, u64 n, unsigned q) {
+__device__ __forceinline__ void hadamard_4k(A* amp) {
     typedef typename Ops<A>::V V;
-    extern __shared__ uint4 qb_shared[];
-    V* sh = (V*)qb_shared;
-    V* vec = (V*)amp;
-    const u64 tile = blockDim.x, nv = n / Ops<A>::E;
-    // One tile a block, as qbench launches it: the load goes out first and
-    // the checks run while it is in flight. Each block does one load and one
-    // store a thread, so what comes before its load lengthens every block's
-    // life: with the loop's bookkeeping first, the kernel ran at 0.95 of the
-    // copy engine, not 0.97.
-    if ((u64)gridDim.x * tile == nv) {
-        const V v = ld(vec + blockIdx.x * tile + threadIdx.x);
-        if (tile_fits<A>(q)) {
-            tile_step<A>(vec, sh, blockIdx.x, v, q, false);
-            return;
-        }
-    } else if (tile_fits<A>(q)) {
-        // Any other grid: tiles b, b + gridDim.x, ...; the loop's bounds are
-        // the block's, so both warps of a pair meet every barrier.
-        u64 t = blockIdx.x;
-        for (; (t + 1) * tile <= nv; t += gridDim.x)
-            tile_step<A>(vec, sh, t, ld(vec + t * tile + threadIdx.x), q, (t + gridDim.x + 1) * tile <= nv);
-        if (t * tile < nv) hadamard_pairs(amp, t * tile * Ops<A>::E / 2 + threadIdx.x, n / 2, blockDim.x, q);
-        return;
-    }
-    hadamard_pairs<A>(amp, blockIdx.x * (u64)blockDim.x + threadIdx.x, n / 2, (u64)gridDim.x * blockDim.x, q);
+    typedef typename Ops<A>::R R;
+    __shared__ V sh[QB_GROUP];
+    const unsigned j = threadIdx.x, half = QB_GROUP / 2;
+    V* p = (V*)amp + (u64)blockIdx.x * QB_GROUP + j;
+    const V v = ld(p);
+    sh[j] = v;
+    // warps w and w + 8 name barrier w mod 8
+    QB_PAIR_BARRIER((j >> 5) & ~(half >> 5), blockDim.x == QB_GROUP ? 64 : 32);
+    // |0> half: (v + p)/√2; |1> half: (p − v)/√2
+    st(p, mix(sh[j ^ half], v, (j & half) ? (R)-1 : (R)1));
 }
 
 // H on a global qubit, after the exchange: this rank holds the |0> (one = 0)
@@ -325,12 +299,12 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
         for (u64 i = t * tile * Ops<A>::E + threadIdx.x; i < n; i += blockDim.x) amp[i] = mix(peer[i], amp[i], sign);
 }
 
-// Each H kernel is right for every qubit and any launch, fast for its own
-// (src/transport/amplitudes/gpu/mod.rs, local_h, launches them): sv_h_warp
-// for q < 5 and sv_h for q ≥ 5, a thread for each QB_VECTORS vectors;
-// sv_h_tile for partners 4 KiB apart, a block of 2^(qv+1) threads for each
-// pair group. The other qubits go pair by pair, which keeps each kernel's
-// registers those of its own path.
+// sv_h_warp and sv_h are right for every qubit and any launch, fast for
+// their own (src/transport/amplitudes/gpu/mod.rs, local_h, launches them):
+// sv_h_warp for q < 5 and sv_h for q ≥ 5, a thread for each QB_VECTORS
+// vectors; the other qubits go pair by pair, which keeps each kernel's
+// registers those of its own path. sv_h_4k does the qubit whose partners are
+// 4 KiB apart, on its own launch only.
 #define QB_SV(NAME, A)                                                                                         \
     extern "C" __global__ void sv_init_##NAME(A* amp, u64 n, u64 base, const double2* lo, const double2* hi,    \
                                               unsigned split) {                                                \
@@ -354,8 +328,8 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
             hadamard_pairs<A>(amp, blockIdx.x * (u64)blockDim.x + threadIdx.x, n / 2,                          \
                               (u64)gridDim.x * blockDim.x, q);                                                 \
     }                                                                                                          \
-    extern "C" __global__ void sv_h_tile_##NAME(A* __restrict__ amp, u64 n, unsigned q) {                      \
-        hadamard_tile<A>(amp, n, q);                                                                           \
+    extern "C" __global__ void __launch_bounds__(QB_GROUP) sv_h_4k_##NAME(A* __restrict__ amp) {               \
+        hadamard_4k<A>(amp);                                                                                   \
     }                                                                                                          \
     extern "C" __global__ void sv_combine_##NAME(A* amp, const A* peer, u64 n, int one) {                     \
         combine<A>(amp, peer, n, one);                                                                         \

@@ -7,6 +7,7 @@
 //     g++ -std=c++20 -O1 -pthread -ffp-contract=off -DQB_VECTORS=1 -o /tmp/emulate results/ref/emulate.cpp && /tmp/emulate
 //
 // QB_VECTORS is src/gpu/kernels.rs's VECTORS; other values test the kernels' other shapes.
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cmath>
@@ -27,6 +28,7 @@ static Dim blockDim, gridDim;
 #define __device__
 #define __forceinline__ inline
 #define __align__(n) alignas(n)
+#define __launch_bounds__(n)
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
@@ -39,12 +41,13 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
-// The tile kernel's pair barriers: 16 named barriers of 64 threads a
-// block, and its shared memory, qb_shared (blocks run one at a time).
+// sv_h_4k's pair barriers: 16 named barriers a block, of 64 threads or of
+// 32. Its shared memory is a static of the kernel's, one for all the
+// block's threads (blocks run one at a time).
 static thread_local std::unique_ptr<std::barrier<>>* pair_barriers;
-#define QB_PAIR_BARRIER(id) pair_barriers[id]->arrive_and_wait()
-#define __shared__
-alignas(16) uint4 qb_shared[1 << 12];
+static thread_local std::unique_ptr<std::barrier<>>* warp_barriers;
+#define QB_PAIR_BARRIER(id, threads) ((threads) == 64 ? pair_barriers : warp_barriers)[id]->arrive_and_wait()
+#define __shared__ static
 
 // A warp: its 32 threads meet twice at each shuffle.
 struct Warp {
@@ -84,8 +87,9 @@ static void launch(unsigned grid, unsigned block, const std::function<void()>& b
     for (unsigned b = 0; b < grid; b++) {
         std::vector<std::unique_ptr<Warp>> warps;
         for (unsigned w = 0; w < block / 32; w++) warps.push_back(std::make_unique<Warp>());
-        std::vector<std::unique_ptr<std::barrier<>>> bars;
+        std::vector<std::unique_ptr<std::barrier<>>> bars, warp_bars;
         for (int i = 0; i < 16; i++) bars.push_back(std::make_unique<std::barrier<>>(64));
+        for (int i = 0; i < 16; i++) warp_bars.push_back(std::make_unique<std::barrier<>>(32));
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < block; t++)
             threads.emplace_back([&, t] {
@@ -93,6 +97,7 @@ static void launch(unsigned grid, unsigned block, const std::function<void()>& b
                 threadIdx.x = t;
                 warp = warps[t / 32].get();
                 pair_barriers = bars.data();
+                warp_barriers = warp_bars.data();
                 lane = t % 32;
                 body();
             });
@@ -138,7 +143,7 @@ static unsigned streaming(unsigned long long vectors, unsigned block) {
 
 template <typename A>
 static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void (*hw)(A*, u64, unsigned),
-                           void (*ht)(A*, u64, unsigned), void (*comb)(A*, const A*, u64, int)) {
+                           void (*h4k)(A*), void (*comb)(A*, const A*, u64, int)) {
     std::mt19937_64 rng(7);
     char what[160];
     for (unsigned L = 2; L <= 12; L++) {
@@ -161,19 +166,6 @@ static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void 
                     launch(gw, block, [&] { hw(got.data(), n, q); });
                     std::snprintf(what, sizeof what, "sv_h_warp_%s n=2^%u q=%u block=%u grid=%u", name, L, q, block, gw);
                     expect_same(got, want, what);
-                    got = start;
-                    launch(gw, block, [&] { ht(got.data(), n, q); });
-                    std::snprintf(what, sizeof what, "sv_h_tile_%s n=2^%u q=%u block=%u grid=%u", name, L, q, block, gw);
-                    expect_same(got, want, what);
-                    // sv_h_tile in its own blocks, 2^(qv+1) threads, where they fit this register
-                    const int qv = (int)q - (E == 2 ? 1 : 0);
-                    if (qv >= 5 && (2ull << qv) <= n / E && block == 32) {
-                        const unsigned tb = 2u << qv, gt = g == 0 ? (unsigned)(n / E / tb) : g == 1 ? 1 : 3;
-                        got = start;
-                        launch(gt, tb, [&] { ht(got.data(), n, q); });
-                        std::snprintf(what, sizeof what, "sv_h_tile_%s n=2^%u q=%u block=%u grid=%u", name, L, q, tb, gt);
-                        expect_same(got, want, what);
-                    }
                 }
                 for (int one = 0; one < 2; one++) {
                     const auto amp = random_state<A>(n, rng), peer = random_state<A>(n, rng);
@@ -189,6 +181,28 @@ static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void 
                     expect_same(got, want, what);
                 }
             }
+        }
+    }
+    // sv_h_4k at the qubit whose partners are 4 KiB apart, on its own
+    // launch (src/gpu/kernels.rs, pair_groups), then in blocks of the wrong
+    // size, which must not wait at the barriers and must leave wrong
+    // amplitudes for the data check to find.
+    const u64 E = Ops<A>::E, group = 512;
+    const unsigned q = E == 2 ? 9 : 8;
+    for (unsigned L = q + 1; L <= 12; L++) {
+        const u64 n = 1ull << L, groups = n / E / group;
+        const auto start = random_state<A>(n, rng);
+        auto want = start;
+        h_ref(want, q);
+        auto got = start;
+        launch((unsigned)groups, group, [&] { h4k(got.data()); });
+        std::snprintf(what, sizeof what, "sv_h_4k_%s n=2^%u q=%u groups=%llu", name, L, q, groups);
+        expect_same(got, want, what);
+        got = start;
+        launch((unsigned)groups, group / 2, [&] { h4k(got.data()); });
+        if (std::memcmp(got.data(), want.data(), n * sizeof(A)) == 0) {
+            failures++;
+            std::printf("FAIL sv_h_4k_%s n=2^%u: blocks of %llu gave the right amplitudes\n", name, L, group / 2);
         }
     }
 }
@@ -221,8 +235,8 @@ static void test_copies() {
 }
 
 int main() {
-    test_precision<C1>("single", sv_h_single, sv_h_warp_single, sv_h_tile_single, sv_combine_single);
-    test_precision<C2>("double", sv_h_double, sv_h_warp_double, sv_h_tile_double, sv_combine_double);
+    test_precision<C1>("single", sv_h_single, sv_h_warp_single, sv_h_4k_single, sv_combine_single);
+    test_precision<C2>("double", sv_h_double, sv_h_warp_double, sv_h_4k_double, sv_combine_double);
     test_copies();
     std::printf(failures ? "%d failed\n" : "every kernel matched\n", failures);
     return failures != 0;

@@ -4,14 +4,20 @@
 // other ways of doing the same gate, each checked bit for bit against a
 // one-pair-a-thread kernel, then timed against cudaMemcpyAsync on the same
 // 16 GiB (median of 5 launches, 3 rounds): docs/kernels-roofline.md says
-// what they showed and why qbench runs that qubit through sv_h_tile.
+// what they showed and why qbench runs that qubit through sv_h_4k.
 //   warp16-*        one warp per 8 KiB pair group, 16 vectors a lane (in order, lo/hi alternating; blocks of 128, 64, 32)
 //   tile512x1       a block of 512 per group, one vector a thread, a __syncthreads
-//   tile512-pairbar the same with each pair of warps meeting at its own named barrier (qbench's sv_h_tile, bare)
+//   tile512-pairbar the same with each pair of warps meeting at its own named barrier
 //   tile1024-pairbar9, tile256-pairbar7  the same for partners 8 KiB and 2 KiB apart
 //   pair64          a block of 64: one warp of each half of a group
-//   prod-sv_h_tile, prod-sv_h   qbench's two kernels from kernels/statevec.cu, as qbench launches them
-//   tile-loadfirst  sv_h_tile's body with its load issued before the checks
+//   tile512-general the same, as qbench ran it before sv_h_4k: right for any grid and partner distance
+//   tile512-min     the same as tile512-pairbar with the block size and the distance constants
+//   tile512-min-*   the same with checks: -guard the block index against the last group before
+//                   the load, -clamp the block index clamped to it, -after the block's size
+//                   after the load, -clamp-after both
+//   prod-sv_h_4k, prod-sv_h   qbench's two kernels from kernels/statevec.cu, as qbench launches them
+//   bulk-sS-tT-xX   S groups in flight a block by the Hopper bulk copy (cp.async.bulk) into shared
+//                   memory, blocks of T threads, X blocks a multiprocessor, each looping over groups
 //   tile256x2, tile128x4        a group per block of 256 or 128 threads, 2 or 4 vectors a thread
 //   prod-sv_h also at partners 2 KiB and 8 KiB apart, where qbench runs it
 // Build and run (the GPU machine):
@@ -107,19 +113,132 @@ __global__ void h_pair64(A* amp, u64 n, unsigned qv) {
     st(vec + i, mix(sh[threadIdx.x ^ 32], v, hi ? (R)-1 : (R)1));
 }
 
-__device__ __forceinline__ double2 ld_now(const double2* p) { double2 v; asm volatile("ld.global.v2.f64 {%0,%1}, [%2];" : "=d"(v.x), "=d"(v.y) : "l"(p)); return v; }
-__device__ __forceinline__ float4 ld_now(const float4* p) { float4 v; asm volatile("ld.global.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p)); return v; }
+// G: the kernel qbench ran at this qubit before sv_h_4k, right for any grid
+// and for partners 2^5 to 2^9 vectors apart: its checks and index
+// arithmetic come before each block's one load (one tile a block, as
+// launched here, takes the first branch).
 template <typename A>
-__global__ void h_tile_lf(A* amp, u64 n, unsigned q) {
+__device__ __forceinline__ bool tile_fits(unsigned q) {
+    if (Ops<A>::E == 2 && q == 0) return false;
+    const unsigned qv = q - (Ops<A>::E == 2 ? 1 : 0);
+    return qv >= 5 && qv <= 9 && blockDim.x == (2u << qv);
+}
+
+// One pair group's tile at vector t * blockDim.x, given this thread's
+// vector v of it; `again`: the block's threads use sh once more after this.
+template <typename A>
+__device__ __forceinline__ void tile_step(typename Ops<A>::V* vec, typename Ops<A>::V* sh, u64 t,
+                                          typename Ops<A>::V v, unsigned q, bool again) {
+    typedef typename Ops<A>::R R;
+    const unsigned j = threadIdx.x, m = 1u << (q - (Ops<A>::E == 2 ? 1 : 0));
+    const unsigned id = (j >> 5) & ~(m >> 5);  // the pair's barrier: < 16 with blocks of ≤ 1024
+    sh[j] = v;
+    QB_PAIR_BARRIER(id, 64);
+    // |0> half: (v + p)/√2; |1> half: (p − v)/√2
+    st(vec + t * blockDim.x + j, mix(sh[j ^ m], v, (j & m) ? (R)-1 : (R)1));
+    if (again) QB_PAIR_BARRIER(id, 64);  // the partner has read sh[j]
+}
+
+template <typename A>
+__global__ void hadamard_tile_kernel(A* __restrict__ amp, u64 n, unsigned q) {
     typedef typename Ops<A>::V V;
     extern __shared__ uint4 qb_shared[];
-    V* sh = (V*)qb_shared; V* vec = (V*)amp;
+    V* sh = (V*)qb_shared;
+    V* vec = (V*)amp;
     const u64 tile = blockDim.x, nv = n / Ops<A>::E;
+    // One tile a block, as qbench launches it: the load goes out first and
+    // the checks run while it is in flight. Each block does one load and one
+    // store a thread, so what comes before its load lengthens every block's
+    // life: with the loop's bookkeeping first, the kernel ran at 0.95 of the
+    // copy engine, not 0.97.
     if ((u64)gridDim.x * tile == nv) {
-        const V v = ld_now(vec + blockIdx.x * tile + threadIdx.x);
-        if (tile_fits<A>(q)) { tile_step<A>(vec, sh, blockIdx.x, v, q, false); return; }
+        const V v = ld(vec + blockIdx.x * tile + threadIdx.x);
+        if (tile_fits<A>(q)) {
+            tile_step<A>(vec, sh, blockIdx.x, v, q, false);
+            return;
+        }
+    } else if (tile_fits<A>(q)) {
+        // Any other grid: tiles b, b + gridDim.x, ...; the loop's bounds are
+        // the block's, so both warps of a pair meet every barrier.
+        u64 t = blockIdx.x;
+        for (; (t + 1) * tile <= nv; t += gridDim.x)
+            tile_step<A>(vec, sh, t, ld(vec + t * tile + threadIdx.x), q, (t + gridDim.x + 1) * tile <= nv);
+        if (t * tile < nv) hadamard_pairs(amp, t * tile * Ops<A>::E / 2 + threadIdx.x, n / 2, blockDim.x, q);
+        return;
     }
-    hadamard_tile<A>(amp, n, q);
+    hadamard_pairs<A>(amp, blockIdx.x * (u64)blockDim.x + threadIdx.x, n / 2, (u64)gridDim.x * blockDim.x, q);
+}
+
+// M: one block of 512 per 8 KiB group as tile512-pairbar, the block size and
+// the partner distance compile-time constants; CHECK says what else comes
+// with the load: 0 nothing but its address; 1 a bounds check on the block
+// index before it; 2 the block index clamped to the last group; 3 the check
+// of the block's size after it (a compiler barrier keeps it there); 4 both
+// 2 and 3 (3: qbench's sv_h_4k before its barrier took the block's size
+// instead).
+template <typename A, int CHECK>
+__global__ void __launch_bounds__(512) h_tile_min(A* amp, unsigned last) {
+    typedef typename Ops<A>::V V; typedef typename Ops<A>::R R;
+    __shared__ V sh[512];
+    if (CHECK == 1 && blockIdx.x > last) return;
+    const unsigned b = CHECK == 2 || CHECK == 4 ? min(blockIdx.x, last) : blockIdx.x;
+    V* p = (V*)amp + (u64)b * 512 + threadIdx.x;
+    const V v = ld(p);
+    if (CHECK >= 3) {
+        QB_LOADS_BEFORE_STORES();
+        if (blockDim.x != 512) return;
+    }
+    sh[threadIdx.x] = v;
+    QB_PAIR_BARRIER((threadIdx.x >> 5) & ~8u, 64);
+    st(p, mix(sh[threadIdx.x ^ 256], v, (threadIdx.x & 256) ? (R)-1 : (R)1));
+}
+
+// B: the Hopper bulk copy (cp.async.bulk, TMA without a tensor map) brings
+// each 8 KiB group into shared memory, S groups in flight a block, blocks
+// of T threads looping over groups b, b + gridDim.x, ...; the threads read
+// the pair from shared memory and store the result to global memory.
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void bulk_get(void* dst, const void* src, unsigned bytes, u64* bar) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void bulk_wait(u64* bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+    } while (!done);
+}
+template <typename A, int S, int T>
+__global__ void __launch_bounds__(T) h_bulk(A* amp, u64 groups) {
+    typedef typename Ops<A>::V V; typedef typename Ops<A>::R R;
+    extern __shared__ uint4 shm[];
+    __shared__ u64 bar[S];
+    V* buf = (V*)shm; V* vec = (V*)amp;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[s])) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int s = 0; s < S; s++) {
+            const u64 g = blockIdx.x + (u64)s * gridDim.x;
+            if (g < groups) bulk_get(buf + s * 512, vec + g * 512, 8192, &bar[s]);
+        }
+    }
+    __syncthreads();
+    unsigned k = 0;
+    for (u64 g = blockIdx.x; g < groups; g += gridDim.x, k++) {
+        const unsigned s = k % S;
+        bulk_wait(&bar[s], (k / S) & 1);
+        const V* b = buf + s * 512;
+#pragma unroll
+        for (unsigned j = threadIdx.x; j < 512; j += T) st(vec + g * 512 + j, mix(b[j ^ 256], b[j], (j & 256) ? (R)-1 : (R)1));
+        __syncthreads();
+        const u64 next = g + (u64)S * gridDim.x;
+        if (threadIdx.x == 0 && next < groups) {
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            bulk_get(buf + s * 512, vec + next * 512, 8192, &bar[s]);
+        }
+    }
 }
 
 template <typename F> double med(cudaStream_t s, F&& run) {
@@ -140,6 +259,8 @@ template <typename A> void run(const char* name, unsigned L) {
     fill_random<<<132 * 64, 128>>>((float*)st, chunk / 4, 1); CK(cudaDeviceSynchronize());
     cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const u64 nv = n / E;
+    int sms = 0; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CK(cudaFuncSetAttribute(h_bulk<A, 8, 256>, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * 8192));
     struct Var { const char* name; int qv; std::function<void(cudaStream_t)> f; };
     std::vector<Var> vars;
     for (int qv : {7, 8, 9}) {
@@ -155,10 +276,22 @@ template <typename A> void run(const char* name, unsigned L) {
     vars.push_back({"tile1024-pairbar9", 9, [=](cudaStream_t ss) { h_tile_pairbar<A><<<(unsigned)(nv / 1024), 1024, 1024 * 16, ss>>>((A*)st, n, 9); }});
     vars.push_back({"tile256-pairbar7", 7, [=](cudaStream_t ss) { h_tile_pairbar<A><<<(unsigned)(nv / 256), 256, 256 * 16, ss>>>((A*)st, n, 7); }});
     vars.push_back({"pair64", 8, [=](cudaStream_t ss) { h_pair64<A><<<(unsigned)(nv / 64), 64, 0, ss>>>((A*)st, n, 8); }});
-    vars.push_back({"prod-sv_h_tile", 8, [=](cudaStream_t ss) { unsigned qq = 8 + qoff; if (E == 1) sv_h_tile_double<<<(unsigned)(nv / 512), 512, 512 * 16, ss>>>((C2*)st, n, qq); else sv_h_tile_single<<<(unsigned)(nv / 512), 512, 512 * 16, ss>>>((C1*)st, n, qq); }});
-    vars.push_back({"tile-loadfirst", 8, [=](cudaStream_t ss) { unsigned qq = 8 + qoff; h_tile_lf<A><<<(unsigned)(nv / 512), 512, 512 * 16, ss>>>((A*)st, n, qq); }});
+    vars.push_back({"tile512-general", 8, [=](cudaStream_t ss) { hadamard_tile_kernel<A><<<(unsigned)(nv / 512), 512, 512 * 16, ss>>>((A*)st, n, 8 + qoff); }});
+    vars.push_back({"prod-sv_h_4k", 8, [=](cudaStream_t ss) { const unsigned g = (unsigned)(nv / QB_GROUP); if (E == 1) sv_h_4k_double<<<g, QB_GROUP, 0, ss>>>((C2*)st); else sv_h_4k_single<<<g, QB_GROUP, 0, ss>>>((C1*)st); }});
     vars.push_back({"tile256x2", 8, [=](cudaStream_t ss) { h_tile<A, 2><<<(unsigned)(nv / 512), 256, 512 * 16, ss>>>((A*)st, n, 8); }});
     vars.push_back({"tile128x4", 8, [=](cudaStream_t ss) { h_tile<A, 4><<<(unsigned)(nv / 512), 128, 512 * 16, ss>>>((A*)st, n, 8); }});
+    const char* checks[] = {"tile512-min", "tile512-min-guard", "tile512-min-clamp", "tile512-min-after", "tile512-min-clamp-after"};
+    const unsigned last = (unsigned)(nv / 512 - 1);
+    vars.push_back({checks[0], 8, [=](cudaStream_t ss) { h_tile_min<A, 0><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
+    vars.push_back({checks[1], 8, [=](cudaStream_t ss) { h_tile_min<A, 1><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
+    vars.push_back({checks[2], 8, [=](cudaStream_t ss) { h_tile_min<A, 2><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
+    vars.push_back({checks[3], 8, [=](cudaStream_t ss) { h_tile_min<A, 3><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
+    vars.push_back({checks[4], 8, [=](cudaStream_t ss) { h_tile_min<A, 4><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
+    vars.push_back({"bulk-s4-t256-x4", 8, [=](cudaStream_t ss) { h_bulk<A, 4, 256><<<sms * 4, 256, 4 * 8192, ss>>>((A*)st, nv / 512); }});
+    vars.push_back({"bulk-s2-t256-x8", 8, [=](cudaStream_t ss) { h_bulk<A, 2, 256><<<sms * 8, 256, 2 * 8192, ss>>>((A*)st, nv / 512); }});
+    vars.push_back({"bulk-s5-t512-x4", 8, [=](cudaStream_t ss) { h_bulk<A, 5, 512><<<sms * 4, 512, 5 * 8192, ss>>>((A*)st, nv / 512); }});
+    vars.push_back({"bulk-s3-t128-x8", 8, [=](cudaStream_t ss) { h_bulk<A, 3, 128><<<sms * 8, 128, 3 * 8192, ss>>>((A*)st, nv / 512); }});
+    vars.push_back({"bulk-s8-t256-x2", 8, [=](cudaStream_t ss) { h_bulk<A, 8, 256><<<sms * 2, 256, 8 * 8192, ss>>>((A*)st, nv / 512); }});
     // correctness
     for (auto& v : vars) {
         const unsigned q = v.qv + qoff;

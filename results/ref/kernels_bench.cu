@@ -19,7 +19,8 @@
 //   ... -DQB_BASELINE             the kernels before (results/ref/baseline/), with their launch shapes
 // Run:
 //   ./bench [-o out.json] [--grids tiles,tiles256,wave,sm16] [--qubits all|edges|LO-HI] [--verify 0|1] double:30 single:31
-// At the qubit whose partners are 4 KiB apart, H runs as qbench runs it (sv_h_tile) and, as
+// At the qubit whose partners are 4 KiB apart, H runs as qbench runs it (sv_h_4k, on its own
+// launch whatever the grid below) and, as
 // the row "h_split", through sv_h, which qbench uses for the other qubits from 5 up.
 // Grids (qbench's kernels loop over tiles, so each is correct):
 //   tiles  one tile a block, as qbench's src/gpu/kernels.rs grid() launches them
@@ -40,6 +41,7 @@
 #include "baseline/statevec.cu"
 #include "baseline/copy.cu"
 static const char* BUILD = "baseline";
+#define QB_GROUP 512u  // sv_h_4k's block; the baseline has no such kernel
 #else
 #include "../../kernels/statevec.cu"
 #include "../../kernels/copy.cu"
@@ -82,14 +84,14 @@ static unsigned blocks(const std::string& g, u64 threads, const void* f) {
 
 // One precision's kernels, as the runtime's launch handles.
 struct Kernels {
-    const void *h, *hw, *ht, *comb;  // ht: sv_h_tile (none in the baseline)
+    const void *h, *hw, *ht, *comb;  // ht: sv_h_4k (none in the baseline)
 };
 
 // Qubits timed (--qubits LO-HI), where given.
 static int q_lo = -1, q_hi = -1;
 
 // The qubit's bit in a 16-byte vector's index, if its partners are 4 KiB
-// apart (src/transport/amplitudes/gpu/mod.rs, local_h: sv_h_tile), else -1.
+// apart (src/transport/amplitudes/gpu/mod.rs, local_h: sv_h_4k), else -1.
 static int tile_qv(unsigned q, u64 e) {
     const int qv = (int)q - (e == 2 ? 1 : 0);
     return qv >= 0 && (16ULL << qv) == 4096 ? qv : -1;
@@ -121,7 +123,7 @@ struct Launcher {
     u64 e;  // amplitudes a 16-byte vector holds
     // Elements of the gate and combine kernels: vectors, or the baseline's amplitudes.
     u64 elems(u64 amps) const { return BY_VECTOR ? (amps + e - 1) / e : amps; }
-    // H as local_h launches it; `split`: sv_h even where sv_h_tile would run.
+    // H as local_h launches it; `split`: sv_h even where sv_h_4k would run.
     void h(void* amp, unsigned q, cudaStream_t s, bool split = false) const {
         if (q < 5 && n >= 32 * 4) {  // local_h: sv_h_warp
             u64 nn = n;
@@ -130,14 +132,9 @@ struct Launcher {
             return;
         }
         const int qv = tile_qv(q, e);
-        if (k.ht && !split && qv >= 0 && (2ULL << qv) <= elems(n)) {  // sv_h_tile: a block a pair group
-            const unsigned block = 2u << qv;
-            u64 nn = n;
-            void* args[] = {&amp, &nn, &q};
-            const u64 want = elems(n) / block;
-            const unsigned grid_blocks =
-                grid == "wave" || grid == "sm16" ? (unsigned)std::min<u64>(want, (u64)sms * 4) : (unsigned)want;
-            CK(cudaLaunchKernel(k.ht, dim3(grid_blocks), dim3(block), args, block * 16, s));
+        if (k.ht && !split && qv >= 0 && (2ULL << qv) <= elems(n)) {  // sv_h_4k: a block a pair group
+            void* args[] = {&amp};
+            CK(cudaLaunchKernel(k.ht, dim3((unsigned)(elems(n) / QB_GROUP)), dim3(QB_GROUP), args, 0, s));
             return;
         }
         u64 pairs = n / 2;
@@ -426,7 +423,7 @@ int main(int argc, char** argv) {
 #ifdef QB_BASELINE
     const void *tile_single = nullptr, *tile_double = nullptr;
 #else
-    const void *tile_single = (const void*)sv_h_tile_single, *tile_double = (const void*)sv_h_tile_double;
+    const void *tile_single = (const void*)sv_h_4k_single, *tile_double = (const void*)sv_h_4k_double;
 #endif
     const Kernels single = {(const void*)sv_h_single, (const void*)sv_h_warp_single, tile_single,
                             (const void*)sv_combine_single};

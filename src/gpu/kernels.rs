@@ -13,6 +13,7 @@ use super::{Gpu, cuda_err};
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::pattern::Pattern;
+use crate::statevec::layout::SLOW_PARTNER_BYTES;
 use crate::transport::{Collective, Op};
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{Ptx, result as nvrtc, sys as nvrtc_sys};
@@ -208,14 +209,24 @@ pub fn streaming(gpu: &Gpu, vectors: u64) -> LaunchConfig {
     grid(gpu, vectors.div_ceil(VECTORS))
 }
 
-/// The launch of sv_h_tile over `vectors` 16-byte vectors for partners
-/// `partner` vectors apart (a power of two, 32 to 512): a block of
-/// 2 × `partner` threads for each pair group, with shared memory for its
-/// vectors.
-pub fn pair_groups(vectors: u64, partner: u64) -> LaunchConfig {
-    let block = 2 * partner;
-    let blocks = (vectors / block).clamp(1, MAX_BLOCKS) as u32;
-    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (block as u32, 1, 1), shared_mem_bytes: (block * 16) as u32 }
+/// The threads of sv_h_4k's block: one for each 16-byte vector of a pair
+/// group whose partners are 4 KiB apart (kernels/statevec.cu, QB_GROUP).
+const PAIR_GROUP_VECTORS: u64 = 2 * SLOW_PARTNER_BYTES / 16;
+
+/// The launch of sv_h_4k over `vectors` 16-byte vectors: exactly one block
+/// of [`PAIR_GROUP_VECTORS`] threads for each pair group, as the kernel
+/// requires. None where `vectors` is not a whole number of groups or they
+/// outnumber a grid.
+pub fn pair_groups(vectors: u64) -> Option<LaunchConfig> {
+    let groups = vectors / PAIR_GROUP_VECTORS;
+    if groups == 0 || vectors % PAIR_GROUP_VECTORS != 0 || groups > MAX_BLOCKS {
+        return None;
+    }
+    Some(LaunchConfig {
+        grid_dim: (groups as u32, 1, 1),
+        block_dim: (PAIR_GROUP_VECTORS as u32, 1, 1),
+        shared_mem_bytes: 0,
+    })
 }
 
 /// Loads the named kernels of one source file into a GPU's context: its
@@ -486,13 +497,15 @@ mod tests {
         }
     }
 
-    /// sv_h_tile's launch: one block of 2 × partner threads, with their
-    /// vectors in shared memory, for each pair group.
+    /// sv_h_4k's launch: one block of 512 threads for each pair group, none
+    /// for a register that is not whole groups.
     #[test]
     fn pair_groups_give_each_group_a_block() {
-        let c = pair_groups(1 << 30, 256);
-        assert_eq!((c.grid_dim, c.block_dim, c.shared_mem_bytes), ((1 << 21, 1, 1), (512, 1, 1), 8192));
-        assert_eq!(pair_groups(512, 256).grid_dim.0, 1);
+        let c = pair_groups(1 << 30).unwrap();
+        assert_eq!((c.grid_dim, c.block_dim, c.shared_mem_bytes), ((1 << 21, 1, 1), (512, 1, 1), 0));
+        assert_eq!(pair_groups(512).unwrap().grid_dim.0, 1);
+        assert!(pair_groups(256).is_none());
+        assert!(pair_groups(512 * 3 + 16).is_none());
     }
 
     fn all_collectives() -> Vec<&'static dyn Collective> {

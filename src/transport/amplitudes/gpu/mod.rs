@@ -41,14 +41,7 @@ pub trait GpuWire: Sync {
 
 /// The precision-suffixed kernels of kernels/statevec.cu this register
 /// launches (`sv_<kind>_single`, `sv_<kind>_double`).
-const KINDS: [&str; 6] = ["init", "check", "h", "h_warp", "h_tile", "combine"];
-
-/// The distance between partners, in 16-byte vectors, at which H runs
-/// through sv_h_tile: on an H200, sv_h's warps, each reading two runs 4 KiB
-/// apart, streamed at 0.95 of the copy engine there and at 0.99-1.00 at
-/// every other distance; a block holding the whole contiguous pair group,
-/// at 0.96 (docs/kernels-roofline.md).
-const TILE_PARTNER_VECTORS: u64 = SLOW_PARTNER_BYTES / 16;
+const KINDS: [&str; 6] = ["init", "check", "h", "h_warp", "h_4k", "combine"];
 
 struct GpuRank {
     gpu: Gpu,
@@ -454,25 +447,37 @@ impl Register for GpuRegister<'_> {
     fn local_h(&mut self, q: u32) -> Result<Seconds> {
         let n = self.layout.local_amps();
         let vectors = n / self.per_vector();
-        let tile =
-            q == self.layout.precision.qubit_with_partners(SLOW_PARTNER_BYTES) && vectors >= 2 * TILE_PARTNER_VECTORS;
         // sv_h_warp: partners within a warp, whole warps load contiguous
-        // amplitudes and trade them by shuffles. sv_h_tile: partners 4 KiB
-        // apart, a contiguous pair group a block. sv_h: each warp takes 16
-        // pairs as two runs of 256 bytes; it counts pairs, the others
-        // amplitudes.
-        let (kind, count) = match (q < 5 && n >= 32 * 4, tile) {
-            (true, _) => ("h_warp", n),
-            (false, true) => ("h_tile", n),
-            (false, false) => ("h", n / 2),
-        };
-        let name = self.fname(kind);
+        // amplitudes and trade them by shuffles. sv_h_4k: partners 4 KiB
+        // apart, where sv_h's two runs 4 KiB apart in each warp stream at
+        // 0.95 of the copy engine on an H200: a block for each contiguous
+        // pair group (docs/kernels-roofline.md). sv_h: each warp takes 16
+        // pairs as two runs of 256 bytes.
+        let groups = (q == self.layout.precision.qubit_with_partners(SLOW_PARTNER_BYTES))
+            .then(|| pair_groups(vectors))
+            .flatten();
+        let warp = q < 5 && n >= 32 * 4;
+        let name = self.fname(match (groups, warp) {
+            (Some(_), _) => "h_4k",
+            (None, true) => "h_warp",
+            (None, false) => "h",
+        });
+        // sv_h_warp counts amplitudes, sv_h pairs.
+        let count = if warp { n } else { n / 2 };
         self.span(|me| {
             for (i, r) in me.ranks.iter().enumerate() {
                 let amp = r.state;
                 let mut l = me.kernel(i, &name)?;
-                l.arg(&amp).arg(&count).arg(&q);
-                let cfg = if tile { pair_groups(vectors, TILE_PARTNER_VECTORS) } else { streaming(&r.gpu, vectors) };
+                let cfg = match groups {
+                    Some(cfg) => {
+                        l.arg(&amp);
+                        cfg
+                    }
+                    _ => {
+                        l.arg(&amp).arg(&count).arg(&q);
+                        streaming(&r.gpu, vectors)
+                    }
+                };
                 go(l, cfg, &name)?;
             }
             Ok(())
@@ -564,7 +569,8 @@ mod tests {
         let src = include_str!("../../../../kernels/statevec.cu");
         let defined: Vec<&str> = src
             .lines()
-            .filter_map(|l| l.split("__global__ void sv_").nth(1))
+            .filter(|l| l.contains("__global__ void"))
+            .filter_map(|l| l.split(" sv_").nth(1))
             .filter_map(|rest| rest.split("_##NAME").next().filter(|k| !k.contains('(')))
             .collect();
         let mut want: Vec<&str> = KINDS.to_vec();
