@@ -116,7 +116,7 @@ timeout 300 make -C "$SCR/nccl-tests/src" -j"$(nproc)" MPI=0 NCCL_HOME="$NCCL_HO
     NVCC_GENCODE="$GENCODE" BUILDDIR="$NT" $targets > "$OUT/build.log" 2>&1
 echo "nccl-tests build rc=$? $((SECONDS - t0))s"
 timeout 120 "$CUDA_HOME/bin/nvcc" -O2 -std=c++17 $GENCODE -L"$CUDA_HOME/lib64" -o "$SCR/copy_latency" \
-    "$ROOT/results/ref/copy_latency.cu" >> "$OUT/build.log" 2>&1
+    "$ROOT/results/ref/copy_latency.cu" -lcuda >> "$OUT/build.log" 2>&1
 echo "copy_latency build rc=$?"
 for c in $COLLECTIVES; do
     [ -x "$NT/${c%%:*}_perf" ] || { echo "missing $NT/${c%%:*}_perf; see build.log"; tail -20 "$OUT/build.log"; exit 3; }

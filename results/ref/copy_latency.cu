@@ -30,18 +30,24 @@
 // loops and compared again after them. Every CUDA call's status is checked.
 //
 // Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90,code=sm_90
-//            -o copy_latency results/ref/copy_latency.cu  (one line)
+//            -o copy_latency results/ref/copy_latency.cu -lcuda  (one line)
 // Run:   copy_latency OUT.json [-n ITERS] [-w WARMUP] [--tests a,b,...]
 //                     [--max BYTES] [--mapped-blocks auto|N]
 //                     [--sched auto|spin|yield|blocking]
 //                     [--wait sync|query] [--host-alloc default|mapped]
-// Two switches find where a difference to qbench comes from: --wait query
+//                     [--api runtime|driver|generic]
+// Three switches find where a difference to qbench comes from: --wait query
 // waits by polling cudaStreamQuery / cudaEventQuery (qbench's wait, which
 // also watches for Ctrl-C and its timeout) instead of cudaStreamSynchronize
 // / cudaEventSynchronize; --host-alloc mapped allocates H2D/D2H's pinned
-// memory portable and mapped, as qbench's cuMemHostAlloc does.
+// memory portable and mapped, as qbench's cuMemHostAlloc does; --api driver
+// makes H2D, D2H and peer copies with the driver's cuMemcpyHtoDAsync,
+// cuMemcpyDtoHAsync and cuMemcpyAsync, as qbench does, and --api generic
+// all three with cuMemcpyAsync (unified addressing), instead of
+// cudaMemcpyAsync.
 // Exit status: 0 right, 1 wrong bytes, 2 bad arguments, 3 CUDA error.
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -147,6 +153,7 @@ struct Options {
     std::string sched = "auto";
     bool wait_query = false;
     bool host_mapped = false;
+    std::string api = "runtime";
     std::vector<std::string> tests = {"h2d", "d2h", "peer", "mapped_read", "mapped_write"};
 };
 
@@ -234,6 +241,15 @@ struct Bench {
 
     // Issues one copy; returns its status without waiting.
     cudaError_t issue(size_t size) const {
+        if (opt.api != "runtime" && dir.kind != Kind::MappedRead && dir.kind != Kind::MappedWrite) {
+            const CUstream s = (CUstream)stream;
+            const CUdeviceptr d = (CUdeviceptr)dst, sd = (CUdeviceptr)src;
+            const bool generic = opt.api == "generic";
+            const CUresult r = dir.kind == Kind::H2D && !generic   ? cuMemcpyHtoDAsync(d, src, size, s)
+                               : dir.kind == Kind::D2H && !generic ? cuMemcpyDtoHAsync(dst, sd, size, s)
+                                                                   : cuMemcpyAsync(d, sd, size, s);
+            return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+        }
         switch (dir.kind) {
         case Kind::H2D:
             return cudaMemcpyAsync(dst, src, size, cudaMemcpyHostToDevice, stream);
@@ -352,7 +368,7 @@ std::vector<std::string> split(const std::string& s) {
     std::fprintf(stderr,
                  "usage: copy_latency OUT.json [-n ITERS (1000)] [-w WARMUP (10)] [--tests h2d,d2h,peer,mapped_read,mapped_write]\n"
                  "                    [--max BYTES (16M)] [--mapped-blocks auto|N] [--sched auto|spin|yield|blocking]\n"
-                 "                    [--wait sync|query] [--host-alloc default|mapped]\n");
+                 "                    [--wait sync|query] [--host-alloc default|mapped] [--api runtime|driver|generic]\n");
     std::exit(2);
 }
 
@@ -383,6 +399,9 @@ Options parse(int argc, char** argv) {
             const std::string v = value();
             if (v != "default" && v != "mapped") usage("bad --host-alloc");
             o.host_mapped = v == "mapped";
+        } else if (a == "--api") {
+            o.api = value();
+            if (o.api != "runtime" && o.api != "driver" && o.api != "generic") usage("bad --api");
         } else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
         else if (o.out.empty()) o.out = a;
         else usage("more than one output file");
@@ -448,8 +467,9 @@ int main(int argc, char** argv) {
     std::vector<size_t> sizes;
     for (size_t s = 1; s <= opt.max_bytes; s *= 2) sizes.push_back(s);
 
-    std::printf("# copy_latency: %d GPU(s), device 0 %s [%s], runtime %d, driver %d, %d copies per size after %d warm-up, sched %s, wait %s, host memory %s\n",
-                ngpus, prop.name, bus, runtime, driver, opt.iters, opt.warmup, opt.sched.c_str(), opt.wait_query ? "query" : "sync", opt.host_mapped ? "mapped" : "default");
+    std::printf("# copy_latency: %d GPU(s), device 0 %s [%s], runtime %d, driver %d, %d copies per size after %d warm-up, sched %s, wait %s, host memory %s, api %s\n",
+                ngpus, prop.name, bus, runtime, driver, opt.iters, opt.warmup, opt.sched.c_str(), opt.wait_query ? "query" : "sync", opt.host_mapped ? "mapped" : "default",
+                opt.api.c_str());
     std::printf("# host: steady_clock around one copy + cudaStreamSynchronize; device: events, separate pass\n");
     std::printf("# %-12s %10s %10s %10s %10s %10s %6s\n", "direction", "size", "host p50", "host min", "host p99", "dev p50", "wrong");
 
@@ -495,8 +515,9 @@ int main(int argc, char** argv) {
     std::fprintf(f, " \"tool\": \"results/ref/copy_latency.cu\",\n");
     std::fprintf(f, " \"device\": \"%s\", \"bus_id\": \"%s\", \"gpus\": %d, \"cuda_runtime\": %d, \"cuda_driver\": %d,\n",
                  json_escape(prop.name).c_str(), bus, ngpus, runtime, driver);
-    std::fprintf(f, " \"iters\": %d, \"warmup\": %d, \"sched\": \"%s\", \"wait\": \"%s\", \"host_alloc\": \"%s\", \"max_bytes\": %zu,\n", opt.iters, opt.warmup,
-                 opt.sched.c_str(), opt.wait_query ? "query" : "sync", opt.host_mapped ? "mapped" : "default", opt.max_bytes);
+    std::fprintf(f, " \"iters\": %d, \"warmup\": %d, \"sched\": \"%s\", \"wait\": \"%s\", \"host_alloc\": \"%s\", \"api\": \"%s\", \"max_bytes\": %zu,\n", opt.iters,
+                 opt.warmup, opt.sched.c_str(), opt.wait_query ? "query" : "sync", opt.host_mapped ? "mapped" : "default",
+                 opt.api.c_str(), opt.max_bytes);
     std::fprintf(f, " \"mapped_grid\": \"%s\", \"threads_per_block\": %d,\n",
                  opt.mapped_blocks ? (std::to_string(opt.mapped_blocks) + " block(s)").c_str() : "qbench (one block per 16 KiB, at most 16 per SM)",
                  kThreads);
