@@ -35,7 +35,7 @@
 //                     [--max BYTES] [--mapped-blocks auto|N]
 //                     [--sched auto|spin|yield|blocking]
 //                     [--wait sync|query] [--host-alloc default|mapped]
-//                     [--api runtime|driver|generic]
+//                     [--api runtime|driver|generic] [--streams-before K]
 // Three switches find where a difference to qbench comes from: --wait query
 // waits by polling cudaStreamQuery / cudaEventQuery (qbench's wait, which
 // also watches for Ctrl-C and its timeout) instead of cudaStreamSynchronize
@@ -44,7 +44,8 @@
 // makes H2D, D2H and peer copies with the driver's cuMemcpyHtoDAsync,
 // cuMemcpyDtoHAsync and cuMemcpyAsync, as qbench does, and --api generic
 // all three with cuMemcpyAsync (unified addressing), instead of
-// cudaMemcpyAsync.
+// cudaMemcpyAsync; --streams-before K makes and uses K streams before the
+// timed one, as qbench uses its GPU's own stream before a flow's.
 // Exit status: 0 right, 1 wrong bytes, 2 bad arguments, 3 CUDA error.
 
 #include <cuda.h>
@@ -154,6 +155,7 @@ struct Options {
     bool wait_query = false;
     bool host_mapped = false;
     std::string api = "runtime";
+    int streams_before = 0;
     std::vector<std::string> tests = {"h2d", "d2h", "peer", "mapped_read", "mapped_write"};
 };
 
@@ -368,7 +370,8 @@ std::vector<std::string> split(const std::string& s) {
     std::fprintf(stderr,
                  "usage: copy_latency OUT.json [-n ITERS (1000)] [-w WARMUP (10)] [--tests h2d,d2h,peer,mapped_read,mapped_write]\n"
                  "                    [--max BYTES (16M)] [--mapped-blocks auto|N] [--sched auto|spin|yield|blocking]\n"
-                 "                    [--wait sync|query] [--host-alloc default|mapped] [--api runtime|driver|generic]\n");
+                 "                    [--wait sync|query] [--host-alloc default|mapped] [--api runtime|driver|generic]\n"
+                 "                    [--streams-before K]\n");
     std::exit(2);
 }
 
@@ -399,6 +402,9 @@ Options parse(int argc, char** argv) {
             const std::string v = value();
             if (v != "default" && v != "mapped") usage("bad --host-alloc");
             o.host_mapped = v == "mapped";
+        } else if (a == "--streams-before") {
+            o.streams_before = std::atoi(value());
+            if (o.streams_before < 0) usage("bad --streams-before");
         } else if (a == "--api") {
             o.api = value();
             if (o.api != "runtime" && o.api != "driver" && o.api != "generic") usage("bad --api");
@@ -458,6 +464,17 @@ int main(int argc, char** argv) {
     char bus[32] = {0};
     CK(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
 
+    // --streams-before: streams made and used (a 1-byte memset each) before
+    // the timed one, as qbench's GPU keeps a stream of its own for fills and
+    // checks and makes each flow's stream after it.
+    std::vector<cudaStream_t> earlier((size_t)opt.streams_before);
+    void* scratch = nullptr;
+    if (!earlier.empty()) CK(cudaMalloc(&scratch, 1));
+    for (auto& e : earlier) {
+        CK(cudaStreamCreateWithFlags(&e, cudaStreamNonBlocking));
+        CK(cudaMemsetAsync(scratch, 0, 1, e));
+        CK(cudaStreamSynchronize(e));
+    }
     cudaStream_t stream;
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     cudaEvent_t start, end;
@@ -467,9 +484,9 @@ int main(int argc, char** argv) {
     std::vector<size_t> sizes;
     for (size_t s = 1; s <= opt.max_bytes; s *= 2) sizes.push_back(s);
 
-    std::printf("# copy_latency: %d GPU(s), device 0 %s [%s], runtime %d, driver %d, %d copies per size after %d warm-up, sched %s, wait %s, host memory %s, api %s\n",
+    std::printf("# copy_latency: %d GPU(s), device 0 %s [%s], runtime %d, driver %d, %d copies per size after %d warm-up, sched %s, wait %s, host memory %s, api %s, %d streams before\n",
                 ngpus, prop.name, bus, runtime, driver, opt.iters, opt.warmup, opt.sched.c_str(), opt.wait_query ? "query" : "sync", opt.host_mapped ? "mapped" : "default",
-                opt.api.c_str());
+                opt.api.c_str(), opt.streams_before);
     std::printf("# host: steady_clock around one copy + cudaStreamSynchronize; device: events, separate pass\n");
     std::printf("# %-12s %10s %10s %10s %10s %10s %6s\n", "direction", "size", "host p50", "host min", "host p99", "dev p50", "wrong");
 
@@ -515,9 +532,9 @@ int main(int argc, char** argv) {
     std::fprintf(f, " \"tool\": \"results/ref/copy_latency.cu\",\n");
     std::fprintf(f, " \"device\": \"%s\", \"bus_id\": \"%s\", \"gpus\": %d, \"cuda_runtime\": %d, \"cuda_driver\": %d,\n",
                  json_escape(prop.name).c_str(), bus, ngpus, runtime, driver);
-    std::fprintf(f, " \"iters\": %d, \"warmup\": %d, \"sched\": \"%s\", \"wait\": \"%s\", \"host_alloc\": \"%s\", \"api\": \"%s\", \"max_bytes\": %zu,\n", opt.iters,
+    std::fprintf(f, " \"iters\": %d, \"warmup\": %d, \"sched\": \"%s\", \"wait\": \"%s\", \"host_alloc\": \"%s\", \"api\": \"%s\", \"streams_before\": %d, \"max_bytes\": %zu,\n", opt.iters,
                  opt.warmup, opt.sched.c_str(), opt.wait_query ? "query" : "sync", opt.host_mapped ? "mapped" : "default",
-                 opt.api.c_str(), opt.max_bytes);
+                 opt.api.c_str(), opt.streams_before, opt.max_bytes);
     std::fprintf(f, " \"mapped_grid\": \"%s\", \"threads_per_block\": %d,\n",
                  opt.mapped_blocks ? (std::to_string(opt.mapped_blocks) + " block(s)").c_str() : "qbench (one block per 16 KiB, at most 16 per SM)",
                  kThreads);
