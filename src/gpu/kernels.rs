@@ -219,7 +219,7 @@ const PAIR_GROUP_VECTORS: u64 = 2 * SLOW_PARTNER_BYTES / 16;
 /// outnumber a grid.
 pub fn pair_groups(vectors: u64) -> Option<LaunchConfig> {
     let groups = vectors / PAIR_GROUP_VECTORS;
-    if groups == 0 || vectors % PAIR_GROUP_VECTORS != 0 || groups > MAX_BLOCKS {
+    if groups == 0 || !vectors.is_multiple_of(PAIR_GROUP_VECTORS) || groups > MAX_BLOCKS {
         return None;
     }
     Some(LaunchConfig {
