@@ -245,12 +245,12 @@ __device__ void hadamard_split(A* amp, u64 pairs, unsigned q) {
 // address comes before the load. It ran at 0.971 of the copy engine where
 // a kernel right for any grid and qubit, with its checks and index
 // arithmetic ahead of the load, ran at 0.960-0.964; a check of the block
-// index or of the block's size, or a clamp of the index, ahead of the load
-// cost 0.002-0.005 (docs/kernels-roofline.md). So the launch must be exactly one block of
-// 512 for each group (src/gpu/kernels.rs, pair_groups). In a block of
-// another size the partner warp may not exist: each warp then passes a
-// barrier of its own 32 threads and writes amplitudes that the data check
-// reports wrong, rather than wait forever.
+// index or of the block's size, or a clamp of the index, ahead of the
+// load cost 0.002-0.005 (docs/kernels-roofline.md). So the launch must be
+// exactly one block of 512 for each group (src/gpu/kernels.rs,
+// pair_groups). In a block of another size the partner warp may not
+// exist: each warp then passes a barrier of its own 32 threads and writes
+// amplitudes that the data check reports wrong, rather than wait forever.
 #define QB_GROUP 512u
 template <typename A>
 __device__ __forceinline__ void hadamard_4k(A* amp) {
