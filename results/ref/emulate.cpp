@@ -187,7 +187,7 @@ static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void 
     // launch (src/gpu/kernels.rs, pair_groups), then in blocks of the wrong
     // size, which must not wait at the barriers and must leave wrong
     // amplitudes for the data check to find.
-    const u64 E = Ops<A>::E, group = 512;
+    const u64 E = Ops<A>::E, group = QB_GROUP;
     const unsigned q = E == 2 ? 9 : 8;
     for (unsigned L = q + 1; L <= 12; L++) {
         const u64 n = 1ull << L, groups = n / E / group;

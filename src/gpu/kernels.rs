@@ -508,6 +508,13 @@ mod tests {
         assert!(pair_groups(512 * 3 + 16).is_none());
     }
 
+    /// The block pair_groups launches is the one sv_h_4k is written for.
+    #[test]
+    fn pair_groups_block_is_the_kernels_group() {
+        let define = format!("#define QB_GROUP {PAIR_GROUP_VECTORS}u");
+        assert!(TIMED[0].1.lines().any(|l| l == define), "kernels/statevec.cu lacks `{define}`");
+    }
+
     fn all_collectives() -> Vec<&'static dyn Collective> {
         Kind::ALL.iter().map(|k| k.spec() as &dyn Collective).collect()
     }

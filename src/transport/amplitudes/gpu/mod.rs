@@ -473,7 +473,7 @@ impl Register for GpuRegister<'_> {
                         l.arg(&amp);
                         cfg
                     }
-                    _ => {
+                    None => {
                         l.arg(&amp).arg(&count).arg(&q);
                         streaming(&r.gpu, vectors)
                     }
