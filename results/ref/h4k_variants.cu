@@ -19,15 +19,20 @@
 //   bulk-sS-tT-xX   S groups in flight a block by the Hopper bulk copy (cp.async.bulk) into shared
 //                   memory, blocks of T threads, X blocks a multiprocessor, each looping over groups
 //   tile256x2, tile128x4        a group per block of 256 or 128 threads, 2 or 4 vectors a thread
+//   multi2, multi4  a block of 512 for 2 or 4 adjacent groups, one vector of each a thread, one barrier
+//   loop-xK         K persistent blocks of 512 a multiprocessor looping over groups, the next group's
+//                   vector loaded before this one's barrier, two shared buffers alternating
 //   prod-sv_h also at partners 2 KiB and 8 KiB apart, where qbench runs it
 // Build and run (the GPU machine):
-//   nvcc -O3 -std=c++17 -arch=sm_90 -DQB_VECTORS=1 -o h4k results/ref/h4k_variants.cu && ./h4k
+//   nvcc -O3 -std=c++17 -arch=sm_90 -DQB_VECTORS=1 -o h4k results/ref/h4k_variants.cu && ./h4k [PREFIX...]
+//   (with prefixes, only the variants whose names start with one of them)
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 #include <algorithm>
 #include <functional>
+#include <string>
 #include "../../kernels/statevec.cu"
 #include "bench_common.cuh"
 
@@ -193,6 +198,51 @@ __global__ void __launch_bounds__(512) h_tile_min(A* amp, unsigned last) {
     st(p, mix(sh[threadIdx.x ^ 256], v, (threadIdx.x & 256) ? (R)-1 : (R)1));
 }
 
+// N: one block of 512 for NG adjacent 8 KiB groups: each thread loads one
+// vector of each (NG loads in flight), then one pair barrier for all NG.
+template <typename A, int NG>
+__global__ void __launch_bounds__(512) h_tile_multi(A* amp) {
+    typedef typename Ops<A>::V V; typedef typename Ops<A>::R R;
+    __shared__ V sh[NG * 512];
+    const unsigned j = threadIdx.x;
+    V* p = (V*)amp + (u64)blockIdx.x * (NG * 512) + j;
+    V v[NG];
+#pragma unroll
+    for (int g = 0; g < NG; g++) v[g] = ld(p + g * 512);
+#pragma unroll
+    for (int g = 0; g < NG; g++) sh[g * 512 + j] = v[g];
+    QB_PAIR_BARRIER((j >> 5) & ~8u, 64);
+#pragma unroll
+    for (int g = 0; g < NG; g++) st(p + g * 512, mix(sh[g * 512 + (j ^ 256)], v[g], (j & 256) ? (R)-1 : (R)1));
+}
+
+// P: persistent blocks of 512 looping over groups b, b + gridDim.x, ...;
+// the next group's vector is loaded before this group's barrier, and the
+// two shared buffers alternate, so one pair barrier a group suffices (a
+// warp writes a buffer again only after its partner has met the barrier
+// that follows its read of it).
+template <typename A>
+__global__ void __launch_bounds__(512) h_tile_loop(A* amp, unsigned groups) {
+    typedef typename Ops<A>::V V; typedef typename Ops<A>::R R;
+    __shared__ V sh[2][512];
+    const unsigned j = threadIdx.x, id = (j >> 5) & ~8u;
+    const R sign = (j & 256) ? (R)-1 : (R)1;
+    V* base = (V*)amp + j;
+    unsigned g = blockIdx.x;
+    V v = ld(base + (u64)g * 512);
+    for (unsigned k = 0;; k++) {
+        const unsigned next = g + gridDim.x;
+        V w = v;
+        if (next < groups) w = ld(base + (u64)next * 512);
+        sh[k & 1][j] = v;
+        QB_PAIR_BARRIER(id, 64);
+        st(base + (u64)g * 512, mix(sh[k & 1][j ^ 256], v, sign));
+        if (next >= groups) break;
+        g = next;
+        v = w;
+    }
+}
+
 // B: the Hopper bulk copy (cp.async.bulk, TMA without a tensor map) brings
 // each 8 KiB group into shared memory, S groups in flight a block, blocks
 // of T threads looping over groups b, b + gridDim.x, ...; the threads read
@@ -251,6 +301,8 @@ template <typename F> double med(cudaStream_t s, F&& run) {
     std::sort(t.begin(), t.end()); return t[2] * 1e-3;
 }
 
+static std::vector<std::string> only;  // name prefixes from the command line; empty: every variant
+
 template <typename A> void run(const char* name, unsigned L) {
     const u64 n = 1ULL << L, chunk = n * sizeof(A);
     const unsigned E = Ops<A>::E, qoff = E == 2 ? 1 : 0;
@@ -287,11 +339,24 @@ template <typename A> void run(const char* name, unsigned L) {
     vars.push_back({checks[2], 8, [=](cudaStream_t ss) { h_tile_min<A, 2><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
     vars.push_back({checks[3], 8, [=](cudaStream_t ss) { h_tile_min<A, 3><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
     vars.push_back({checks[4], 8, [=](cudaStream_t ss) { h_tile_min<A, 4><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
+    vars.push_back({"multi2", 8, [=](cudaStream_t ss) { h_tile_multi<A, 2><<<(unsigned)(nv / 1024), 512, 0, ss>>>((A*)st); }});
+    vars.push_back({"multi4", 8, [=](cudaStream_t ss) { h_tile_multi<A, 4><<<(unsigned)(nv / 2048), 512, 0, ss>>>((A*)st); }});
+    for (int x : {2, 3, 4}) {
+        static const char* ln[] = {"", "", "loop-x2", "loop-x3", "loop-x4"};
+        vars.push_back({ln[x], 8, [=](cudaStream_t ss) { h_tile_loop<A><<<sms * x, 512, 0, ss>>>((A*)st, (unsigned)(nv / 512)); }});
+    }
     vars.push_back({"bulk-s4-t256-x4", 8, [=](cudaStream_t ss) { h_bulk<A, 4, 256><<<sms * 4, 256, 4 * 8192, ss>>>((A*)st, nv / 512); }});
     vars.push_back({"bulk-s2-t256-x8", 8, [=](cudaStream_t ss) { h_bulk<A, 2, 256><<<sms * 8, 256, 2 * 8192, ss>>>((A*)st, nv / 512); }});
     vars.push_back({"bulk-s5-t512-x4", 8, [=](cudaStream_t ss) { h_bulk<A, 5, 512><<<sms * 4, 512, 5 * 8192, ss>>>((A*)st, nv / 512); }});
     vars.push_back({"bulk-s3-t128-x8", 8, [=](cudaStream_t ss) { h_bulk<A, 3, 128><<<sms * 8, 128, 3 * 8192, ss>>>((A*)st, nv / 512); }});
     vars.push_back({"bulk-s8-t256-x2", 8, [=](cudaStream_t ss) { h_bulk<A, 8, 256><<<sms * 2, 256, 8 * 8192, ss>>>((A*)st, nv / 512); }});
+    if (!only.empty()) {
+        std::vector<Var> kept;
+        for (auto& v : vars)
+            for (auto& o : only)
+                if (std::string(v.name).rfind(o, 0) == 0) { kept.push_back(v); break; }
+        vars = kept;
+    }
     // correctness
     for (auto& v : vars) {
         const unsigned q = v.qv + qoff;
@@ -313,4 +378,9 @@ template <typename A> void run(const char* name, unsigned L) {
     }
     cudaFree(st); cudaFree(xb); cudaFree(rf); cudaFree(dw);
 }
-int main() { run<C2>("double", 30); run<C1>("single", 31); return 0; }
+int main(int argc, char** argv) {
+    for (int i = 1; i < argc; i++) only.push_back(argv[i]);
+    run<C2>("double", 30);
+    run<C1>("single", 31);
+    return 0;
+}
