@@ -19,6 +19,8 @@
 //   bulk-sS-tT-xX   S groups in flight a block by the Hopper bulk copy (cp.async.bulk) into shared
 //                   memory, blocks of T threads, X blocks a multiprocessor, each looping over groups
 //   tile256x2, tile128x4        a group per block of 256 or 128 threads, 2 or 4 vectors a thread
+//   x-nc, x-paired, x-nc-paired, x-plain   tile512-min with its load through ld.global.nc, with
+//                   partner warps adjacent, both, neither
 //   multi2, multi4  a block of 512 for 2 or 4 adjacent groups, one vector of each a thread, one barrier
 //   loop-xK         K persistent blocks of 512 a multiprocessor looping over groups, the next group's
 //                   vector loaded before this one's barrier, two shared buffers alternating
@@ -198,6 +200,25 @@ __global__ void __launch_bounds__(512) h_tile_min(A* amp, unsigned last) {
     st(p, mix(sh[threadIdx.x ^ 256], v, (threadIdx.x & 256) ? (R)-1 : (R)1));
 }
 
+// X: tile512-min (nothing before the load) with NC: the load through the
+// non-coherent path (ld.global.nc, as the copy kernels' loads are; each
+// amplitude is read once, before the same thread writes it, so nothing
+// the kernel writes is read through it), and/or PAIRED: the partner warps
+// adjacent (warp 2k takes part k of the |0> half, warp 2k + 1 part k of
+// the |1> half) instead of 8 warps apart.
+template <typename A, bool NC, bool PAIRED>
+__global__ void __launch_bounds__(512) h_tile_x(A* amp) {
+    typedef typename Ops<A>::V V; typedef typename Ops<A>::R R;
+    __shared__ V sh[512];
+    const unsigned t = threadIdx.x, w = t >> 5;
+    const unsigned j = PAIRED ? (((w >> 1) | ((w & 1) << 3)) << 5) | (t & 31) : t;
+    V* p = (V*)amp + (u64)blockIdx.x * 512 + j;
+    const V v = NC ? __ldg(p) : ld(p);
+    sh[j] = v;
+    QB_PAIR_BARRIER(PAIRED ? (w >> 1) : (w & ~8u), 64);
+    st(p, mix(sh[j ^ 256], v, (j & 256) ? (R)-1 : (R)1));
+}
+
 // N: one block of 512 for NG adjacent 8 KiB groups: each thread loads one
 // vector of each (NG loads in flight), then one pair barrier for all NG.
 template <typename A, int NG>
@@ -339,6 +360,10 @@ template <typename A> void run(const char* name, unsigned L) {
     vars.push_back({checks[2], 8, [=](cudaStream_t ss) { h_tile_min<A, 2><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
     vars.push_back({checks[3], 8, [=](cudaStream_t ss) { h_tile_min<A, 3><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
     vars.push_back({checks[4], 8, [=](cudaStream_t ss) { h_tile_min<A, 4><<<last + 1, 512, 0, ss>>>((A*)st, last); }});
+    vars.push_back({"x-nc", 8, [=](cudaStream_t ss) { h_tile_x<A, true, false><<<(unsigned)(nv / 512), 512, 0, ss>>>((A*)st); }});
+    vars.push_back({"x-paired", 8, [=](cudaStream_t ss) { h_tile_x<A, false, true><<<(unsigned)(nv / 512), 512, 0, ss>>>((A*)st); }});
+    vars.push_back({"x-nc-paired", 8, [=](cudaStream_t ss) { h_tile_x<A, true, true><<<(unsigned)(nv / 512), 512, 0, ss>>>((A*)st); }});
+    vars.push_back({"x-plain", 8, [=](cudaStream_t ss) { h_tile_x<A, false, false><<<(unsigned)(nv / 512), 512, 0, ss>>>((A*)st); }});
     vars.push_back({"multi2", 8, [=](cudaStream_t ss) { h_tile_multi<A, 2><<<(unsigned)(nv / 1024), 512, 0, ss>>>((A*)st); }});
     vars.push_back({"multi4", 8, [=](cudaStream_t ss) { h_tile_multi<A, 4><<<(unsigned)(nv / 2048), 512, 0, ss>>>((A*)st); }});
     for (int x : {2, 3, 4}) {
