@@ -19,7 +19,7 @@ const FIG_LATENCY: &str = "time of one copy, min / median / p99 over --lat_iters
 
 const TIME_HELD: &str = "CUDA events around -n back-to-back copies per stream, queued behind a hold kernel and released together; median of --samples samples after -w warm-up copies";
 const TIME_PAGEABLE: &str = "CUDA events around -n back-to-back copies without a hold kernel: a copy from or to pageable memory returns only once the driver has staged it, so the host's part is in the figure; median of --samples samples after -w warm-up copies";
-const TIME_LATENCY: &str = "host clock from issuing one copy until a stream query finds it complete, nothing else in the loop, as gdrcopy's copylat; 'device' is CUDA events around each copy, in a separate pass";
+const TIME_LATENCY: &str = "host clock from issuing one copy until cuStreamSynchronize returns, nothing else in the loop, as gdrcopy's copylat; 'device' is CUDA events around each copy, in a separate pass";
 const TIME_CPU: &str =
     "host clock around -n back-to-back CPU copies; median of --samples samples after -w warm-up copies";
 const TIME_CPU_LATENCY: &str = "host clock around one CPU copy";
