@@ -3,11 +3,13 @@
 # nccl-tests and qbench's copy latency against results/ref/copy_latency.cu,
 # in one job: three alternating rounds of whole sweeps (8 B to 1 GiB), then
 # SMALL_ROUNDS more of the small messages only (all_reduce and sendrecv,
-# 8 B to 1 KiB) and the copy latency, the tool that goes first alternating
-# from round to round, then the comparison JSON. The small figures swing by
-# up to 1.5x from one process to the next, for nccl-tests as for qbench
-# (one run's sizes all at about 4.7 us, the next run's all at 6.3), so
-# their medians need more rounds than the large ones.
+# 8 B to 1 KiB) and the copy latency, each round running the reference,
+# qbench and the reference again (the control), the references' order
+# swapped from round to round, then the comparison JSON. The small figures
+# swing by up to 1.5x from one process to the next, for nccl-tests as for
+# qbench (one run's sizes all at about 4.7 us, the next run's all at 6.3),
+# so their medians need more rounds than the large ones, and the control
+# shows how far that moves the reference from itself under the goals' rules.
 #
 # Usage (from the repository root, on the GPU machine):
 #   bash results/run-smallmsg-h200.sh BIN OUTDIR
@@ -20,6 +22,7 @@
 #                                         nccl-<coll>-rN.txt (nccl-tests' table), nccl-<coll>-rN.json
 #                                         (its -J file, environment removed), qbench-<subcommand>-rN.{json,txt},
 #                                         copyref-rN.json, copyref-latency-rN.txt, qbench-copy-rN.{json,txt},
+#                                         control-<coll>-rN.txt, control-copy-rN.{json,txt} (the control),
 #                                         steps.tsv (each step's exit status and seconds)
 #               smallmsg-compare.json     results/ref/compare_smallmsg.py's medians, ratios and verdicts
 # Needs .ref/nccl-tests in the work tree (results/ref/stage-nccl-tests.sh
@@ -132,12 +135,17 @@ LAT_TESTS=latency_h2d,latency_d2h,latency_mapped_read,latency_mapped_write
 [ "$NG" -ge 2 ] && LAT_TESTS=$LAT_TESTS,latency_peer
 
 # One round's copy latency table by one side: TOOL is nccl for the
-# references' side (as in the rounds' order), qbench for qbench.
+# references' side (as in the rounds' order), control for the references
+# again, qbench for qbench.
 latency() {  # ROUND TOOL
     if [ "$2" = nccl ]; then
         late copyref latency && return 0
         run "$1" copyref latency 150 "$SCR/copy_latency" "$RAW/copyref-r$1.json" -n 1000 -w 10
         grep -E '^ +[a-z_]+ +1 ' "$RAW/copyref-latency-r$1.txt"
+    elif [ "$2" = control ]; then
+        late control copy && return 0
+        run "$1" control copy 150 "$SCR/copy_latency" "$RAW/control-copy-r$1.json" -n 1000 -w 10
+        grep -E '^ +[a-z_]+ +1 ' "$RAW/control-copy-r$1.txt"
     else
         late qbench copy && return 0
         run "$1" qbench copy 150 "$BIN" copy --test "$LAT_TESTS" --lat_iters 1000 -w 10 -J "$RAW/qbench-copy-r$1.json"
@@ -178,14 +186,17 @@ EOF
     pack
 done
 
-# The small messages again, first one tool then the other, in turn.
+# The small messages again, in turn: the reference, qbench, and the
+# reference once more (the control, the reference judged against itself),
+# the references' order swapped from round to round so that qbench always
+# runs between them.
 SMALL_ITERS="-n 2000 -w 200"
 small() {  # ROUND TOOL PROGRAM SUBCOMMAND
     local nt=$3 qb=$4
-    if [ "$2" = nccl ]; then
-        late nccl "$nt" && return 0
-        run "$1" nccl "$nt" 60 $NTENV "$NT/${nt}_perf" -b 8 -e 1K -f 4 -g "$GPUS" $SMALL_ITERS
-        grep -E '^ +8 ' "$RAW/nccl-$nt-r$1.txt"
+    if [ "$2" = nccl ] || [ "$2" = control ]; then
+        late "$2" "$nt" && return 0
+        run "$1" "$2" "$nt" 60 $NTENV "$NT/${nt}_perf" -b 8 -e 1K -f 4 -g "$GPUS" $SMALL_ITERS
+        grep -E '^ +8 ' "$RAW/$2-$nt-r$1.txt"
     else
         late qbench "$qb" && return 0
         run "$1" qbench "$qb" 60 "$BIN" "$qb" -b 8 -e 1K -f 4 -g "$GPUS" $SMALL_ITERS -J "$RAW/qbench-$qb-r$1.json"
@@ -193,8 +204,8 @@ small() {  # ROUND TOOL PROGRAM SUBCOMMAND
     fi
 }
 for ROUND in $(seq $((ROUNDS + 1)) $((ROUNDS + SMALL_ROUNDS))); do
-    if (( ROUND % 2 )); then order="nccl qbench"; else order="qbench nccl"; fi
-    step "round $ROUND: all_reduce and sendrecv 8 B..1 KiB ($SMALL_ITERS), copy latency; ${order% *} first"
+    if (( ROUND % 2 )); then order="nccl qbench control"; else order="control qbench nccl"; fi
+    step "round $ROUND: all_reduce and sendrecv 8 B..1 KiB ($SMALL_ITERS), copy latency; in the order $order"
     for tool in $order; do small "$ROUND" "$tool" all_reduce allreduce; done
     for tool in $order; do small "$ROUND" "$tool" sendrecv sendrecv; done
     for tool in $order; do latency "$ROUND" "$tool"; done

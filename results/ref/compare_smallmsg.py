@@ -12,6 +12,10 @@ packs. Files it reads (N = round):
     nccl-<program>-rN.json   nccl-tests' -J file (optional: more digits)
     qbench-<sub>-rN.json     `qbench <sub> -J` (collectives and copy)
     copyref-rN.json          copy_latency's output
+    control-<program>-rN.txt, control-copy-rN.json
+                             the references run a second time in the same
+                             round (optional): the control, the reference
+                             judged against itself by the same rules
     steps.tsv                each step's exit status (optional)
 Standard library only. Exit status: 0 every goal met, 1 a goal missed,
 2 a goal could not be judged (missing data), 3 unreadable input.
@@ -289,13 +293,28 @@ def _pair(ref, q):
     return out
 
 
+def _table_times(text):
+    """nccl-tests' table -> {(size, placement): time_us}."""
+    out = {}
+    for row in parse_nccl_table(text)["rows"]:
+        for p in PLACEMENTS:
+            if row[p] is not None:
+                out[(row["size"], p)] = row[p]["time_us"]
+    return out
+
+
 def compare_collectives(raw, rounds):
     out, meta = {}, {"nccl_tests": None, "nccl_library": None, "qbench_version": None, "qbench_library": None}
     for prog, sub in COLLECTIVES.items():
-        ref = {}  # (size, placement) -> [per round]
+        ref = {}  # (size, placement) -> {round: time}
         qb = {}
+        ctl = {}
         sources = []
         for r in rounds:
+            again = raw.text(f"control-{prog}-r{r}.txt")
+            if again is not None:
+                for key, v in _table_times(again).items():
+                    ctl.setdefault(key, {})[r] = v
             table = raw.text(f"nccl-{prog}-r{r}.txt")
             if table is not None:
                 t = parse_nccl_table(table)
@@ -326,6 +345,8 @@ def compare_collectives(raw, rounds):
             row.update(_pair(list(rr.values()), list(qq.values())))
             row["reference_us"] = [rr.get(r) for r in rounds]
             row["qbench_us"] = [qq.get(r) for r in rounds]
+            if (size, p) in ctl:
+                row["control_us"] = [ctl[(size, p)].get(r) for r in rounds]
             rows.append(row)
         out[prog] = {"qbench": sub, "reference_source": sorted(set(sources)), "rows": rows}
     return out, meta
@@ -333,7 +354,7 @@ def compare_collectives(raw, rounds):
 
 def compare_copy(raw, rounds):
     out = {}
-    ref, qb = {}, {}  # direction -> size -> key -> {round: value}
+    ref, qb, ctl = {}, {}, {}  # direction -> size -> key -> {round: value}
     skipped = {}
     for r in rounds:
         c = raw.json(f"copyref-r{r}.json")
@@ -344,6 +365,12 @@ def compare_copy(raw, rounds):
                 for size, v in sizes.items():
                     for k in ("host_p50_us", "device_p50_us"):
                         ref.setdefault(d, {}).setdefault(size, {}).setdefault(k, {})[r] = v[k]
+        c = raw.json(f"control-copy-r{r}.json")
+        if c is not None:
+            for d, sizes in copyref_latency(c).items():
+                for size, v in sizes.items():
+                    for k in ("host_p50_us", "device_p50_us"):
+                        ctl.setdefault(d, {}).setdefault(size, {}).setdefault(k, {})[r] = v[k]
         q = raw.json(f"qbench-copy-r{r}.json")
         if q is not None:
             lat = qbench_copy_latency(q)
@@ -365,6 +392,9 @@ def compare_copy(raw, rounds):
                 pair = _pair(list(rr.values()), list(qq.values()))
                 pair["reference_us"] = [rr.get(r) for r in rounds]
                 pair["qbench_us"] = [qq.get(r) for r in rounds]
+                cc = ctl.get(d, {}).get(size, {}).get(k)
+                if cc:
+                    pair["control_us"] = [cc.get(r) for r in rounds]
                 row[label] = pair
             rows.append(row)
         out[d] = {"qbench": test, "figure": "median over rounds of each round's p50 of one copy", "rows": rows}
@@ -378,6 +408,34 @@ def _find(rows, size, placement=None):
     return None
 
 
+CONTROL_WHAT = (
+    "the reference run a second time in the same rounds, qbench between its two runs, and judged "
+    "against its first run by the goal's own rule (median over those rounds): how far the machine "
+    "moves the reference from itself, whatever qbench does"
+)
+
+
+def control_pair(entry):
+    """The reference's first and second runs over the rounds that have both:
+    {rounds, reference_us, control_us, diff_us, ratio} (medians), or None."""
+    ctl = entry.get("control_us")
+    if not ctl:
+        return None
+    idx = [i for i, v in enumerate(ctl) if v is not None and entry["reference_us"][i] is not None]
+    if not idx:
+        return None
+    mr = _median([entry["reference_us"][i] for i in idx])
+    mc = _median([ctl[i] for i in idx])
+    return {"rounds": len(idx), "reference_us": mr, "control_us": mc, "diff_us": mc - mr, "ratio": mc / mr if mr > 0 else None}
+
+
+def _control(goal, checks):
+    """Adds the control's checks to a goal (no effect on its verdict)."""
+    if checks:
+        goal["control"] = {"what": CONTROL_WHAT, "checks": checks, "misses": sum(1 for c in checks if c["pass"] is False)}
+    return goal
+
+
 def goal_small(coll, prog):
     """8 B time within 0.3 µs of nccl-tests in both placements."""
     goal = {
@@ -385,8 +443,12 @@ def goal_small(coll, prog):
         "checks": [],
     }
     rows = (coll.get(prog) or {}).get("rows", [])
+    control = []
     for p in PLACEMENTS:
         r = _find(rows, SMALL_SIZE, p)
+        c = control_pair(r) if r else None
+        if c:
+            control.append(dict(placement=p, **c, **{"pass": abs(c["diff_us"]) <= SMALL_TOLERANCE_US}))
         if r is None or r["diff_us"] is None:
             goal["checks"].append({"placement": p, "pass": None, "why": "no figures from both"})
             continue
@@ -399,17 +461,21 @@ def goal_small(coll, prog):
                 "pass": abs(r["diff_us"]) <= SMALL_TOLERANCE_US,
             }
         )
-    return _settle(goal)
+    return _control(_settle(goal), control)
 
 
 def goal_copy(copy):
     goal = {"goal": f"copy latency at {COPY_SIZE} B (host clock, median) within {COPY_TOLERANCE:.0%} of copy_latency, every direction", "checks": []}
+    control = []
     for d, entry in copy.items():
         if entry.get("skipped"):
             goal["checks"].append({"direction": d, "pass": "n/a", "why": entry["skipped"]})
             continue
         r = _find(entry["rows"], COPY_SIZE)
         h = r["host"] if r else None
+        c = control_pair(h) if h else None
+        if c:
+            control.append(dict(direction=d, **c, **{"pass": abs(c["ratio"] - 1) <= COPY_TOLERANCE}))
         if h is None or h["ratio"] is None:
             goal["checks"].append({"direction": d, "pass": None, "why": "no figures from both"})
             continue
@@ -424,7 +490,7 @@ def goal_copy(copy):
         )
     if not goal["checks"]:
         goal["checks"].append({"pass": None, "why": "no copy latency figures"})
-    return _settle(goal)
+    return _control(_settle(goal), control)
 
 
 def moved_nothing(size, time_us):
@@ -486,7 +552,8 @@ def compare(raw):
             "each figure is the median over rounds of one run's value; collectives: the time column "
             "(µs per iteration) of nccl-tests (its -J file where present, else its table) and of qbench -J; "
             "copies: each run's p50 of one copy timed by the host clock (and, as 'device', by events); "
-            "diff_us = qbench - reference, ratio = qbench / reference"
+            "diff_us = qbench - reference, ratio = qbench / reference; a goal's 'control' (where the "
+            "references ran twice a round) judges the reference's second run against its first by the same rule"
         ),
         "versions": meta,
         "collectives": coll,
@@ -519,6 +586,9 @@ def summary(doc):
             lines.append(f"copy {d:>12} 1 B host p50: ref {_f(h['reference_median_us'])} qbench {_f(h['qbench_median_us'])} ratio {_f(h['ratio'], 3)}")
     for g in doc["goals"]:
         lines.append(f"{g['verdict'].upper():>10}  {g['goal']}" + (f" ({len(g['failed'])} misses)" if g["failed"] else ""))
+        if "control" in g:
+            c = g["control"]
+            lines.append(f"{'':>10}  control, the reference against itself: {c['misses']} misses of {len(c['checks'])}")
     lines.append(f"verdict: {doc['verdict']}")
     return "\n".join(lines)
 

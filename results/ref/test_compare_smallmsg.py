@@ -148,7 +148,7 @@ def qbench_doc(program, rows):
 class EndToEndTest(unittest.TestCase):
     """Three rounds of made-up figures, laid out as the run script leaves them."""
 
-    def make(self, folder, small_q=(6.6, 0.5), large_ratio=1.01, copy_ratio=1.05, drop=()):
+    def make(self, folder, small_q=(6.6, 0.5), large_ratio=1.01, copy_ratio=1.05, drop=(), control=None):
         with open(os.path.join(RESULTS, "h200x2-copy-latency.json")) as f:
             qcopy_template = json.load(f)
         for r in (1, 2, 3):
@@ -170,6 +170,15 @@ class EndToEndTest(unittest.TestCase):
                     )
             with open(os.path.join(folder, f"copyref-r{r}.json"), "w") as f:
                 json.dump({"skipped": [{"direction": "peer", "reason": "needs two GPUs, 1 visible"}], "results": results}, f)
+            if control and r in control["rounds"]:
+                # The references again, `shift` µs (collectives) or `scale` x (copies) off their first run.
+                for prog in ("all_reduce", "sendrecv"):
+                    again = [(8, 6.5 + jitter + control["shift"], 0.33 + control["shift"]), (1 << 20, 20.0, 1.0)]
+                    with open(os.path.join(folder, f"control-{prog}-r{r}.txt"), "w") as f:
+                        f.write(nccl_table(prog, again))
+                again = [dict(x, host={"p50_us": x["host"]["p50_us"] * control["scale"]}) for x in results]
+                with open(os.path.join(folder, f"control-copy-r{r}.json"), "w") as f:
+                    json.dump({"results": again}, f)
             qc = copy.deepcopy(qcopy_template)
             for t in qc["tests"]:
                 for series in t["latency"]:
@@ -233,6 +242,35 @@ class EndToEndTest(unittest.TestCase):
         judged = [c for c in doc["goals"][3]["checks"] if "judged_by" in c]
         self.assertEqual(len(judged), 14)
         self.assertEqual(sorted(c["direction"] for c in doc["goals"][2]["failed"]), ["d2h", "h2d", "mapped_read", "mapped_write"])
+
+    def test_control_judges_the_reference_against_itself(self):
+        # The second runs, in rounds 2 and 3 only, sit 0.4 µs and 15% off the
+        # first: the control misses, qbench's verdicts do not change.
+        rc, doc = self.run_compare(control={"rounds": (2, 3), "shift": 0.4, "scale": 1.15})
+        self.assertEqual([g["verdict"] for g in doc["goals"]], ["pass"] * 4)
+        self.assertEqual(rc, 0)
+        small = doc["goals"][0]["control"]
+        self.assertEqual([c["placement"] for c in small["checks"]], ["out_of_place", "in_place"])
+        self.assertEqual(small["misses"], 2)
+        c = small["checks"][0]
+        self.assertEqual(c["rounds"], 2)
+        self.assertAlmostEqual(c["reference_us"], 6.525)
+        self.assertAlmostEqual(c["control_us"], 6.925)
+        copyc = doc["goals"][2]["control"]
+        self.assertEqual(sorted(c["direction"] for c in copyc["checks"]), ["d2h", "h2d", "mapped_read", "mapped_write"])
+        self.assertTrue(all(abs(c["ratio"] - 1.15) < 1e-9 for c in copyc["checks"]))
+        self.assertEqual(copyc["misses"], 4)
+        self.assertNotIn("control", doc["goals"][3])
+        row = cs._find(doc["collectives"]["all_reduce"]["rows"], 8, "out_of_place")
+        self.assertEqual(row["control_us"][0], None)
+        # Within the rules, the control passes.
+        rc, doc = self.run_compare(control={"rounds": (1, 2, 3), "shift": 0.1, "scale": 1.05})
+        self.assertEqual(doc["goals"][0]["control"]["misses"], 0)
+        self.assertEqual(doc["goals"][2]["control"]["misses"], 0)
+
+    def test_no_control_no_control_block(self):
+        rc, doc = self.run_compare()
+        self.assertTrue(all("control" not in g for g in doc["goals"]))
 
     def test_no_data_is_what_no_copy_could_do(self):
         # 128 MiB in 2.5 us is 54 TB/s: nothing moved. 16 MiB in 11 us, 1.5 TB/s: a copy.
