@@ -67,7 +67,7 @@ pub enum Command {
 const CHECK_HELP: &str = "Exit status: 0 ready, 1 not ready (a FAIL), 2 bad profile or usage, 3 hardware the profile requires is missing, 4 runtime failure.\nBuilt-in profiles: cpu, h200x1, h200x2-nvlink, h100x8-ndr, h200x8-ndr, a100x8-hdr, mlx4-fdr (profiles/README.md).";
 
 /// How the collectives are timed and checked, under each one's --help.
-const TIMING_HELP: &str = "Timing (--transport nccl): the time column is the host clock around -n back-to-back launches (-G: graph launches) until every GPU is idle, divided by the operations, as nccl-tests measures it; the per-iteration percentiles in the JSON come from a separate pass with CUDA events. --transport cpu times each iteration on the host clock.\nEvery output element is compared with its exact expected value; wrong data exits 1. QBENCH_CORRUPT=RANK[:ELEMENT] flips one element after each validation operation, to prove it.";
+const TIMING_HELP: &str = "Timing (--transport nccl): the time column is the host clock around -n back-to-back launches (-G: graph launches) until every GPU is idle, divided by the operations, as nccl-tests measures it; the per-iteration percentiles in the JSON come from a separate pass with CUDA events. Communicators are created as nccl-tests 2.19 creates them (NCCL 2.28 and later: ncclCommInitRankConfig with nvlinkCentricSched = 1). --transport cpu times each iteration on the host clock.\nEvery output element is compared with its exact expected value; wrong data exits 1. QBENCH_CORRUPT=RANK[:ELEMENT] flips one element after each validation operation, to prove it.";
 
 /// A collective subcommand: which collective, with nccl-tests' options.
 #[derive(Debug)]

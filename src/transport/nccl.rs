@@ -1,6 +1,6 @@
 //! The nccl transport: each rank is one GPU with device buffers, and every
 //! collective is its NCCL calls on every GPU inside one ncclGroupStart/End.
-//! Timing is by CUDA events recorded between iterations on each GPU's stream.
+//! Timing is by the host clock around back-to-back launches ([`TIMING`]).
 
 use super::{Buf, Op, Primitives, Region, Timing, Transport};
 use crate::dtype::{DataType, RedOp};
@@ -13,14 +13,14 @@ use crate::world::World;
 use cudarc::driver::CudaEvent;
 use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys;
-use std::ffi::c_void;
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 const POISON: u8 = 0xff;
 
 /// How the nccl transport times a cell, for --help and the records.
-pub const TIMING: &str = "time: the host clock around -n back-to-back launches (-G: graph launches), until a stream query finds every GPU idle, divided by the operations, as nccl-tests times; iterations: a separate pass with CUDA events between the launches, reported as percentiles only";
+pub const TIMING: &str = "time: the host clock around -n back-to-back launches (-G: graph launches), until a stream query finds every GPU idle, divided by the operations, as nccl-tests times; iterations: a separate pass with CUDA events between the launches, reported as percentiles only; communicators as nccl-tests 2.19 creates them (NCCL 2.28 and later: ncclCommInitRankConfig with nvlinkCentricSched = 1)";
 
 fn nccl_type(t: DataType) -> sys::ncclDataType_t {
     use sys::ncclDataType_t::*;
@@ -77,8 +77,68 @@ unsafe impl Send for Comm {}
 // SAFETY: as for Send: a communicator is never used from two threads at once.
 unsafe impl Sync for Comm {}
 
+/// ncclConfig_t as NCCL 2.28's nccl.h lays it out, through its last field
+/// that qbench sets. NCCL copies `size` bytes of it and gives every field
+/// that `version` does not know its default, so the struct serves any NCCL
+/// from 2.28 on; cudarc's bindings hold the 2.24 layout.
+#[repr(C)]
+struct CommConfig {
+    size: usize,
+    magic: c_uint,
+    version: c_uint,
+    blocking: c_int,
+    cga_cluster_size: c_int,
+    min_ctas: c_int,
+    max_ctas: c_int,
+    net_name: *const c_char,
+    split_share: c_int,
+    traffic_class: c_int,
+    comm_name: *const c_char,
+    collnet_enable: c_int,
+    cta_policy: c_int,
+    shrink_share: c_int,
+    nvls_ctas: c_int,
+    n_channels_per_net_peer: c_int,
+    nvlink_centric_sched: c_int,
+}
+
+/// NCCL_VERSION(2, 28, 0): the first NCCL with nvlinkCentricSched.
+const CONFIG_VERSION: i64 = 22800;
+
+impl CommConfig {
+    /// NCCL_CONFIG_INITIALIZER of NCCL 2.28 (every field undefined, so
+    /// NCCL's default) with nvlinkCentricSched = 1, as nccl-tests 2.19
+    /// creates its communicators with NCCL 2.28 and later.
+    fn nccl_tests() -> CommConfig {
+        const UNDEF: c_int = c_int::MIN; // NCCL_CONFIG_UNDEF_INT
+        CommConfig {
+            size: std::mem::size_of::<CommConfig>(),
+            magic: 0xcafe_beef, // NCCL_API_MAGIC
+            version: CONFIG_VERSION as c_uint,
+            blocking: UNDEF,
+            cga_cluster_size: UNDEF,
+            min_ctas: UNDEF,
+            max_ctas: UNDEF,
+            net_name: std::ptr::null(),
+            split_share: UNDEF,
+            traffic_class: UNDEF,
+            comm_name: std::ptr::null(),
+            collnet_enable: UNDEF,
+            cta_policy: UNDEF,
+            shrink_share: UNDEF,
+            nvls_ctas: UNDEF,
+            n_channels_per_net_peer: UNDEF,
+            nvlink_centric_sched: 1,
+        }
+    }
+}
+
 /// One NCCL communicator per GPU of this process, all ranks of one clique
 /// over every process of the world: rank 0 makes the id and broadcasts it.
+/// Created as nccl-tests 2.19 creates its own: with NCCL 2.28 and later,
+/// ncclCommInitRankConfig with nvlinkCentricSched = 1 (NVLink-centric
+/// scheduling of point-to-point operations) and every other field NCCL's
+/// default; before 2.28, ncclCommInitRank.
 pub struct Communicators {
     comms: Vec<Comm>,
     aborted: bool,
@@ -98,14 +158,26 @@ impl Communicators {
         world.broadcast(0, &mut id_bytes);
         id.internal.iter_mut().zip(&id_bytes).for_each(|(c, &b)| *c = b as std::ffi::c_char);
         let (first_rank, nranks) = (world.rank() * local, world.size() * local);
+        let configured =
+            nccl::get_nccl_version().map_err(nccl_err("reading the NCCL version"))? as i64 >= CONFIG_VERSION;
         let mut comms = vec![std::ptr::null_mut(); local];
         nccl::group_start().map_err(nccl_err("creating communicators"))?;
         for (i, g) in gpus.iter().enumerate() {
             g.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-            // SAFETY: `comms[i]` is a valid out-pointer; the id is shared by
-            // every rank of the communicator and ranks are distinct.
-            unsafe { nccl::comm_init_rank(&mut comms[i], nranks as i32, id, (first_rank + i) as i32) }
-                .map_err(nccl_err(format!("creating the communicator of GPU {}", g.ordinal)))?;
+            let rank = (first_rank + i) as i32;
+            let created = if configured {
+                let mut config = CommConfig::nccl_tests();
+                // SAFETY: `comms[i]` is a valid out-pointer; the id is shared
+                // by every rank and ranks are distinct; `config` is the
+                // NCCL 2.28 layout this library (2.28 or later) reads `size`
+                // bytes of, and it outlives the call, which copies it.
+                unsafe { sys::ncclCommInitRankConfig(&mut comms[i], nranks as i32, id, rank, (&raw mut config).cast()) }
+                    .result()
+            } else {
+                // SAFETY: as above, without a config.
+                unsafe { nccl::comm_init_rank(&mut comms[i], nranks as i32, id, rank) }
+            };
+            created.map_err(nccl_err(format!("creating the communicator of GPU {}", g.ordinal)))?;
         }
         nccl::group_end().map_err(nccl_err("creating communicators"))?;
         Ok(Communicators { comms: comms.into_iter().map(Comm).collect(), aborted: false })
@@ -694,5 +766,24 @@ impl Primitives for Calls {
         let t = nccl_type(self.dtype);
         // SAFETY: see above.
         self.done(unsafe { nccl::recv(r, count as usize, t, peer as i32, self.comm, self.stream) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn comm_config_has_nccl_2_28s_layout() {
+        // nccl.h 2.28: size_t, two unsigned, four int, a pointer, two int,
+        // a pointer, six int.
+        assert_eq!(offset_of!(CommConfig, net_name), 32);
+        assert_eq!(offset_of!(CommConfig, comm_name), 48);
+        assert_eq!(offset_of!(CommConfig, nvlink_centric_sched), 76);
+        assert_eq!(size_of::<CommConfig>(), 80);
+        let c = CommConfig::nccl_tests();
+        assert_eq!((c.size, c.magic, c.version), (80, 0xcafe_beef, 22800));
+        assert_eq!((c.nvlink_centric_sched, c.blocking, c.cta_policy), (1, i32::MIN, i32::MIN));
     }
 }
