@@ -352,6 +352,14 @@ def compare_collectives(raw, rounds):
     return out, meta
 
 
+def _keep(into, direction, sizes, r):
+    """Files round r's {size: {host_p50_us, device_p50_us, ...}} of one
+    direction as into[direction][size][key][r]."""
+    for size, v in sizes.items():
+        for k in ("host_p50_us", "device_p50_us"):
+            into.setdefault(direction, {}).setdefault(size, {}).setdefault(k, {})[r] = v[k]
+
+
 def compare_copy(raw, rounds):
     out = {}
     ref, qb, ctl = {}, {}, {}  # direction -> size -> key -> {round: value}
@@ -362,22 +370,16 @@ def compare_copy(raw, rounds):
             for s in c.get("skipped") or []:
                 skipped[s["direction"]] = s.get("reason")
             for d, sizes in copyref_latency(c).items():
-                for size, v in sizes.items():
-                    for k in ("host_p50_us", "device_p50_us"):
-                        ref.setdefault(d, {}).setdefault(size, {}).setdefault(k, {})[r] = v[k]
+                _keep(ref, d, sizes, r)
         c = raw.json(f"control-copy-r{r}.json")
         if c is not None:
             for d, sizes in copyref_latency(c).items():
-                for size, v in sizes.items():
-                    for k in ("host_p50_us", "device_p50_us"):
-                        ctl.setdefault(d, {}).setdefault(size, {}).setdefault(k, {})[r] = v[k]
+                _keep(ctl, d, sizes, r)
         q = raw.json(f"qbench-copy-r{r}.json")
         if q is not None:
             lat = qbench_copy_latency(q)
             for d, test in COPY_TESTS.items():
-                for size, v in lat.get(test, {}).items():
-                    for k in ("host_p50_us", "device_p50_us"):
-                        qb.setdefault(d, {}).setdefault(size, {}).setdefault(k, {})[r] = v[k]
+                _keep(qb, d, lat.get(test, {}), r)
     for d, test in COPY_TESTS.items():
         if d not in ref and d not in qb:
             if d in skipped:
