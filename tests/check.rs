@@ -175,7 +175,7 @@ fn malformed_profiles_are_refused_naming_the_place() {
         (
             "unknown-key.toml",
             cpu.replace("metric = \"algbw\"", "metric = \"algbw\"\nflor = 3"),
-            &["unknown-key.toml:23: unknown field `flor`"],
+            &["unknown-key.toml:23: step 'all_reduce 1M, host ranks': unknown field `flor`", "(in `flor = 3`)"],
         ),
         (
             "wrong-type.toml",
@@ -271,7 +271,7 @@ fn an_rdma_step_needs_an_adapter_and_one_known_test() {
         ("two.toml", "test = \"write_bw,read_bw\"\nmetric = \"gbits\"\nfloor = 1.0", "one test"),
         ("ping.toml", "test = \"ping\"\nmetric = \"gbits\"\nfloor = 1.0", "ping"),
         ("metric.toml", "test = \"write_lat\"\nmetric = \"gbits\"\nfloor = 1.0", "latency_us"),
-        ("no-test.toml", "metric = \"gbits\"\nfloor = 1.0", "needs `test`"),
+        ("no-test.toml", "metric = \"gbits\"\nfloor = 1.0", "missing field `test`"),
     ] {
         let p = rdma_profile(&dir, name, body);
         let o = check(&["--profile", p.to_str().unwrap()]);

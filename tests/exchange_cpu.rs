@@ -3,7 +3,7 @@
 
 use num_complex::{Complex, Complex64};
 use qbench::fault::Fault;
-use qbench::statevec::layout::{Layout, Pattern, Precision};
+use qbench::statevec::layout::{GlobalOp, Layout, Precision};
 use qbench::statevec::state::ProductState;
 use qbench::transport::amplitudes::cpu::CpuRegister;
 use qbench::transport::amplitudes::{Register, Wire};
@@ -44,10 +44,10 @@ fn run(qubits: u32, ranks: usize, fault: Option<Fault>) -> f64 {
         reference_h(&mut v, q);
     }
     for t in l..qubits {
-        reg.exchange(Wire::Cpu, Pattern::Gate, t, fault).unwrap();
+        reg.exchange(Wire::Cpu, GlobalOp::Gate, t, fault).unwrap();
         reg.combine(t).unwrap();
         reference_h(&mut v, t);
-        reg.exchange(Wire::Cpu, Pattern::Swap, t, fault).unwrap();
+        reg.exchange(Wire::Cpu, GlobalOp::Swap, t, fault).unwrap();
         reg.place(t).unwrap();
         v = reference_swap(&v, t, l - 1);
         reg.local_h(l - 1).unwrap();
@@ -76,9 +76,9 @@ fn the_wrong_partner_and_the_wrong_half_are_caught() {
         let mut reg = CpuRegister::<f32>::new(layout, 2, &Solo).unwrap();
         let mut model = ProductState::new(8);
         reg.init(&model).unwrap();
-        let (pattern, t, l) = (if fault == Fault::WrongPartner { Pattern::Gate } else { Pattern::Swap }, 7, 7);
+        let (pattern, t, l) = (if fault == Fault::WrongPartner { GlobalOp::Gate } else { GlobalOp::Swap }, 7, 7);
         reg.exchange(Wire::Cpu, pattern, t, Some(fault)).unwrap();
-        if pattern == Pattern::Gate {
+        if pattern == GlobalOp::Gate {
             reg.combine(t).unwrap();
             model.h(t);
         } else {
@@ -97,10 +97,10 @@ fn a_correct_run_checks_clean_in_single_precision() {
     let mut model = ProductState::new(12);
     reg.init(&model).unwrap();
     for t in 10..12 {
-        reg.exchange(Wire::Cpu, Pattern::Gate, t, None).unwrap();
+        reg.exchange(Wire::Cpu, GlobalOp::Gate, t, None).unwrap();
         reg.combine(t).unwrap();
         model.h(t);
-        reg.exchange(Wire::Cpu, Pattern::Swap, t, None).unwrap();
+        reg.exchange(Wire::Cpu, GlobalOp::Swap, t, None).unwrap();
         reg.place(t).unwrap();
         model.swap(t, 9);
     }

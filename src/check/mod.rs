@@ -7,17 +7,18 @@
 
 mod facts;
 mod judge;
+mod measure;
 pub mod profile;
-mod steps;
+pub mod steps;
 
 use crate::error::{Error, Result};
 use crate::interrupt;
 use crate::libs::Library;
-use crate::output::OutputPlan;
 use crate::record::check::{CheckRun, KIND, Row, Status};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
-use profile::{Kind, Level, Profile};
+use crate::workload::Job;
+use profile::{Level, Profile};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -34,36 +35,46 @@ pub struct CheckPlan {
     pub sysfs_root: Option<PathBuf>,
     /// Write a profile of what this node measured here.
     pub init: Option<PathBuf>,
-    pub output: OutputPlan,
 }
 
 impl CheckPlan {
+    pub fn new(
+        profile: Profile,
+        profile_from: String,
+        level: Level,
+        baseline: Option<(String, CheckRun)>,
+        sysfs_root: Option<PathBuf>,
+        init: Option<PathBuf>,
+    ) -> Result<CheckPlan> {
+        Ok(CheckPlan { profile, profile_from, level, baseline, sysfs_root, init })
+    }
+
     /// The steps of the plan's level, in the profile's order.
     pub fn steps(&self) -> impl Iterator<Item = &profile::Step> {
         self.profile.steps.iter().filter(|s| s.level <= self.level)
     }
+}
 
-    pub fn libraries(&self) -> Vec<Library> {
+impl Job for CheckPlan {
+    type Record = CheckRun;
+
+    /// What the steps of the level need; nothing when only facts are judged.
+    fn libraries(&self) -> Vec<Library> {
         if self.sysfs_root.is_some() {
             return Vec::new();
         }
-        let mut libs = Vec::new();
-        for s in self.steps() {
-            let gpu = match s.kind {
-                Kind::Collective | Kind::Exchange => s.transport.as_deref() != Some("cpu"),
-                Kind::Copy => true,
-                Kind::Pairs | Kind::Rdma => false,
-            };
-            if gpu {
-                libs.extend([Library::Driver, Library::Nvrtc]);
-                if s.kind == Kind::Collective || s.transport.as_deref() == Some("nccl") {
-                    libs.push(Library::Nccl);
-                }
-            }
-        }
+        let mut libs: Vec<Library> = self.steps().flat_map(|s| s.kind().libraries()).collect();
         libs.sort();
         libs.dedup();
         libs
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<CheckRun>) -> Outcome<CheckRun> {
+        run(self, session, obs)
+    }
+
+    fn verdict(&self, record: &CheckRun) -> Result<()> {
+        record.verdict()
     }
 }
 
@@ -76,7 +87,7 @@ fn node_name(session: &Session) -> String {
     if world.size() > 1 && on_host > 1 { format!("{host}:{}", world.rank()) } else { host }
 }
 
-pub fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) -> Outcome<CheckRun> {
+fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) -> Outcome<CheckRun> {
     let p = &plan.profile;
     let mut out = CheckRun {
         header: Header::start(KIND, None),
@@ -121,15 +132,15 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
         // Every process must take the same path through steps that span them.
         let over = agree(session, spent > budget);
         let rows = if plan.sysfs_root.is_some() {
-            vec![steps::skipped(step, &node, "not measured: facts only (--sysfs-root)")]
+            vec![measure::skipped(step, &node, "not measured: facts only (--sysfs-root)")]
         } else if over {
-            vec![steps::skipped(
+            vec![measure::skipped(
                 step,
                 &node,
                 &format!("not run: the {} level's {budget:.0} s were spent", plan.level.name()),
             )]
         } else {
-            steps::run(step, &plan.profile, session, &node, short_of_gpus)?
+            measure::run(step, &plan.profile, session, &node, short_of_gpus)?
         };
         for mut r in rows {
             let tolerance = step.baseline.as_ref().unwrap_or(&plan.profile.baseline);

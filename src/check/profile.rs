@@ -5,8 +5,8 @@
 //! with the file, line and key. The profiles of profiles/ are built in and
 //! chosen by GPU model and count when none is named.
 
+use super::steps::{BadKey, Keys, StepKind};
 use crate::error::{Error, Result};
-use crate::units::parse_size;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -162,57 +162,18 @@ impl Default for Tolerance {
     }
 }
 
-/// What a step measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// A collective sweep at one size (`collective`, `transport`, `gpus`).
-    Collective,
-    /// A copy test at one size (`test`).
-    Copy,
-    /// The amplitude exchange of a register (`qubits`, `transport`, `gpus`).
-    Exchange,
-    /// Every pair of nodes by MPI sendrecv, re-paired to find a slow node.
-    Pairs,
-    /// A perftest test between every pair of this node's adapters
-    /// (`qbench rdma --loopback`; `test`, optional `size`).
-    Rdma,
-}
-
-/// One measurement and its bound.
+/// One measurement and its bound: the keys every step has, and its
+/// kind's own (`kind` names it; check/steps/ has one file per kind).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Step {
     pub name: String,
-    pub kind: Kind,
+    #[serde(flatten)]
+    pub keys: Keys,
     /// The lowest level that runs the step.
     #[serde(default = "quick")]
     pub level: Level,
-    /// busbw, algbw, time_us (collective); gbps, latency_us (copy);
-    /// gbps_per_direction, local_of_copy (exchange); gbps (pairs); gbits
-    /// (rdma bandwidth tests: BW average in 10^9 bit/s), latency_us (rdma
-    /// latency tests: the median).
+    /// One of the kind's metrics.
     pub metric: String,
-    /// Collective: allreduce, sendrecv, …
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub collective: Option<String>,
-    /// Copy: the test's name (qbench copy --list); rdma: write_bw, read_lat, …
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test: Option<String>,
-    /// nccl or cpu (collective); a wire (exchange).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<String>,
-    /// GPUs (host ranks for cpu) per process.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpus: Option<usize>,
-    /// Bytes, "1G" (collective, copy, pairs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<String>,
-    /// Exchange: the register's qubits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub qubits: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iters: Option<u32>,
     /// What a ready node measures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<f64>,
@@ -246,8 +207,13 @@ impl Step {
             .or_else(|| if self.ceiling.is_some() { None } else { self.expected.map(|e| e * about.floor_fraction) })
     }
 
-    pub fn bytes(&self) -> Result<Option<u64>> {
-        self.size.as_deref().map(parse_size).transpose()
+    pub fn kind(&self) -> &dyn StepKind {
+        self.keys.kind()
+    }
+
+    /// The unit of the step's metric.
+    pub fn unit(&self) -> &'static str {
+        self.kind().metrics().iter().find(|m| m.name == self.metric).map_or("", |m| m.unit)
     }
 }
 
@@ -272,73 +238,89 @@ pub fn load(spec: &str) -> Result<(Profile, String)> {
 pub fn parse(text: &str, file: &str) -> Result<Profile> {
     let p: Profile = toml::from_str(text).map_err(|e| {
         let what = e.message().trim().replace('\n', " ");
-        // The line the error is on, by number and by its text (which names the key).
         let Some(start) = e.span().map(|s| s.start.min(text.len())) else {
             return Error::Usage(format!("profile {file}: {what}"));
         };
         let line = text[..start].matches('\n').count() + 1;
-        let code = text.lines().nth(line - 1).unwrap_or("").trim();
-        Error::Usage(format!("profile {file}:{line}: {what} (in `{code}`)"))
+        // A step's own keys are reported at its [[step]] header: the step
+        // is named, and the line that holds what the message quotes shown.
+        if text.lines().nth(line - 1).is_some_and(|l| l.trim() == "[[step]]") {
+            let name = line_in_block(text, line, |l| key_of(l) == Some("name")).and_then(|n| {
+                text.lines().nth(n - 1)?.split_once('=').map(|(_, v)| v.trim().trim_matches('"').to_string())
+            });
+            let what = name.map_or(what.clone(), |n| format!("step '{n}': {what}"));
+            let at = quoted(&what).find_map(|q| line_in_block(text, line, |l| l.contains(q)));
+            return at_line(file, text, at.unwrap_or(line), &what);
+        }
+        at_line(file, text, line, &what)
     })?;
-    validate(&p).map_err(|e| Error::Usage(format!("profile {file}: {}", e.message())))?;
+    validate(&p).map_err(|(step, bad)| {
+        let what = format!("step '{}': {}: {}", step, bad.key, bad.why);
+        match step_line(text, &step).and_then(|at| line_in_block(text, at, |l| key_of(l) == Some(bad.key))) {
+            Some(line) => at_line(file, text, line, &what),
+            None => Error::Usage(format!("profile {file}: {what}")),
+        }
+    })?;
     Ok(p)
 }
 
-fn validate(p: &Profile) -> Result<()> {
-    let bad = |step: &Step, what: String| Error::Usage(format!("step '{}': {what}", step.name));
+/// A profile error at `line` (1-based): the number and the line's text,
+/// which names the key.
+fn at_line(file: &str, text: &str, line: usize, what: &str) -> Error {
+    let code = text.lines().nth(line - 1).unwrap_or("").trim();
+    Error::Usage(format!("profile {file}:{line}: {what} (in `{code}`)"))
+}
+
+/// What an error message quotes: `key` or "value".
+fn quoted(what: &str) -> impl Iterator<Item = &str> {
+    let ticks = what.split('`').skip(1).step_by(2);
+    let quotes = what.split('"').skip(1).step_by(2);
+    ticks.chain(quotes).filter(|q| !q.is_empty())
+}
+
+/// The key a line sets, `key = value`.
+fn key_of(line: &str) -> Option<&str> {
+    line.split_once('=').map(|(k, _)| k.trim()).filter(|k| !k.starts_with('#') && !k.starts_with('['))
+}
+
+/// The line of the `[[step]]` header whose step is named `name`.
+fn step_line(text: &str, name: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let named = |l: &str| {
+        key_of(l) == Some("name") && l.split_once('=').is_some_and(|(_, v)| v.trim().trim_matches('"') == name)
+    };
+    let at = lines.iter().position(|l| named(l))?;
+    lines[..at].iter().rposition(|l| l.trim() == "[[step]]").map(|i| i + 1)
+}
+
+/// The first line from header line `at` (1-based) to the next table
+/// header that `hit` accepts.
+fn line_in_block(text: &str, at: usize, hit: impl Fn(&str) -> bool) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .skip(at)
+        .take_while(|(_, l)| !l.trim_start().starts_with('['))
+        .find(|(_, l)| hit(l))
+        .map(|(i, _)| i + 1)
+}
+
+/// Every step's keys and bounds make sense: the step (named) and what is wrong.
+fn validate(p: &Profile) -> std::result::Result<(), (String, BadKey)> {
     for s in &p.steps {
-        let needs = |field: &str, present: bool| {
-            if present { Ok(()) } else { Err(bad(s, format!("a {:?} step needs `{field}`", s.kind))) }
-        };
-        let metrics: &[&str] = match s.kind {
-            Kind::Collective => {
-                needs("collective", s.collective.is_some())?;
-                needs("size", s.size.is_some())?;
-                let c = s.collective.as_deref().unwrap_or("");
-                if crate::workload::collective::Kind::from_command(c).is_none() {
-                    return Err(bad(s, format!("unknown collective '{c}'")));
-                }
-                &["busbw", "algbw", "time_us"]
-            }
-            Kind::Copy => {
-                needs("test", s.test.is_some())?;
-                needs("size", s.size.is_some())?;
-                let t = s.test.as_deref().unwrap_or("");
-                if !crate::workload::copy::TESTS.iter().any(|x| x.name == t) {
-                    return Err(bad(s, format!("unknown copy test '{t}' (qbench copy --list)")));
-                }
-                &["gbps", "latency_us"]
-            }
-            Kind::Exchange => {
-                needs("qubits", s.qubits.is_some())?;
-                &["gbps_per_direction", "local_of_copy", "local_gbps"]
-            }
-            Kind::Pairs => {
-                needs("size", s.size.is_some())?;
-                &["gbps"]
-            }
-            Kind::Rdma => {
-                needs("test", s.test.is_some())?;
-                let t = s.test.as_deref().unwrap_or("");
-                match crate::rdma::plan::Test::parse_list(t).map_err(|e| bad(s, e.message()))?.as_slice() {
-                    [one] if one.is_bw() => &["gbits"],
-                    [_] => &["latency_us"],
-                    _ => return Err(bad(s, format!("an rdma step runs one test, not '{t}'"))),
-                }
-            }
-        };
+        let bad = |key, why: String| (s.name.clone(), BadKey { key, why });
+        s.kind().validate().map_err(|b| (s.name.clone(), b))?;
+        let metrics: Vec<&str> = s.kind().metrics().iter().map(|m| m.name).collect();
         if !metrics.contains(&s.metric.as_str()) {
-            return Err(bad(s, format!("metric '{}' is not one of {}", s.metric, metrics.join(", "))));
+            return Err(bad("metric", format!("'{}' is not one of {}", s.metric, metrics.join(", "))));
         }
         if s.expected.is_none() && s.floor.is_none() && s.ceiling.is_none() {
-            return Err(bad(s, "give `expected`, `floor` or `ceiling`".into()));
+            return Err(bad("name", "give `expected`, `floor` or `ceiling`".into()));
         }
-        s.bytes().map_err(|e| bad(s, e.message()))?;
     }
     let mut names: Vec<&str> = p.steps.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Error::Usage(format!("two steps are named '{}'", w[0])));
+        return Err((w[0].to_string(), BadKey { key: "name", why: "two steps have this name".into() }));
     }
     Ok(())
 }

@@ -315,7 +315,126 @@ pub struct Plan {
     pub fault: Option<Fault>,
 }
 
+/// How GPU memory is registered with the adapter (`--use_cuda`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CudaVia {
+    /// dma-buf when the GPU supports it, else nvidia_peermem.
+    Auto,
+    /// A dma-buf file descriptor of the GPU memory (ibv_reg_dmabuf_mr).
+    Dmabuf,
+    /// The GPU address itself, through the nvidia_peermem kernel module (ibv_reg_mr).
+    Peermem,
+}
+
+/// What a run asks for, in perftest's terms, before it is checked: what
+/// `qbench rdma`'s options say, or what a readiness step says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Tests, comma-separated, or all.
+    pub tests: String,
+    pub peer: Peer,
+    /// `-d`: devices, as [`Plan::devices`] takes them.
+    pub devices: Vec<String>,
+    pub ib_port: u8,
+    pub gid_index: Option<u32>,
+    /// `-s`; None: perftest's default for the test.
+    pub size: Option<u64>,
+    /// `-a`: every size from 2 B to 8 MiB.
+    pub all: bool,
+    /// `-n`; None: perftest's default for the test.
+    pub iters: Option<u32>,
+    pub qps: u32,
+    /// `-t`; None: perftest's default.
+    pub tx_depth: Option<u32>,
+    pub bidirectional: bool,
+    pub report_gbits: bool,
+    /// `--use_cuda` and its GPU.
+    pub use_cuda: Option<CudaVia>,
+    pub cuda_device: u32,
+    /// Seconds to wait for the peer and for a completion; 0 for ever.
+    pub timeout_s: u64,
+    pub seed: u64,
+}
+
+impl Options {
+    /// perftest's defaults, the other side at `peer`.
+    pub fn new(tests: &str, peer: Peer) -> Options {
+        Options {
+            tests: tests.into(),
+            peer,
+            devices: Vec::new(),
+            ib_port: 1,
+            gid_index: None,
+            size: None,
+            all: false,
+            iters: None,
+            qps: 1,
+            tx_depth: None,
+            bidirectional: false,
+            report_gbits: false,
+            use_cuda: None,
+            cuda_device: 0,
+            timeout_s: 30,
+            seed: crate::pattern::DEFAULT_SEED,
+        }
+    }
+}
+
 impl Plan {
+    /// The plan `o` describes, with every range checked and the fault
+    /// `QBENCH_CORRUPT` asks for.
+    pub fn new(o: &Options) -> Result<Plan> {
+        let tests = Test::parse_list(&o.tests)?;
+        let sizes = match (o.all, o.size) {
+            (true, _) => Sizes::All,
+            (false, Some(s)) if (1..=MAX_SIZE).contains(&s) => Sizes::Single(s),
+            (false, Some(s)) => return Err(usage!("message size {s} (-s) is outside 1 B..1 GiB")),
+            (false, None) => Sizes::Default,
+        };
+        let iters = match o.iters {
+            None => 0,
+            Some(n) if (MIN_ITERS..=MAX_ITERS).contains(&n) => n,
+            Some(n) => return Err(usage!("{n} iterations (-n): perftest's range is {MIN_ITERS}..{MAX_ITERS}")),
+        };
+        if !(1..=MAX_QPS).contains(&o.qps) {
+            return Err(usage!("{} queue pairs (-q): use 1..{MAX_QPS}", o.qps));
+        }
+        let tx_depth = match o.tx_depth {
+            None => 0,
+            Some(t) if (1..=MAX_TX_DEPTH).contains(&t) => t,
+            Some(t) => return Err(usage!("tx depth {t} (-t): use 1..{MAX_TX_DEPTH}")),
+        };
+        let memory = match o.use_cuda {
+            None => Memory::Host,
+            Some(CudaVia::Peermem) => Memory::CudaPeermem { gpu: o.cuda_device },
+            Some(CudaVia::Dmabuf | CudaVia::Auto) => Memory::CudaDmabuf { gpu: o.cuda_device },
+        };
+        let agreement =
+            Agreement { tests, sizes, iters, qps: o.qps, tx_depth, bidirectional: o.bidirectional, seed: o.seed };
+        agreement.validate()?;
+        match (&o.peer, o.devices.len()) {
+            (Peer::Listen { .. } | Peer::Connect { .. }, n) if n > 1 => {
+                return Err(usage!("-d names one device here ({n} given)"));
+            }
+            (Peer::Loopback, n) if n != 0 && n != 2 => {
+                return Err(usage!("--loopback takes two devices, -d A,B (or none for every pair)"));
+            }
+            _ => {}
+        }
+        Ok(Plan {
+            agreement,
+            memory,
+            cuda_auto: o.use_cuda == Some(CudaVia::Auto),
+            timeout: (o.timeout_s > 0).then(|| Duration::from_secs(o.timeout_s)),
+            peer: o.peer.clone(),
+            devices: o.devices.clone(),
+            ib_port: o.ib_port,
+            gid_index: o.gid_index,
+            report_gbits: o.report_gbits,
+            fault: Fault::requested("rdma", &[crate::fault::Kind::SourceByte])?,
+        })
+    }
+
     /// The byte flipped in every buffer this side sends from, if any.
     pub fn corrupt_byte(&self) -> Option<u64> {
         match self.fault {

@@ -149,22 +149,6 @@ impl CheckRun {
         }
         Err(Error::CheckFailed(line))
     }
-
-    /// The rows that failed, one line each, as `--quiet` prints them.
-    pub fn failure_lines(&self) -> Vec<String> {
-        self.rows
-            .iter()
-            .filter(|r| r.status == Status::Fail)
-            .map(|r| {
-                let what = match (r.measured, r.floor, r.ceiling) {
-                    (Some(m), Some(f), _) => format!("{} {u} (floor {} {u})", figure(m), figure(f), u = r.unit),
-                    (Some(m), None, Some(c)) => format!("{} {u} (ceiling {} {u})", figure(m), figure(c), u = r.unit),
-                    _ => r.found.clone(),
-                };
-                format!("qbench: check FAIL {} {}: {what}; {}", r.node, r.label(), r.fix)
-            })
-            .collect()
-    }
 }
 
 /// A measured or expected figure as the table and the failure lines print

@@ -22,11 +22,29 @@ pub enum TransportKind {
 }
 
 impl TransportKind {
+    /// Every transport of the collectives, as `--transport` lists them.
+    pub const ALL: &'static [TransportKind] = &[TransportKind::Nccl, TransportKind::Cpu];
+
     pub fn name(self) -> &'static str {
         match self {
             TransportKind::Nccl => "nccl",
             TransportKind::Cpu => "cpu",
         }
+    }
+
+    /// What moves the data, in a phrase.
+    pub fn how(self) -> &'static str {
+        match self {
+            TransportKind::Nccl => "GPU buffers, NCCL's collectives",
+            TransportKind::Cpu => "host buffers, ranks as threads or MPI processes",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<TransportKind> {
+        TransportKind::ALL.iter().copied().find(|t| t.name() == text).ok_or_else(|| {
+            let names: Vec<&str> = TransportKind::ALL.iter().map(|t| t.name()).collect();
+            Error::Usage(format!("unknown transport '{text}': use {}", names.join(" or ")))
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::{Header, LibraryInfo, RankInfo, Streamed};
 use crate::error::{Error, Result};
-use crate::statevec::layout::{Pattern, Precision};
+use crate::statevec::layout::{GlobalOp, Precision};
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +40,7 @@ pub struct LocalGate {
 pub struct GlobalGate {
     /// The wire's name.
     pub transport: String,
-    pub pattern: Pattern,
+    pub pattern: GlobalOp,
     pub qubit: u32,
     /// Bytes each rank sent (and received).
     pub bytes: u64,

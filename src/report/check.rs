@@ -4,7 +4,7 @@
 use super::exchange::table;
 use super::{Csv, Table, csv_lines};
 use crate::error::Result;
-use crate::record::check::{CheckRun, Row, figure};
+use crate::record::check::{CheckRun, Row, Status, figure};
 use serde::Serialize;
 
 fn number(v: Option<f64>) -> String {
@@ -78,6 +78,22 @@ impl Table for CheckRun {
             s.push_str(&format!("qbench check: stopped: {}\n", self.header.stopped.as_deref().unwrap_or("")));
         }
         s
+    }
+
+    /// The rows that failed, one line each, the form Slurm shows as a drain reason.
+    fn quiet_lines(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter(|r| r.status == Status::Fail)
+            .map(|r| {
+                let what = match (r.measured, r.floor, r.ceiling) {
+                    (Some(m), Some(f), _) => format!("{} {u} (floor {} {u})", figure(m), figure(f), u = r.unit),
+                    (Some(m), None, Some(c)) => format!("{} {u} (ceiling {} {u})", figure(m), figure(c), u = r.unit),
+                    _ => r.found.clone(),
+                };
+                format!("qbench: check FAIL {} {}: {what}; {}", r.node, r.label(), r.fix)
+            })
+            .collect()
     }
 }
 

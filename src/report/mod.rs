@@ -1,17 +1,17 @@
-//! Renderings of run records, one place per format: the nccl-tests table
-//! (table.rs), the exchange, compare, copy and rdma tables, and CSV. Each
-//! reads a record and nothing else; JSON is the record itself (serde).
+//! Renderings of run records, one file per kind of record, each with its
+//! table and its CSV: the nccl-tests table (collective.rs), the exchange,
+//! compare, copy, check and rdma tables; plot/ draws them. Each reads a
+//! record and nothing else; JSON is the record itself (serde).
 
 pub mod cfmt;
 pub mod check;
+pub mod collective;
 pub mod compare;
 pub mod copy;
-pub mod csv;
 pub mod exchange;
 pub mod fit;
 pub mod plot;
 pub mod rdma;
-pub mod table;
 
 use crate::error::{Error, Result};
 use crate::record::Streamed;
@@ -22,6 +22,11 @@ pub trait Table: Streamed {
     fn head(&self) -> String;
     fn part(&self, part: &Self::Part) -> String;
     fn tail(&self) -> String;
+    /// What `--quiet` prints on stderr instead of the table when the
+    /// verdict is not good (check's failure lines); nothing by default.
+    fn quiet_lines(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The whole text of a finished (or read back) run, as it was printed.

@@ -130,20 +130,21 @@ impl Layout {
     /// Bytes each rank sends (and receives) for one operation: QuEST sends
     /// the whole chunk for a gate on a global qubit, a global↔local swap
     /// half of it (docs/ARCHITECTURE.md, the exchange pattern).
-    pub fn message_bytes(&self, pattern: Pattern) -> u64 {
+    pub fn message_bytes(&self, pattern: GlobalOp) -> u64 {
         match pattern {
             // QuEST v3/v4: the whole chunk.
-            Pattern::Gate => self.chunk_bytes(),
+            GlobalOp::Gate => self.chunk_bytes(),
             // A global↔local swap moves half of it.
-            Pattern::Swap => self.chunk_bytes() / 2,
+            GlobalOp::Swap => self.chunk_bytes() / 2,
         }
     }
 }
 
-/// Which communication pattern of a global gate is measured.
+/// An operation on a global qubit, by what it makes each rank exchange
+/// with its partner (`--pattern`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Pattern {
+pub enum GlobalOp {
     /// Exchange the whole chunk with the partner, then combine (QuEST).
     Gate,
     /// Exchange the half a global↔local qubit swap moves, then gate the
@@ -151,20 +152,20 @@ pub enum Pattern {
     Swap,
 }
 
-impl Pattern {
+impl GlobalOp {
     pub fn name(self) -> &'static str {
         match self {
-            Pattern::Gate => "gate",
-            Pattern::Swap => "swap",
+            GlobalOp::Gate => "gate",
+            GlobalOp::Swap => "swap",
         }
     }
 
     /// gate, swap or both.
-    pub fn parse_list(text: &str) -> Result<Vec<Pattern>> {
+    pub fn parse_list(text: &str) -> Result<Vec<GlobalOp>> {
         match text {
-            "gate" => Ok(vec![Pattern::Gate]),
-            "swap" => Ok(vec![Pattern::Swap]),
-            "both" => Ok(vec![Pattern::Gate, Pattern::Swap]),
+            "gate" => Ok(vec![GlobalOp::Gate]),
+            "swap" => Ok(vec![GlobalOp::Swap]),
+            "both" => Ok(vec![GlobalOp::Gate, GlobalOp::Swap]),
             _ => Err(Error::Usage(format!("unknown pattern '{text}': use gate, swap or both"))),
         }
     }
@@ -200,7 +201,7 @@ mod tests {
         assert_eq!(l.chunk_bytes(), 64 << 30);
         assert_eq!(l.partner(0, 32), 1);
         assert!(l.holds_one(1, 32));
-        assert_eq!(l.message_bytes(Pattern::Swap), 32 << 30);
+        assert_eq!(l.message_bytes(GlobalOp::Swap), 32 << 30);
         assert_eq!(l.peer(0, 32, Some(Fault::WrongPartner)), 0);
         assert_eq!((l.swap_half(0, 32, None), l.swap_half(1, 32, None)), (1 << 31, 0));
         assert_eq!(l.swap_half(0, 32, Some(Fault::WrongHalf)), 0);

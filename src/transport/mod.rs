@@ -38,7 +38,7 @@ impl Timing {
     }
 }
 
-/// What the collective harness needs from a transport.
+/// What the collective sweep needs from a transport.
 pub trait Transport {
     /// The ranks this process drives, in rank order.
     fn ranks(&self) -> &[RankInfo];

@@ -1,4 +1,29 @@
-//! Workloads: what is moved and how it is checked, independent of how.
+//! Workloads: what is moved and how it is checked, independent of how it
+//! is printed. Each measuring command's plan is a [`Job`]: the pipeline
+//! (`command.rs`) loads what it needs, runs it and judges its record.
+
 pub mod collective;
 pub mod copy;
 pub mod exchange;
+pub mod rdma;
+
+use crate::error::Result;
+use crate::fault::Fault;
+use crate::libs::Library;
+use crate::record::{Observer, Outcome, Streamed};
+use crate::session::Session;
+
+/// A measuring command's plan, as the pipeline runs it.
+pub trait Job {
+    type Record: Streamed;
+    /// The GPU libraries the session loads before the run.
+    fn libraries(&self) -> Vec<Library>;
+    /// The fault `QBENCH_CORRUPT` injects into this run, if any.
+    fn fault(&self) -> Option<Fault> {
+        None
+    }
+    /// Runs the plan in `session`, telling `obs` of each part as it is measured.
+    fn run(&self, session: &Session, obs: &mut dyn Observer<Self::Record>) -> Outcome<Self::Record>;
+    /// What the finished record means for the exit status.
+    fn verdict(&self, record: &Self::Record) -> Result<()>;
+}

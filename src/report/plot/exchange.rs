@@ -8,7 +8,7 @@ use super::figure::{Axis, BarSeries, Bars, Chart, Dash, Figure, Lines, Marker, P
 use super::{Metric, Options, Plot, Source, bandwidth_scale, groups};
 use crate::error::Result;
 use crate::record::exchange::{ExchangeRun, GlobalGate, RegisterRun};
-use crate::statevec::layout::Pattern;
+use crate::statevec::layout::GlobalOp;
 
 /// The group and line of a register's local gates (read + write, as the local copy).
 const LOCAL: &str = "local gate (r+w)";
@@ -63,10 +63,10 @@ fn drawn(r: &ExchangeRun) -> Vec<&RegisterRun> {
     v
 }
 
-fn pattern_name(p: Pattern) -> &'static str {
+fn pattern_name(p: GlobalOp) -> &'static str {
     match p {
-        Pattern::Gate => "gate (whole chunk)",
-        Pattern::Swap => "swap (half chunk)",
+        GlobalOp::Gate => "gate (whole chunk)",
+        GlobalOp::Swap => "swap (half chunk)",
     }
 }
 
@@ -121,8 +121,8 @@ fn bars(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
     let mut references = Vec::new();
     for &(i, g) in &registers {
         let name = format!("{} {}", runs[i].label, register_name(g, memories));
-        let patterns: Vec<Pattern> = {
-            let mut p: Vec<Pattern> = g.global_gates.iter().map(|x| x.pattern).collect();
+        let patterns: Vec<GlobalOp> = {
+            let mut p: Vec<GlobalOp> = g.global_gates.iter().map(|x| x.pattern).collect();
             p.dedup();
             p.sort_by_key(|p| pattern_name(*p));
             p.dedup();
@@ -205,7 +205,7 @@ fn lines(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
                 groups(of_kind.iter().flat_map(|g| g.global_gates.iter().map(|x| x.transport.as_str())), |_| true);
             for w in &wires {
                 for (p, dash, marker) in
-                    [(Pattern::Gate, Dash::Solid, Marker::Circle), (Pattern::Swap, Dash::Dotted, Marker::Triangle)]
+                    [(GlobalOp::Gate, Dash::Solid, Marker::Circle), (GlobalOp::Swap, Dash::Dotted, Marker::Triangle)]
                 {
                     let points: Vec<(f64, f64)> = of_kind
                         .iter()

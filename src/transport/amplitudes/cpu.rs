@@ -9,7 +9,7 @@ use super::{Register, Seconds, Wire, WireImpl};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::record::RankInfo;
-use crate::statevec::layout::{Layout, Pattern};
+use crate::statevec::layout::{GlobalOp, Layout};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::world::World;
 use num_complex::{Complex, Complex64};
@@ -315,7 +315,7 @@ impl<T: Real> Register for CpuRegister<'_, T> {
         }))
     }
 
-    fn exchange(&mut self, wire: Wire, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&mut self, wire: Wire, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         if let Some(why) = self.unavailable(wire) {
             return Err(Error::Usage(format!("{}: {why}", wire.name())));
         }
@@ -326,8 +326,8 @@ impl<T: Real> Register for CpuRegister<'_, T> {
                 let rank = self.first_rank + i;
                 let peer = self.layout.peer(rank, t, fault);
                 let (from, len) = match pattern {
-                    Pattern::Gate => (0, self.layout.chunk_bytes() as usize),
-                    Pattern::Swap => {
+                    GlobalOp::Gate => (0, self.layout.chunk_bytes() as usize),
+                    GlobalOp::Swap => {
                         (self.layout.swap_half(rank, t, fault) as usize * b, self.layout.chunk_bytes() as usize / 2)
                     }
                 };

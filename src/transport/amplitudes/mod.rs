@@ -11,8 +11,9 @@ pub mod rdma;
 
 use crate::error::Result;
 use crate::fault::Fault;
+use crate::libs::Library;
 use crate::record::RankInfo;
-use crate::statevec::layout::{Layout, Pattern};
+use crate::statevec::layout::{GlobalOp, Layout};
 use crate::statevec::state::ProductState;
 
 /// Seconds of one operation: the slowest rank's.
@@ -41,6 +42,11 @@ pub trait WireImpl: Sync {
     fn name(&self) -> &'static str;
     /// How it moves amplitudes, in a phrase.
     fn how(&self) -> &'static str;
+    /// The GPU libraries it needs beyond those of the register it moves
+    /// (the CUDA driver and NVRTC for a register on GPUs).
+    fn libraries(&self) -> &'static [Library] {
+        &[]
+    }
     /// The part that moves GPU registers' amplitudes.
     fn gpu(&self) -> Option<&dyn gpu::GpuWire> {
         None
@@ -126,7 +132,7 @@ pub trait Register {
     /// Every rank sends its chunk (gate) or the half a swap moves (swap) to
     /// its partner for global qubit `t`, receiving the partner's into its
     /// exchange buffer, over `wire`.
-    fn exchange(&mut self, wire: Wire, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds>;
+    fn exchange(&mut self, wire: Wire, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds>;
     /// The gate pattern's update: H on global qubit `t` from own and
     /// received amplitudes.
     fn combine(&mut self, t: u32) -> Result<Seconds>;

@@ -18,7 +18,7 @@ use super::gpu::{GpuRegister, GpuWire};
 use super::{Seconds, WireImpl};
 use crate::error::Result;
 use crate::fault::Fault;
-use crate::statevec::layout::{Layout, Pattern};
+use crate::statevec::layout::{GlobalOp, Layout};
 use crate::world::World;
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
@@ -97,7 +97,7 @@ impl GpuWire for Write {
     }
 
     /// Host-clock timed, the GPUs idle before and after.
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         reg.sync_all()?;
         let spans = reg
             .memory()

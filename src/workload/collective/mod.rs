@@ -6,6 +6,7 @@
 
 use crate::dtype::DataType;
 pub mod plan;
+pub mod sweep;
 
 use crate::transport::{Collective, Counts};
 
@@ -20,7 +21,7 @@ pub enum OpUse {
     Ignores,
 }
 
-/// A collective as the harness sweeps it.
+/// A collective as the sweep runs it.
 pub trait Spec: Collective {
     /// The subcommand, e.g. "allreduce" (the name is its alias).
     fn command(&self) -> &'static str;

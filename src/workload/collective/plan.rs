@@ -6,9 +6,11 @@ use crate::dtype::RedOp;
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
-use crate::output::OutputPlan;
-use crate::record::collective::{Config, TransportKind};
+use crate::record::collective::{CollectiveRun, Config, TransportKind};
+use crate::record::{Observer, Outcome};
+use crate::session::Session;
 use crate::units::sweep;
+use crate::workload::Job;
 
 /// `qbench <collective>`.
 #[derive(Debug, Clone)]
@@ -21,11 +23,10 @@ pub struct CollectivePlan {
     pub fault: Option<Fault>,
     /// `NCCL_TESTS_MIN_BW`: fail when the average busbw is below 90% of it.
     pub min_bw: Option<f64>,
-    pub output: OutputPlan,
 }
 
 impl CollectivePlan {
-    pub fn new(kind: Kind, transport: TransportKind, config: Config, output: OutputPlan) -> Result<CollectivePlan> {
+    pub fn new(kind: Kind, transport: TransportKind, config: Config) -> Result<CollectivePlan> {
         if config.root < -1 {
             return Err(Error::Usage(format!(
                 "invalid root {} (-r): use a rank number, or -1 for every rank",
@@ -52,7 +53,7 @@ impl CollectivePlan {
             )));
         }
         let fault = Fault::requested(kind.spec().command(), &[fault::Kind::Element])?;
-        Ok(CollectivePlan { kind, transport, config, fault, min_bw: min_bandwidth()?, output })
+        Ok(CollectivePlan { kind, transport, config, fault, min_bw: min_bandwidth()? })
     }
 
     /// The ops the sweep walks: None for collectives that ignore `-o`.
@@ -62,12 +63,28 @@ impl CollectivePlan {
             OpUse::Ignores => vec![None],
         }
     }
+}
 
-    pub fn libraries(&self) -> Vec<Library> {
+impl Job for CollectivePlan {
+    type Record = CollectiveRun;
+
+    fn libraries(&self) -> Vec<Library> {
         match self.transport {
             TransportKind::Nccl => vec![Library::Driver, Library::Nccl, Library::Nvrtc],
             TransportKind::Cpu => Vec::new(),
         }
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<CollectiveRun>) -> Outcome<CollectiveRun> {
+        super::sweep::run(self, session, obs)
+    }
+
+    fn verdict(&self, record: &CollectiveRun) -> Result<()> {
+        record.verdict()
     }
 }
 

@@ -29,13 +29,13 @@ use crate::fault::{self, Fault};
 use crate::gpu::{self, Gpu, cuda_err};
 use crate::interrupt;
 use crate::libs::Library;
-use crate::output::OutputPlan;
 use crate::record::copy::{
     self as record, CopyRun, KIND, LatencyRow, LatencySeries, Row, Status, TestInfo, TestRecord,
 };
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::stats::Summary;
+use crate::workload::Job;
 use buffer::{Buffer, HostKind, Place};
 use cudarc::driver::CudaEvent;
 use device::{CopyKernels, Gate, HOLD_TIMEOUT_NS, peer_access, spin};
@@ -53,63 +53,54 @@ pub struct CopyPlan {
     sizes: Vec<u64>,
     config: record::Config,
     pub fault: Option<Fault>,
-    pub output: OutputPlan,
-}
-
-/// The options of `qbench copy`, as the command line gives them.
-#[derive(Debug, Clone)]
-pub struct CopyOptions {
-    pub tests: String,
-    pub minbytes: u64,
-    pub maxbytes: u64,
-    pub stepfactor: u64,
-    pub iters: u32,
-    pub warmup_iters: u32,
-    pub samples: u32,
-    pub lat_iters: u32,
-    pub ngpus: Option<usize>,
-    pub seed: u64,
 }
 
 impl CopyPlan {
-    pub fn new(o: &CopyOptions, output: OutputPlan) -> Result<CopyPlan> {
-        let tests = select(&o.tests)?;
-        if o.minbytes == 0 {
+    /// The plan of a run configured as `config` says: its `tests` are names
+    /// or families (or all), its `ngpus` 0 for every GPU.
+    pub fn new(mut config: record::Config) -> Result<CopyPlan> {
+        let tests = select(&config.tests.join(","))?;
+        if config.minbytes == 0 {
             return Err(Error::Usage("the smallest size (-b) must be at least 1 byte".into()));
         }
-        let sizes = if o.minbytes == o.maxbytes {
-            vec![o.minbytes]
+        let sizes = if config.minbytes == config.maxbytes {
+            vec![config.minbytes]
         } else {
-            crate::units::sweep(o.minbytes, o.maxbytes, crate::units::Step::Factor(o.stepfactor))?
+            crate::units::sweep(config.minbytes, config.maxbytes, crate::units::Step::Factor(config.stepfactor))?
         };
         let fault = Fault::requested("copy", &[fault::Kind::Word])?;
-        let config = record::Config {
-            tests: tests.iter().map(|t| t.name.to_string()).collect(),
-            ngpus: 0,
-            minbytes: o.minbytes,
-            maxbytes: o.maxbytes,
-            stepfactor: o.stepfactor,
-            iters: o.iters,
-            warmup_iters: o.warmup_iters,
-            samples: o.samples,
-            lat_iters: o.lat_iters,
-            lat_sizes: latency_sizes(),
-            seed: o.seed,
-            corrupt_word: match fault {
-                Some(Fault::Word(w)) => Some(w),
-                _ => None,
-            },
+        config.tests = tests.iter().map(|t| t.name.to_string()).collect();
+        config.corrupt_word = match fault {
+            Some(Fault::Word(w)) => Some(w),
+            _ => None,
         };
         if !Library::Driver.loadable() {
             return Err(Error::Missing(
                 "qbench copy measures copies to and from GPUs, but the CUDA driver library (libcuda.so.1) is not on this machine: run it where an NVIDIA GPU and its driver are installed".into(),
             ));
         }
-        Ok(CopyPlan { tests, ngpus: o.ngpus, sizes, config, fault, output })
+        let ngpus = (config.ngpus > 0).then_some(config.ngpus);
+        Ok(CopyPlan { tests, ngpus, sizes, config, fault })
+    }
+}
+
+impl Job for CopyPlan {
+    type Record = CopyRun;
+
+    fn libraries(&self) -> Vec<Library> {
+        vec![Library::Driver, Library::Nvrtc]
     }
 
-    pub fn libraries(&self) -> Vec<Library> {
-        vec![Library::Driver, Library::Nvrtc]
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<CopyRun>) -> Outcome<CopyRun> {
+        run_tests(self, session, obs)
+    }
+
+    fn verdict(&self, record: &CopyRun) -> Result<()> {
+        record.verdict()
     }
 }
 
@@ -133,7 +124,7 @@ pub fn catalogue() -> Vec<TestInfo> {
 }
 
 /// Runs the plan's tests on the GPUs of this machine.
-pub fn run(plan: &CopyPlan, session: &Session, obs: &mut dyn Observer<CopyRun>) -> Outcome<CopyRun> {
+fn run_tests(plan: &CopyPlan, session: &Session, obs: &mut dyn Observer<CopyRun>) -> Outcome<CopyRun> {
     let mut out = CopyRun {
         header: Header::start(KIND, plan.fault),
         config: plan.config.clone(),
@@ -148,7 +139,7 @@ pub fn run(plan: &CopyPlan, session: &Session, obs: &mut dyn Observer<CopyRun>) 
         error: None,
     };
     let result = (|| {
-        session.need(&plan.libraries())?;
+        session.need(&Job::libraries(plan))?;
         let found = gpu::device_count()?;
         if found == 0 {
             return Err(Error::Missing(

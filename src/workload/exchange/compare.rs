@@ -9,11 +9,12 @@ use crate::error::{Error, Result};
 use crate::record::compare::{Comparison, KIND, Row};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
-use crate::statevec::layout::{Layout, Pattern, Precision};
+use crate::statevec::layout::{GlobalOp, Layout, Precision};
 use crate::statevec::state::ProductState;
 use crate::transport::amplitudes::cpu::CpuRegister;
 use crate::transport::amplitudes::gpu::GpuRegister;
 use crate::transport::amplitudes::{Memory, Register, Wire};
+use crate::workload::Job;
 
 /// The row of nccl-tests' sendrecv, the reference beside the wires.
 const SENDRECV: &str = "nccl-sendrecv";
@@ -42,7 +43,7 @@ fn compare(
     obs: &mut dyn Observer<Comparison>,
     out: &mut Comparison,
 ) -> Result<()> {
-    session.need(&plan.libraries())?;
+    session.need(&Job::libraries(plan))?;
     let world = session.world();
     if out.ranks < 2 {
         return Err(Error::Usage("compare needs two ranks or more (-g 2, or two processes)".into()));
@@ -112,10 +113,10 @@ fn rows(
                 unavailable: Some(why),
             },
             None => {
-                let time = sample(plan.warmup, plan.iters, || reg.exchange(wire, Pattern::Gate, t, plan.fault))?;
+                let time = sample(plan.warmup, plan.iters, || reg.exchange(wire, GlobalOp::Gate, t, plan.fault))?;
                 let mut model = ProductState::new(layout.qubits);
                 reg.init(&model)?;
-                reg.exchange(wire, Pattern::Gate, t, plan.fault)?;
+                reg.exchange(wire, GlobalOp::Gate, t, plan.fault)?;
                 reg.combine(t)?;
                 model.h(t);
                 Row {

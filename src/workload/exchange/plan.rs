@@ -4,10 +4,13 @@
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
-use crate::output::OutputPlan;
-use crate::record::exchange::Circuit;
-use crate::statevec::layout::{Pattern, Precision};
+use crate::record::compare::Comparison;
+use crate::record::exchange::{Circuit, ExchangeRun};
+use crate::record::{Observer, Outcome};
+use crate::session::Session;
+use crate::statevec::layout::{GlobalOp, Precision};
 use crate::transport::amplitudes::{Memory, Wire};
+use crate::workload::Job;
 
 /// `qbench exchange`.
 #[derive(Debug, Clone)]
@@ -16,7 +19,7 @@ pub struct ExchangePlan {
     /// GPUs (or host ranks) per process.
     pub ngpus: usize,
     pub precision: Precision,
-    pub patterns: Vec<Pattern>,
+    pub ops: Vec<GlobalOp>,
     pub wires: Vec<Wire>,
     /// Where the registers are held: each runs the wires that serve it.
     pub memories: Vec<Memory>,
@@ -26,7 +29,6 @@ pub struct ExchangePlan {
     pub warmup: u32,
     pub circuits: Vec<Circuit>,
     pub fault: Option<Fault>,
-    pub output: OutputPlan,
 }
 
 /// `qbench compare`.
@@ -41,7 +43,6 @@ pub struct ComparePlan {
     pub iters: u32,
     pub warmup: u32,
     pub fault: Option<Fault>,
-    pub output: OutputPlan,
 }
 
 /// "33" or "20..33" (also "20-33").
@@ -139,9 +140,9 @@ pub fn check_chunk(chunk: Option<u64>) -> Result<Option<u64>> {
 
 impl ExchangePlan {
     /// The fault `QBENCH_CORRUPT` asks for, if this plan can show it.
-    pub fn fault_for(patterns: &[Pattern]) -> Result<Option<Fault>> {
+    pub fn fault_for(patterns: &[GlobalOp]) -> Result<Option<Fault>> {
         let fault = Fault::requested("exchange", &[fault::Kind::WrongPartner, fault::Kind::WrongHalf])?;
-        if fault == Some(Fault::WrongHalf) && !patterns.contains(&Pattern::Swap) {
+        if fault == Some(Fault::WrongHalf) && !patterns.contains(&GlobalOp::Swap) {
             return Err(Error::Usage(format!(
                 "{}=half changes the swap pattern only: add --pattern swap or both",
                 fault::VAR
@@ -157,29 +158,42 @@ impl ExchangePlan {
             false => Vec::new(),
         }
     }
+}
 
-    pub fn libraries(&self) -> Vec<Library> {
-        let gpu = self.wires_on(Memory::Gpu);
-        let mut libs = Vec::new();
-        if !gpu.is_empty() {
-            libs.extend([Library::Driver, Library::Nvrtc]);
-        }
-        if gpu.contains(&Wire::Nccl) {
-            libs.push(Library::Nccl);
-        }
-        libs
+/// What a register on GPUs and the wires it runs need loaded.
+fn gpu_libraries(wires: &[Wire]) -> Vec<Library> {
+    if wires.is_empty() {
+        return Vec::new();
+    }
+    let mut libs = vec![Library::Driver, Library::Nvrtc];
+    libs.extend(wires.iter().flat_map(|w| w.imp().libraries().iter().copied()));
+    libs.sort();
+    libs.dedup();
+    libs
+}
+
+impl Job for ExchangePlan {
+    type Record = ExchangeRun;
+
+    fn libraries(&self) -> Vec<Library> {
+        gpu_libraries(&self.wires_on(Memory::Gpu))
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
+        super::run::run(self, session, obs)
+    }
+
+    fn verdict(&self, record: &ExchangeRun) -> Result<()> {
+        record.verdict()
     }
 }
 
 impl ComparePlan {
-    pub fn new(
-        bytes: u64,
-        memory: Option<&str>,
-        ngpus: Option<usize>,
-        iters: u32,
-        warmup: u32,
-        output: OutputPlan,
-    ) -> Result<ComparePlan> {
+    pub fn new(bytes: u64, memory: Option<&str>, ngpus: Option<usize>, iters: u32, warmup: u32) -> Result<ComparePlan> {
         let memory = match memory.map(parse_memories).transpose()?.as_deref() {
             None => Memory::Gpu,
             Some([m]) => *m,
@@ -194,14 +208,31 @@ impl ComparePlan {
             )));
         }
         let fault = Fault::requested("compare", &[fault::Kind::WrongPartner])?;
-        Ok(ComparePlan { bytes, memory, ngpus, iters, warmup, fault, output })
+        Ok(ComparePlan { bytes, memory, ngpus, iters, warmup, fault })
     }
+}
 
-    pub fn libraries(&self) -> Vec<Library> {
+impl Job for ComparePlan {
+    type Record = Comparison;
+
+    fn libraries(&self) -> Vec<Library> {
+        let wires: Vec<Wire> = Wire::ALL.iter().copied().filter(|w| w.serves(self.memory)).collect();
         match self.memory {
-            Memory::Gpu => vec![Library::Driver, Library::Nvrtc, Library::Nccl],
+            Memory::Gpu => gpu_libraries(&wires),
             Memory::Host => Vec::new(),
         }
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {
+        super::compare::run(self, session, obs)
+    }
+
+    fn verdict(&self, record: &Comparison) -> Result<()> {
+        record.verdict()
     }
 }
 
@@ -241,10 +272,10 @@ mod tests {
 
     #[test]
     fn compare_holds_its_register_in_one_memory() {
-        let plan = |memory: Option<&str>| ComparePlan::new(1 << 20, memory, None, 1, 0, OutputPlan::default());
+        let plan = |memory: Option<&str>| ComparePlan::new(1 << 20, memory, None, 1, 0);
         assert_eq!(plan(None).unwrap().memory, Memory::Gpu);
         assert_eq!(plan(Some("host")).unwrap().memory, Memory::Host);
-        assert!(plan(Some("host")).unwrap().libraries().is_empty(), "host memory needs no GPU library");
+        assert!(Job::libraries(&plan(Some("host")).unwrap()).is_empty(), "host memory needs no GPU library");
         assert_eq!(plan(Some("gpu,host")).unwrap_err().exit_code(), 2);
         assert_eq!(plan(Some("tape")).unwrap_err().exit_code(), 2);
     }

@@ -8,15 +8,17 @@ use super::verdict::judge;
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::interrupt;
+use crate::libs::Library;
 use crate::record::exchange::{Check, ExchangeRun, GlobalGate, KIND, LocalGate, References, RegisterRun, Unavailable};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
-use crate::statevec::layout::{Layout, Pattern, Precision, SLOW_PARTNER_BYTES};
+use crate::statevec::layout::{GlobalOp, Layout, Precision, SLOW_PARTNER_BYTES};
 use crate::statevec::state::ProductState;
 use crate::stats::Summary;
 use crate::transport::amplitudes::cpu::{CpuRegister, does_not_fit};
 use crate::transport::amplitudes::gpu::GpuRegister;
 use crate::transport::amplitudes::{Memory, Register, Wire};
+use crate::workload::Job;
 
 /// Repeats `op` `warmup` + `iters` times; the timed samples' summary.
 pub(super) fn sample(warmup: u32, iters: u32, mut op: impl FnMut() -> Result<f64>) -> Result<Summary> {
@@ -33,7 +35,7 @@ pub(super) fn sample(warmup: u32, iters: u32, mut op: impl FnMut() -> Result<f64
 
 /// What every register of the run is measured with.
 struct Settings<'a> {
-    patterns: &'a [Pattern],
+    patterns: &'a [GlobalOp],
     wires: &'a [Wire],
     iters: u32,
     warmup: u32,
@@ -110,11 +112,11 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
                     interrupt::check()?;
                     let e = reg.exchange(wire, pattern, t, s.fault)?;
                     let u = match pattern {
-                        Pattern::Gate => {
+                        GlobalOp::Gate => {
                             model.h(t);
                             reg.combine(t)?
                         }
-                        Pattern::Swap => {
+                        GlobalOp::Swap => {
                             model.swap(t, l - 1);
                             model.h(l - 1);
                             reg.place(t)? + reg.local_h(l - 1)?
@@ -209,12 +211,13 @@ fn exchange(
     }
     let gpu_wires = plan.wires_on(Memory::Gpu);
     let host_wires = plan.wires_on(Memory::Host);
-    let nccl = gpu_wires.contains(&Wire::Nccl);
+    // Communicators for the wires that move amplitudes through NCCL.
+    let nccl = gpu_wires.iter().any(|w| w.imp().libraries().contains(&Library::Nccl));
     if !gpu_wires.is_empty() {
-        session.need(&plan.libraries())?;
+        session.need(&Job::libraries(plan))?;
     }
     let settings =
-        |wires| Settings { patterns: &plan.patterns, wires, iters: plan.iters, warmup: plan.warmup, fault: plan.fault };
+        |wires| Settings { patterns: &plan.ops, wires, iters: plan.iters, warmup: plan.warmup, fault: plan.fault };
     let mut gpu_memory = 0;
     let mut begun = false;
     for &n in &plan.qubits {

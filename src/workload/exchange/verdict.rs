@@ -6,7 +6,7 @@
 //! measured times, never measurements.
 
 use crate::record::exchange::{Circuit, Projection, RegisterRun, Verdict};
-use crate::statevec::layout::{Pattern, largest_register};
+use crate::statevec::layout::{GlobalOp, largest_register};
 
 /// The verdict for a GPU register run; `memory` is one GPU's memory;
 /// `one_gpu` the same register measured on one GPU, when it was.
@@ -17,16 +17,16 @@ pub fn judge(run: &RegisterRun, memory: u64, circuits: &[Circuit], one_gpu: Opti
     if k == 0 {
         return Some(alone(run, memory, circuits));
     }
-    let best = |pattern: Pattern| {
+    let best = |pattern: GlobalOp| {
         run.global_gates
             .iter()
             .filter(|g| g.pattern == pattern)
             .map(|g| (g.transport.clone(), g.exchange.median + g.update.median))
             .min_by(|a, b| a.1.total_cmp(&b.1))
     };
-    let (wire, global) = best(Pattern::Gate).or_else(|| best(Pattern::Swap))?;
+    let (wire, global) = best(GlobalOp::Gate).or_else(|| best(GlobalOp::Swap))?;
     // A swap as the QFT needs it: the exchange of half a chunk and placing it.
-    let swap = best(Pattern::Swap).map_or(global, |(_, s)| s - local.min(s));
+    let swap = best(GlobalOp::Swap).map_or(global, |(_, s)| s - local.min(s));
     let one_gpu_fits = largest_register(memory, run.precision, 0) >= n;
     // Measured on the whole register, or projected: one GPU holds 2^k times
     // the amplitudes, and a memory-bound pass takes 2^k times longer.
@@ -149,7 +149,7 @@ mod tests {
             local_gates: vec![LocalGate { qubit: 0, time: st(local), gbps: 0.0, of_copy: 0.0 }],
             global_gates: vec![GlobalGate {
                 transport: "nccl".into(),
-                pattern: Pattern::Gate,
+                pattern: GlobalOp::Gate,
                 qubit: 29,
                 bytes: 8 << 30,
                 exchange: st(global),

@@ -9,7 +9,7 @@ use super::staging::{self, InProcess};
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::fault::Fault;
-use crate::statevec::layout::Pattern;
+use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 
 /// Pipelined host transfers move pieces of this size through this many
@@ -59,7 +59,7 @@ impl GpuWire for Pipelined {
         across_processes(reg)
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(HOST_PIECE);
         staging::pipelined(reg, &mut InProcess, pattern, t, fault, piece, HOST_SLOTS)
     }
@@ -70,7 +70,7 @@ impl GpuWire for Unpipelined {
         across_processes(reg)
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(UNPIPELINED_PIECE);
         staging::unpipelined(reg, &mut InProcess, pattern, t, fault, piece)
     }

@@ -21,7 +21,7 @@ use crate::fault::Fault;
 use crate::gpu::kernels::{grid, load, pair_groups, streaming};
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::record::RankInfo;
-use crate::statevec::layout::{Layout, Pattern, Precision, SLOW_PARTNER_BYTES};
+use crate::statevec::layout::{GlobalOp, Layout, Precision, SLOW_PARTNER_BYTES};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
 use crate::world::World;
@@ -36,7 +36,7 @@ pub trait GpuWire: Sync {
     /// Why it cannot run for this register, if it cannot.
     fn unavailable(&self, reg: &GpuRegister) -> Option<String>;
     /// Every rank's message to its partner for global qubit `t`.
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds>;
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds>;
 }
 
 /// The precision-suffixed kernels of kernels/statevec.cu this register
@@ -289,11 +289,11 @@ impl<'w> GpuRegister<'w> {
     }
 
     /// (send offset in bytes, bytes) of rank `i`'s message for `t`.
-    pub(super) fn message(&self, i: usize, pattern: Pattern, t: u32, fault: Option<Fault>) -> (u64, u64) {
+    pub(super) fn message(&self, i: usize, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> (u64, u64) {
         let b = self.layout.precision.bytes();
         match pattern {
-            Pattern::Gate => (0, self.layout.chunk_bytes()),
-            Pattern::Swap => (self.layout.swap_half(self.first_rank + i, t, fault) * b, self.layout.chunk_bytes() / 2),
+            GlobalOp::Gate => (0, self.layout.chunk_bytes()),
+            GlobalOp::Swap => (self.layout.swap_half(self.first_rank + i, t, fault) * b, self.layout.chunk_bytes() / 2),
         }
     }
 
@@ -501,7 +501,7 @@ impl Register for GpuRegister<'_> {
         })
     }
 
-    fn exchange(&mut self, wire: Wire, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&mut self, wire: Wire, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         if let Some(why) = self.unavailable(wire) {
             return Err(Error::Usage(format!("{}: {why}", wire.name())));
         }

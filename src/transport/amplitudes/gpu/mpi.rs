@@ -10,7 +10,7 @@ use super::staging::{self, Hop, Piece};
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::fault::Fault;
-use crate::statevec::layout::Pattern;
+use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 
 pub struct Pipelined;
@@ -69,7 +69,7 @@ impl GpuWire for Pipelined {
         unavailable(reg)
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(HOST_PIECE);
         staging::pipelined(reg, &mut Sendrecv, pattern, t, fault, piece, HOST_SLOTS)
     }
@@ -80,7 +80,7 @@ impl GpuWire for Unpipelined {
         unavailable(reg)
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(UNPIPELINED_PIECE);
         staging::unpipelined(reg, &mut Sendrecv, pattern, t, fault, piece)
     }
@@ -93,7 +93,7 @@ impl GpuWire for CudaAware {
 
     /// The message straight from the chunk into the partner's exchange
     /// buffer; host-clock timed: MPI returns when the GPU buffers have moved.
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         reg.sync_all()?;
         let (off, len) = reg.message(0, pattern, t, fault);
         let peer = reg.layout.peer(reg.first_rank, t, fault);

@@ -4,7 +4,8 @@
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::fault::Fault;
-use crate::statevec::layout::Pattern;
+use crate::libs::Library;
+use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 use crate::transport::nccl::Move;
 
@@ -17,6 +18,9 @@ impl WireImpl for Nccl {
     fn how(&self) -> &'static str {
         "grouped ncclSend/ncclRecv between partners"
     }
+    fn libraries(&self) -> &'static [Library] {
+        &[Library::Nccl]
+    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }
@@ -27,7 +31,7 @@ impl GpuWire for Nccl {
         reg.shared.clone().or_else(|| reg.comms.is_none().then(|| "NCCL was not set up for this run".to_string()))
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         let moves: Vec<Move> = (0..reg.ranks.len())
             .map(|i| {
                 let (off, bytes) = reg.message(i, pattern, t, fault);

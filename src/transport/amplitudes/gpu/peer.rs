@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::fault::Fault;
 use crate::gpu::cuda_err;
 use crate::gpu::kernels::streaming;
-use crate::statevec::layout::Pattern;
+use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 use cudarc::driver::{PushKernelArg, result};
 
@@ -43,7 +43,7 @@ impl GpuWire for Kernel {
         reg.no_peer.clone()
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         let pairs = reg.local_pairs(t, fault)?;
         reg.span(|me| {
             for &(i, j) in &pairs {
@@ -65,7 +65,7 @@ impl GpuWire for CopyEngine {
         reg.no_peer.clone()
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         let pairs = reg.local_pairs(t, fault)?;
         reg.span(|me| {
             for &(i, j) in &pairs {

@@ -9,7 +9,7 @@ use super::staging::{self, Hop, Piece};
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::fault::Fault;
-use crate::statevec::layout::Pattern;
+use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::rdma::{self, Peers, Put, Span};
 use crate::transport::amplitudes::{Seconds, WireImpl};
 
@@ -38,7 +38,7 @@ impl GpuWire for Pipelined {
         rdma::unavailable(reg.world, reg.local())
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: Pattern, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(HOST_PIECE);
         // The stages first, so that the connections cover them; they keep
         // their shape through the exchange.

@@ -11,7 +11,7 @@ use super::{GpuRegister, copy_d2h, copy_h2d, record};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::gpu::{self, Gpu, Pinned, cuda_err};
-use crate::statevec::layout::Pattern;
+use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::Seconds;
 use cudarc::driver::CudaEvent;
 use std::time::Instant;
@@ -118,7 +118,7 @@ fn peers(reg: &GpuRegister, t: u32, fault: Option<Fault>) -> Vec<usize> {
 pub fn pipelined(
     reg: &mut GpuRegister,
     hop: &mut dyn Hop,
-    pattern: Pattern,
+    pattern: GlobalOp,
     t: u32,
     fault: Option<Fault>,
     piece: u64,
@@ -190,7 +190,7 @@ pub fn pipelined(
 pub fn unpipelined(
     reg: &mut GpuRegister,
     hop: &mut dyn Hop,
-    pattern: Pattern,
+    pattern: GlobalOp,
     t: u32,
     fault: Option<Fault>,
     piece: u64,

@@ -13,6 +13,7 @@ use crate::session::Session;
 use crate::stats::Summary;
 use crate::transport::{Op, Transport};
 use crate::units::sweep;
+use crate::workload::Job;
 use crate::workload::collective::plan::CollectivePlan;
 use crate::workload::collective::{Kind, OpUse, Spec};
 use crate::world::{self, World};
@@ -36,7 +37,7 @@ pub fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Coll
         min_bandwidth: None,
     };
     let result = (|| {
-        session.need(&plan.libraries())?;
+        session.need(&Job::libraries(plan))?;
         let mut transport = open_transport(plan, session.world())?;
         let mut bench = Bench::new(plan, transport.as_mut(), session.world(), &mut run)?;
         obs.begin(&run);

@@ -1,19 +1,16 @@
-//! The command line of `qbench rdma`, in perftest's letters, and its
-//! conversion into a plan and a way to reach the peer.
+//! `qbench rdma`'s command line, in perftest's letters, and the way to
+//! reach the peer it names: the options of the rdma library's plan.
 
-use super::oob::DEFAULT_PORT;
-use super::plan::{Agreement, MAX_ITERS, MAX_QPS, MAX_SIZE, MAX_TX_DEPTH, MIN_ITERS, Memory, Peer, Plan, Sizes, Test};
-use crate::cli::OutputArgs;
-use crate::error::Result;
-use crate::fault::{self, Fault};
-use crate::usage;
+use super::{OutputArgs, size_arg};
+use crate::error::{Error, Result};
+use crate::rdma::oob::DEFAULT_PORT;
+use crate::rdma::plan::{CudaVia, Options, Peer, Plan};
 use clap::{Args, ValueEnum};
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Duration;
 
 /// How GPU memory is registered with the adapter (`--use_cuda`).
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CudaVia {
+pub enum CudaArg {
     /// dma-buf when the GPU supports it, else nvidia_peermem
     Auto,
     /// A dma-buf file descriptor of the GPU memory (ibv_reg_dmabuf_mr)
@@ -74,7 +71,7 @@ pub struct RdmaArgs {
     pub report_gbits: bool,
     /// Buffers in GPU memory (GPUDirect RDMA), registered through dma-buf or nvidia_peermem
     #[arg(long = "use_cuda", alias = "use-cuda", value_enum, num_args = 0..=1, default_missing_value = "auto", value_name = "HOW")]
-    pub use_cuda: Option<CudaVia>,
+    pub use_cuda: Option<CudaArg>,
     /// The GPU of --use_cuda
     #[arg(long = "cuda_device", alias = "cuda-device", default_value_t = 0, value_name = "N")]
     pub cuda_device: u32,
@@ -94,71 +91,31 @@ pub struct RdmaArgs {
     pub out: OutputArgs,
 }
 
-fn size_arg(s: &str) -> std::result::Result<u64, String> {
-    crate::units::parse_size(s).map_err(|e| e.to_string())
-}
-
 impl RdmaArgs {
-    /// The plan these options describe, with every range checked and the
-    /// fault `QBENCH_CORRUPT` asks for.
+    /// The plan these options describe, checked.
     pub fn plan(&self) -> Result<Plan> {
-        let tests = Test::parse_list(&self.test)?;
-        let sizes = match (self.all, self.size) {
-            (true, _) => Sizes::All,
-            (false, Some(s)) if (1..=MAX_SIZE).contains(&s) => Sizes::Single(s),
-            (false, Some(s)) => return Err(usage!("message size {s} (-s) is outside 1 B..1 GiB")),
-            (false, None) => Sizes::Default,
-        };
-        let iters = match self.iters {
-            None => 0,
-            Some(n) if (MIN_ITERS..=MAX_ITERS).contains(&n) => n,
-            Some(n) => return Err(usage!("{n} iterations (-n): perftest's range is {MIN_ITERS}..{MAX_ITERS}")),
-        };
-        if !(1..=MAX_QPS).contains(&self.qps) {
-            return Err(usage!("{} queue pairs (-q): use 1..{MAX_QPS}", self.qps));
-        }
-        let tx_depth = match self.tx_depth {
-            None => 0,
-            Some(t) if (1..=MAX_TX_DEPTH).contains(&t) => t,
-            Some(t) => return Err(usage!("tx depth {t} (-t): use 1..{MAX_TX_DEPTH}")),
-        };
-        let memory = match self.use_cuda {
-            None => Memory::Host,
-            Some(CudaVia::Peermem) => Memory::CudaPeermem { gpu: self.cuda_device },
-            Some(CudaVia::Dmabuf | CudaVia::Auto) => Memory::CudaDmabuf { gpu: self.cuda_device },
-        };
-        let agreement = Agreement {
-            tests,
-            sizes,
-            iters,
-            qps: self.qps,
-            tx_depth,
-            bidirectional: self.bidirectional,
-            seed: self.seed,
-        };
-        agreement.validate()?;
-        let peer = self.peer()?;
-        let devices = self.devices();
-        match (&peer, devices.len()) {
-            (Peer::Listen { .. } | Peer::Connect { .. }, n) if n > 1 => {
-                return Err(usage!("-d names one device here ({n} given)"));
-            }
-            (Peer::Loopback, n) if n != 0 && n != 2 => {
-                return Err(usage!("--loopback takes two devices, -d A,B (or none for every pair)"));
-            }
-            _ => {}
-        }
-        Ok(Plan {
-            agreement,
-            memory,
-            cuda_auto: self.use_cuda == Some(CudaVia::Auto),
-            timeout: (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
-            peer,
-            devices,
+        let use_cuda = self.use_cuda.map(|c| match c {
+            CudaArg::Auto => CudaVia::Auto,
+            CudaArg::Dmabuf => CudaVia::Dmabuf,
+            CudaArg::Peermem => CudaVia::Peermem,
+        });
+        Plan::new(&Options {
+            tests: self.test.clone(),
+            peer: self.peer()?,
+            devices: self.devices(),
             ib_port: self.ib_port,
             gid_index: self.gid_index,
+            size: self.size,
+            all: self.all,
+            iters: self.iters,
+            qps: self.qps,
+            tx_depth: self.tx_depth,
+            bidirectional: self.bidirectional,
             report_gbits: self.report_gbits,
-            fault: Fault::requested("rdma", &[fault::Kind::SourceByte])?,
+            use_cuda,
+            cuda_device: self.cuda_device,
+            timeout_s: self.timeout,
+            seed: self.seed,
         })
     }
 
@@ -174,8 +131,8 @@ impl RdmaArgs {
         } else if crate::world::launched_as_many().is_some() {
             Peer::Ranks
         } else {
-            return Err(usage!(
-                "say where the other side is: `qbench rdma --server` here and `qbench rdma HOST` there, --loopback for two adapters of this node, or mpirun -np 2N for pairs of ranks"
+            return Err(Error::Usage(
+                "say where the other side is: `qbench rdma --server` here and `qbench rdma HOST` there, --loopback for two adapters of this node, or mpirun -np 2N for pairs of ranks".into(),
             ));
         })
     }
@@ -195,6 +152,7 @@ impl RdmaArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rdma::plan::{Memory, Mode, Sizes};
     use clap::Parser;
 
     #[derive(Parser)]
@@ -225,7 +183,7 @@ mod tests {
         let p = a.plan().unwrap();
         assert!(p.report_gbits && p.cuda_auto);
         assert_eq!(p.memory, Memory::CudaDmabuf { gpu: 0 });
-        assert_eq!(p.peer.mode(), super::super::plan::Mode::Server);
+        assert_eq!(p.peer.mode(), Mode::Server);
         assert_eq!(p.libraries(), [crate::libs::Library::Driver]);
         let a = parse(&["--loopback", "--use_cuda=peermem", "-d", "rxe0, rxe1"]).unwrap();
         let p = a.plan().unwrap();

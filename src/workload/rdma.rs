@@ -2,16 +2,39 @@
 //! pairs) becomes sides and channels, and the sides' links and rows become
 //! one record, each row observed as its size finishes. Under MPI rank 0
 //! speaks for the job: every pair's rows are gathered into every rank's
-//! record and observed there. Prints nothing; `qbench rdma` is this
-//! workload through `command::execute`.
+//! record and observed there. Prints nothing.
 
-use super::plan::Plan;
+use crate::error::Result;
+use crate::fault::Fault;
+use crate::libs::Library;
+use crate::rdma::plan::Plan;
 use crate::record::rdma::{KIND, RdmaRun};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
+use crate::workload::Job;
+
+impl Job for Plan {
+    type Record = RdmaRun;
+
+    fn libraries(&self) -> Vec<Library> {
+        Plan::libraries(self)
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> Outcome<RdmaRun> {
+        run(self, session, obs)
+    }
+
+    fn verdict(&self, record: &RdmaRun) -> Result<()> {
+        record.verdict()
+    }
+}
 
 /// Runs the plan in `session`, telling `obs` of every row.
-pub fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> Outcome<RdmaRun> {
+fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> Outcome<RdmaRun> {
     #[cfg_attr(not(feature = "rdma"), allow(unused_mut))]
     let mut out = RdmaRun {
         header: Header::start(KIND, plan.fault),
@@ -36,14 +59,14 @@ pub fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> O
 
 #[cfg(feature = "rdma")]
 mod live {
-    use super::super::data::Side;
-    use super::super::device::{self, PortChoice};
-    use super::super::oob;
-    use super::super::plan::{Peer, Plan};
-    use super::super::session::{self, Progress};
-    use super::super::{memory, verbs};
     use crate::error::{Error, Result};
     use crate::probe::collect::rdma::RdmaFacts;
+    use crate::rdma::data::Side;
+    use crate::rdma::device::{self, PortChoice};
+    use crate::rdma::oob;
+    use crate::rdma::plan::{Peer, Plan};
+    use crate::rdma::side::{self, Progress};
+    use crate::rdma::{memory, verbs};
     use crate::record::Observer;
     use crate::record::rdma::{Link, RdmaRow, RdmaRun};
     use crate::session::Session;
@@ -62,13 +85,13 @@ mod live {
                 // The table's head says that the server waits.
                 obs.begin(out);
                 let mut chan = listener.accept(plan.timeout)?;
-                session::run(plan, Side::Server, &choice, &mut chan, &mut recorder(out, obs))
+                side::run(plan, Side::Server, &choice, &mut chan, &mut recorder(out, obs))
             }
             Peer::Connect { host, port } => {
                 let choice = one()?;
                 obs.begin(out);
                 let mut chan = oob::Tcp::connect(host, *port, plan.timeout)?;
-                session::run(plan, Side::Client, &choice, &mut chan, &mut recorder(out, obs))
+                side::run(plan, Side::Client, &choice, &mut chan, &mut recorder(out, obs))
             }
             Peer::Loopback => {
                 let named = match plan.devices.as_slice() {
@@ -104,8 +127,8 @@ mod live {
     fn loopback(plan: &Plan, a: &PortChoice, b: &PortChoice, observe: &mut dyn FnMut(Progress)) -> Result<()> {
         let (mut ca, mut cb) = oob::local_pair((b.device.clone(), a.device.clone()), plan.timeout);
         let (client, server) = std::thread::scope(|s| {
-            let server = s.spawn(move || session::run(plan, Side::Server, b, &mut cb, &mut |_| {}));
-            let client = session::run(plan, Side::Client, a, &mut ca, observe);
+            let server = s.spawn(move || side::run(plan, Side::Server, b, &mut cb, &mut |_| {}));
+            let client = side::run(plan, Side::Client, a, &mut ca, observe);
             drop(ca);
             (
                 client,
@@ -160,9 +183,9 @@ mod live {
         obs.begin(out);
         let mut chan = oob::Ranks::new(world);
         match side {
-            Side::Client => session::run(plan, side, &choice, &mut chan, &mut recorder(out, obs))?,
+            Side::Client => side::run(plan, side, &choice, &mut chan, &mut recorder(out, obs))?,
             // Both sides end with the same rows: the client's are kept.
-            Side::Server => session::run(plan, side, &choice, &mut chan, &mut |_| {})?,
+            Side::Server => side::run(plan, side, &choice, &mut chan, &mut |_| {})?,
         }
         let mine = serde_json::to_vec(&(&out.links, &out.rows))
             .map_err(|e| Error::Runtime(format!("cannot encode this rank's records: {e}")))?;

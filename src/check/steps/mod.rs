@@ -1,0 +1,123 @@
+//! The kinds of readiness step, one file each: a kind owns its keys in a
+//! profile, the metrics it measures and their units, the libraries it
+//! needs, where it runs under MPI, and its measurement: the workload's plan
+//! made from its keys, run in the check's session with nobody watching,
+//! and the figures read from its record. Adding a kind is its file and a
+//! line in the list below.
+
+use crate::error::Result;
+use crate::libs::Library;
+use crate::session::Session;
+use serde::{Deserialize, Serialize};
+
+/// One figure of a step on one node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// Where on the node: "GPU 0", "mlx5_0→mlx5_1", "rank 3 with 2".
+    pub place: Option<String>,
+    pub value: f64,
+    /// Elements, amplitudes, words or bytes that arrived wrong.
+    pub wrong: u64,
+}
+
+/// A metric a kind measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    pub name: &'static str,
+    pub unit: &'static str,
+}
+
+/// Which processes of an MPI job measure a step, and whose rows it gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every process at once, one measurement across the job: one row.
+    Job,
+    /// One process of each node (the others would measure each other): a row per node.
+    Node,
+    /// Every process, each with a partner: a row per process.
+    Pairs,
+}
+
+/// A key of a step that cannot run as written, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadKey {
+    pub key: &'static str,
+    pub why: String,
+}
+
+impl BadKey {
+    /// `key` is wrong as `e` says.
+    pub fn new(key: &'static str, e: crate::error::Error) -> BadKey {
+        BadKey { key, why: e.message() }
+    }
+}
+
+/// What each kind of step says about itself and does.
+pub trait StepKind {
+    /// The metrics it can judge.
+    fn metrics(&self) -> &'static [Metric];
+    /// Refuses keys that cannot run as written (an unknown collective, a bad size).
+    fn validate(&self) -> std::result::Result<(), BadKey>;
+    /// The GPU libraries its measurement needs.
+    fn libraries(&self) -> Vec<Library>;
+    fn scope(&self) -> Scope;
+    /// Whether it measures GPUs (a node short of GPUs does not run it).
+    fn uses_gpus(&self) -> bool;
+    /// Runs it in `session` and reads `metric` from the record.
+    fn measure(&self, metric: &str, session: &Session) -> Result<Vec<Figure>>;
+}
+
+/// Declares the kinds: their files and the `Keys` a profile's step holds.
+macro_rules! kinds {
+    ($($kind:ident => $module:ident),* $(,)?) => {
+        $(mod $module;)*
+
+        /// A step's own keys, by its `kind`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind", rename_all = "lowercase")]
+        pub enum Keys {
+            $($kind($module::Keys)),*
+        }
+
+        impl Keys {
+            pub fn kind(&self) -> &dyn StepKind {
+                match self {
+                    $(Keys::$kind(k) => k),*
+                }
+            }
+
+            /// The kind's name, as profiles and rows say it.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Keys::$kind(_) => stringify!($module)),*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    Collective => collective,
+    Copy => copy,
+    Exchange => exchange,
+    Pairs => pairs,
+    Rdma => rdma,
+}
+
+/// The workload's outcome as a result: its record, or the error that stopped it.
+fn done<R>(o: crate::record::Outcome<R>) -> Result<R> {
+    match o.error {
+        Some(e) => Err(e),
+        None => Ok(o.record),
+    }
+}
+
+/// A step's size key in bytes.
+fn bytes(size: &str) -> Result<u64> {
+    crate::units::parse_size(size)
+}
+
+/// GPUs (or host ranks) per process: host ranks under MPI are one a process.
+fn per_process(gpus: Option<usize>, session: &Session, cpu: bool) -> usize {
+    if cpu && session.world().size() > 1 { 1 } else { gpus.unwrap_or(1) }
+}

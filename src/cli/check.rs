@@ -1,0 +1,77 @@
+//! `qbench check`'s command line: the profile, the level, baselines.
+
+use super::OutputArgs;
+use crate::check::CheckPlan;
+use crate::check::profile;
+use crate::error::{Error, Result};
+use crate::output::OutputPlan;
+use clap::Args;
+use std::path::PathBuf;
+
+/// What check's exit status says, under its --help.
+pub const CHECK_HELP: &str = "Exit status: 0 ready, 1 not ready (a FAIL), 2 bad profile or usage, 3 hardware the profile requires is missing, 4 runtime failure.\nBuilt-in profiles: cpu, h200x1, h200x2-nvlink, h100x8-ndr, h200x8-ndr, a100x8-hdr, mlx4-fdr (profiles/README.md).";
+
+#[derive(Args, Debug, Clone)]
+pub struct CheckArgs {
+    /// A built-in profile or a TOML file (default: the built-in profile matching this node's GPUs)
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Option<String>,
+    /// quick, standard or full: which steps run, within the profile's time budget for the level
+    #[arg(long, default_value = "quick")]
+    pub level: String,
+    /// Hold the measurements against an earlier --save-baseline of this node or one of its kind
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write this check's record, to be the baseline of later checks
+    #[arg(long, value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
+    /// Measure this node and write a profile with floors at the profile's fraction of what it measured
+    #[arg(long, value_name = "FILE")]
+    pub init: Option<PathBuf>,
+    /// Judge the facts read under this directory instead of / and measure nothing (fixture trees)
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+impl CheckArgs {
+    pub fn plan(&self) -> Result<CheckPlan> {
+        crate::fault::Fault::requested("check", &[])?;
+        let level = profile::Level::parse(&self.level)?;
+        if let Some(root) = &self.sysfs_root {
+            std::fs::read_dir(root).map_err(|e| Error::Usage(format!("--sysfs-root {}: {e}", root.display())))?;
+        }
+        let (profile, profile_from) = match &self.profile {
+            Some(spec) => profile::load(spec)?,
+            None => {
+                let host = crate::probe::collect::Host::new(self.sysfs_root.clone(), Default::default());
+                let gpus = crate::probe::collect::gpu::collect(&host);
+                let names: Vec<String> = gpus.gpus.iter().filter_map(|g| g.name.value().cloned()).collect();
+                profile::choose(&names)?
+            }
+        };
+        let baseline = match &self.baseline {
+            None => None,
+            Some(path) => match crate::record::read(path)? {
+                crate::record::AnyRecord::Check(run) => Some((path.display().to_string(), run)),
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "--baseline {}: not the record of a qbench check",
+                        path.display()
+                    )));
+                }
+            },
+        };
+        CheckPlan::new(profile, profile_from, level, baseline, self.sysfs_root.clone(), self.init.clone())
+    }
+
+    /// Where the record goes: -J and --save-baseline; `quiet` (the global
+    /// --quiet): no table, the lines of what is wrong instead.
+    pub fn output(&self, quiet: bool) -> OutputPlan {
+        let mut output = self.out.plan();
+        output.json_files.extend(self.save_baseline.iter().cloned());
+        output.quiet = quiet;
+        output
+    }
+}

@@ -1,0 +1,161 @@
+//! The collective subcommands, made from the list of collectives, with
+//! nccl-tests' letters, long names and defaults, so that existing habits
+//! and scripts carry over.
+
+use super::{OutputArgs, size_arg};
+use crate::dtype::{DataType, RedOp};
+use crate::error::{Error, Result};
+use crate::record::collective::{Average, Config, TransportKind};
+use crate::units::Step;
+use crate::workload::collective::Kind;
+use crate::workload::collective::plan::CollectivePlan;
+use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
+
+/// How the collectives are timed and checked, under each one's --help.
+const TIMING_HELP: &str = "Timing (--transport nccl): the time column is the host clock around -n back-to-back launches (-G: graph launches) until every GPU is idle, divided by the operations, as nccl-tests measures it; the per-iteration percentiles in the JSON come from a separate pass with CUDA events. Communicators are created as nccl-tests 2.19 creates them (NCCL 2.28 and later: ncclCommInitRankConfig with nvlinkCentricSched = 1). --transport cpu times each iteration on the host clock.\nEvery output element is compared with its exact expected value; wrong data exits 1. QBENCH_CORRUPT=RANK[:ELEMENT] flips one element after each validation operation, to prove it.";
+
+/// A collective subcommand: which collective, with nccl-tests' options.
+#[derive(Debug)]
+pub struct CollectiveCommand {
+    pub kind: Kind,
+    pub args: CollArgs,
+}
+
+impl FromArgMatches for CollectiveCommand {
+    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let (name, sub) = m.subcommand().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
+        let kind =
+            Kind::from_command(name).ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(CollectiveCommand { kind, args: CollArgs::from_arg_matches(sub)? })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
+        *self = CollectiveCommand::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for CollectiveCommand {
+    fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
+        for &kind in Kind::ALL {
+            let spec = kind.spec();
+            let mut sub =
+                CollArgs::augment_args(clap::Command::new(spec.command())).about(spec.about()).after_help(TIMING_HELP);
+            if spec.name() != spec.command() {
+                sub = sub.visible_alias(spec.name());
+            }
+            cmd = cmd.subcommand(sub.alias(kind.program()));
+        }
+        cmd
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        CollectiveCommand::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        Kind::from_command(name).is_some()
+    }
+}
+
+/// `--transport`'s help, from the list of the collectives' transports.
+fn transport_help() -> String {
+    let each: Vec<String> = TransportKind::ALL.iter().map(|t| format!("{} ({})", t.name(), t.how())).collect();
+    format!("What moves the data: {}", each.join(", "))
+}
+
+fn transport_arg(s: &str) -> std::result::Result<TransportKind, String> {
+    TransportKind::parse(s).map_err(|e| e.message())
+}
+
+/// nccl-tests' options, same letters, same long names, same defaults.
+#[derive(Args, Debug, Clone)]
+pub struct CollArgs {
+    /// Minimum size in bytes (K, M, G suffixes are binary)
+    #[arg(short = 'b', long = "minbytes", default_value = "32M", value_parser = size_arg)]
+    pub minbytes: u64,
+    /// Maximum size in bytes
+    #[arg(short = 'e', long = "maxbytes", default_value = "32M", value_parser = size_arg)]
+    pub maxbytes: u64,
+    /// Additive step between sizes (used when -f is 1)
+    #[arg(short = 'i', long = "stepbytes", default_value = "1M", value_parser = size_arg)]
+    pub stepbytes: u64,
+    /// Multiplicative step factor between sizes (wins over -i when above 1)
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 1)]
+    pub stepfactor: u64,
+    /// GPUs per thread (host ranks per thread for --transport cpu)
+    #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub ngpus: u32,
+    /// Threads per process, each driving its -g GPUs
+    #[arg(short = 't', long = "nthreads", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub nthreads: u32,
+    /// Timed iterations per size
+    #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub iters: u32,
+    /// Warm-up iterations before each timed size
+    #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 1)]
+    pub warmup_iters: u32,
+    /// Operations aggregated in one group launch per iteration
+    #[arg(short = 'm', long = "agg_iters", alias = "agg-iters", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub agg_iters: u32,
+    /// Repeat the whole sweep this many times (0 = until interrupted)
+    #[arg(short = 'N', long = "run_cycles", alias = "run-cycles", default_value_t = 1)]
+    pub run_cycles: u32,
+    /// Validation iterations per size (0 turns data checking off)
+    #[arg(short = 'c', long = "check", default_value_t = 1)]
+    pub check: u32,
+    /// Reduction op: sum, prod, max, min, avg or all
+    #[arg(short = 'o', long = "op", default_value = "sum")]
+    pub op: String,
+    /// Data type: int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16 or all
+    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    pub datatype: String,
+    /// Root rank of broadcast and reduce (-1 = every rank in turn)
+    #[arg(short = 'r', long = "root", default_value_t = 0, allow_negative_numbers = true)]
+    pub root: i64,
+    /// Capture the timed iterations in a CUDA graph and launch it this many times (0 = off)
+    #[arg(short = 'G', long = "cudagraph", default_value_t = 0)]
+    pub cudagraph: u32,
+    /// Cross-rank time reduction: 0 rank 0, 1 average, 2 minimum, 3 maximum
+    #[arg(short = 'a', long = "average", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub average: u8,
+    /// Abort the communicator and exit 4 when one operation takes longer than this many seconds (0 = never)
+    #[arg(short = 'T', long = "timeout", default_value_t = 0)]
+    pub timeout: u64,
+    #[command(flatten)]
+    pub out: OutputArgs,
+    #[arg(long, default_value = "nccl", value_parser = transport_arg, help = transport_help())]
+    pub transport: TransportKind,
+    /// Seed of the input data
+    #[arg(long, default_value_t = crate::pattern::DEFAULT_SEED)]
+    pub seed: u64,
+}
+
+impl CollArgs {
+    pub fn plan(&self, kind: Kind) -> Result<CollectivePlan> {
+        if self.stepfactor == 0 {
+            return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));
+        }
+        let config = Config {
+            nranks: (self.nthreads * self.ngpus) as usize,
+            nthreads: self.nthreads as usize,
+            ngpus: self.ngpus as usize,
+            minbytes: self.minbytes,
+            maxbytes: self.maxbytes,
+            step: if self.stepfactor > 1 { Step::Factor(self.stepfactor) } else { Step::Bytes(self.stepbytes) },
+            warmup_iters: self.warmup_iters,
+            iters: self.iters,
+            agg_iters: self.agg_iters,
+            run_cycles: self.run_cycles,
+            check: self.check,
+            cudagraph: self.cudagraph,
+            average: Average::from_code(self.average),
+            timeout_s: self.timeout,
+            datatypes: DataType::parse(&self.datatype)?,
+            ops: RedOp::parse(&self.op)?,
+            root: self.root,
+            seed: self.seed,
+        };
+        CollectivePlan::new(kind, self.transport, config)
+    }
+}

@@ -1,0 +1,106 @@
+//! `qbench exchange` and `qbench compare`: the amplitude exchange's
+//! options, the wires named from the list of wires.
+
+use super::{OutputArgs, size_arg};
+use crate::error::Result;
+use crate::record::exchange::Circuit;
+use crate::statevec::layout::{GlobalOp, Precision};
+use crate::transport::amplitudes::Wire;
+use crate::workload::exchange::plan::{ComparePlan, ExchangePlan, check_chunk, memories, parse_qubits, parse_wires};
+use clap::Args;
+
+/// `--transport`'s help, from the list of wires.
+fn wires_help() -> String {
+    let names: Vec<&str> = Wire::ALL.iter().map(|w| w.name()).collect();
+    format!("Comma-separated: {}; all = every GPU transport (add ,cpu for host ranks)", names.join(", "))
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ExchangeArgs {
+    /// Qubits of the register: N, or a range A..B to run every size from A to B
+    #[arg(long, value_name = "N|A..B")]
+    pub qubits: String,
+    /// GPUs per process (host ranks for --transport cpu); the total must be a power of two
+    #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub ngpus: u32,
+    /// Bytes per amplitude: single (complex<float>, 8) or double (complex<double>, 16)
+    #[arg(long, default_value = "double", value_parser = ["single", "double"])]
+    pub precision: String,
+    /// gate (whole chunk exchanged, as QuEST), swap (half, as cuStateVec) or both
+    #[arg(long, default_value = "both")]
+    pub pattern: String,
+    #[arg(long, default_value = "nccl", help = wires_help())]
+    pub transport: String,
+    /// Where the registers are held: gpu, host or gpu,host (default: what the transports move; GPUs for rdma alone)
+    #[arg(long, value_name = "gpu|host|gpu,host")]
+    pub memory: Option<String>,
+    /// Largest message piece for nccl and host transfers (default: 2^28 amplitudes for nccl, as QuEST; 64M for host)
+    #[arg(long, value_parser = size_arg)]
+    pub chunk: Option<u64>,
+    /// Use the QuEST-style unpipelined host path for --transport host
+    #[arg(long)]
+    pub no_pipeline: bool,
+    /// Timed repetitions of each operation (the median is reported)
+    #[arg(short = 'n', long = "iters", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub iters: u32,
+    /// Untimed repetitions before them
+    #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 1)]
+    pub warmup_iters: u32,
+    /// Circuit models of the verdict: qft, random (gates on random qubits), random:FRACTION of gates global
+    #[arg(long, default_value = "qft,random")]
+    pub circuit: String,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+impl ExchangeArgs {
+    pub fn plan(&self) -> Result<ExchangePlan> {
+        let ops = GlobalOp::parse_list(&self.pattern)?;
+        let wires = parse_wires(&self.transport, self.no_pipeline)?;
+        Ok(ExchangePlan {
+            qubits: parse_qubits(&self.qubits)?,
+            ngpus: self.ngpus as usize,
+            precision: Precision::parse(&self.precision)?,
+            memories: memories(&wires, self.memory.as_deref())?,
+            wires,
+            chunk: check_chunk(self.chunk)?,
+            iters: self.iters,
+            warmup: self.warmup_iters,
+            circuits: self.circuit.split(',').map(|c| Circuit::parse(c.trim())).collect::<Result<_>>()?,
+            fault: ExchangePlan::fault_for(&ops)?,
+            ops,
+        })
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Bytes each rank sends to its partner (and receives)
+    #[arg(short = 'b', long = "bytes", default_value = "1G", value_parser = size_arg)]
+    pub bytes: u64,
+    /// GPUs per process (host ranks with --memory host; default 2 alone, 1 per process under MPI); the total must be a power of two
+    #[arg(short = 'g', long = "ngpus", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ngpus: Option<u32>,
+    /// Where the register is held: gpu (every GPU transport) or host (cpu and rdma)
+    #[arg(long, value_name = "gpu|host")]
+    pub memory: Option<String>,
+    /// Timed repetitions per transport (the median is reported)
+    #[arg(short = 'n', long = "iters", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub iters: u32,
+    #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 2)]
+    pub warmup_iters: u32,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+impl CompareArgs {
+    pub fn plan(&self) -> Result<ComparePlan> {
+        ComparePlan::new(
+            self.bytes,
+            self.memory.as_deref(),
+            self.ngpus.map(|g| g as usize),
+            self.iters,
+            self.warmup_iters,
+        )
+    }
+}

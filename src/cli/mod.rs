@@ -1,0 +1,100 @@
+//! The command line: one subcommand per job, one file each, every one
+//! turned into a validated plan that knows nothing of clap, and the output
+//! it asked for. Only this folder (and main.rs) speaks clap.
+
+mod check;
+mod collective;
+mod copy;
+mod exchange;
+mod plot;
+mod probe;
+mod rdma;
+
+pub use check::CheckArgs;
+pub use collective::{CollArgs, CollectiveCommand};
+pub use copy::CopyArgs;
+pub use exchange::{CompareArgs, ExchangeArgs};
+pub use plot::PlotArgs;
+pub use probe::ProbeArgs;
+pub use rdma::RdmaArgs;
+
+use crate::output::OutputPlan;
+use crate::units::parse_size;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "qbench",
+    version,
+    about = "Cluster communication diagnostics and benchmarks for distributed GPU state-vector simulation",
+    long_about = None,
+)]
+pub struct Cli {
+    /// No progress on stderr while a run works (it is drawn only when stderr is a terminal); for check, nothing when ready and one line per failure otherwise (Slurm Prolog and HealthCheckProgram)
+    #[arg(long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl Cli {
+    /// The terminal settings of this run: --quiet, and what stdout and stderr are.
+    pub fn ui(&self) -> crate::ui::Ui {
+        crate::ui::Ui::detect(self.quiet)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Report this node's GPUs, RDMA adapters, GPUDirect and NCCL setup, with a verdict and fixes
+    Probe(ProbeArgs),
+    #[command(flatten)]
+    Collective(CollectiveCommand),
+    /// A distributed state vector's amplitude exchange: timed, checked amplitude by amplitude, judged
+    Exchange(ExchangeArgs),
+    /// The same bytes over every transport between partner GPUs, side by side
+    Compare(CompareArgs),
+    /// Is this node ready for the simulation? The profile's facts and measurements, judged, one verdict
+    #[command(after_help = check::CHECK_HELP)]
+    Check(CheckArgs),
+    /// Copy bandwidth and latency: host<->GPU, GPU<->GPU, zero-copy, gdrcopy (nvbandwidth, gdrcopy's copylat)
+    #[command(
+        after_help = "Every destination is compared with its source after each size; wrong data exits 1.\nQBENCH_CORRUPT=copy[:WORD] flips word WORD (default 0) of every destination before that check, to prove it."
+    )]
+    Copy(CopyArgs),
+    /// Draw qbench's JSON records as SVG or PNG: bandwidth against size, copy matrices, transports side by side
+    Plot(PlotArgs),
+    /// RDMA WRITE/READ/SEND bandwidth and latency between two adapters (perftest's ib_*_bw, ib_*_lat)
+    Rdma(RdmaArgs),
+}
+
+/// Where a run's records go besides the text on stdout.
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Write the run's records as JSON to this file
+    #[arg(short = 'J', long = "output_file", alias = "output-file", value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+    /// Print the records as JSON on stdout instead of the tables
+    #[arg(long)]
+    pub json: bool,
+    /// Write the records as CSV to this file
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    pub fn plan(&self) -> OutputPlan {
+        OutputPlan {
+            json_files: self.output_file.iter().cloned().collect(),
+            csv_file: self.csv.clone(),
+            json_stdout: self.json,
+            quiet: false,
+        }
+    }
+}
+
+/// A size argument: "16M", "1G", 4096.
+fn size_arg(s: &str) -> std::result::Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
