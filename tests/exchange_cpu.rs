@@ -5,7 +5,7 @@ use num_complex::{Complex, Complex64};
 use qbench::fault::Fault;
 use qbench::statevec::layout::{GlobalOp, Layout, Precision};
 use qbench::statevec::state::ProductState;
-use qbench::transport::amplitudes::cpu::CpuRegister;
+use qbench::transport::amplitudes::host_memory::HostRegister;
 use qbench::transport::amplitudes::{Register, Wire};
 use qbench::world::Solo;
 use std::f64::consts::FRAC_1_SQRT_2;
@@ -35,7 +35,7 @@ fn reference_swap(v: &[Complex64], p: u32, q: u32) -> Vec<Complex64> {
 fn run(qubits: u32, ranks: usize, fault: Option<Fault>) -> f64 {
     let layout = Layout::new(qubits, ranks, Precision::Double).unwrap();
     let l = layout.local_qubits();
-    let mut reg = CpuRegister::<f64>::new(layout, ranks, &Solo).unwrap();
+    let mut reg = HostRegister::<f64>::new(layout, ranks, &Solo).unwrap();
     let start = ProductState::new(qubits);
     reg.init(&start).unwrap();
     let mut v: Vec<Complex64> = (0..1u64 << qubits).map(|i| start.amplitude(i)).collect();
@@ -73,7 +73,7 @@ fn the_wrong_partner_and_the_wrong_half_are_caught() {
         assert!(run(8, 4, Some(fault)) > 1e-3, "{fault:?} went unnoticed");
         // And the register's own check sees it too.
         let layout = Layout::new(8, 2, Precision::Single).unwrap();
-        let mut reg = CpuRegister::<f32>::new(layout, 2, &Solo).unwrap();
+        let mut reg = HostRegister::<f32>::new(layout, 2, &Solo).unwrap();
         let mut model = ProductState::new(8);
         reg.init(&model).unwrap();
         let (pattern, t, l) = (if fault == Fault::WrongPartner { GlobalOp::Gate } else { GlobalOp::Swap }, 7, 7);
@@ -93,7 +93,7 @@ fn the_wrong_partner_and_the_wrong_half_are_caught() {
 #[test]
 fn a_correct_run_checks_clean_in_single_precision() {
     let layout = Layout::new(12, 4, Precision::Single).unwrap();
-    let mut reg = CpuRegister::<f32>::new(layout, 4, &Solo).unwrap();
+    let mut reg = HostRegister::<f32>::new(layout, 4, &Solo).unwrap();
     let mut model = ProductState::new(12);
     reg.init(&model).unwrap();
     for t in 10..12 {

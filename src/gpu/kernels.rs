@@ -10,12 +10,9 @@
 //! the two each source's kernels are.
 
 use super::{Gpu, cuda_err};
-use crate::dtype::DataType;
 use crate::error::{Error, Result};
-use crate::pattern::Pattern;
 use crate::statevec::layout::SLOW_PARTNER_BYTES;
-use crate::transport::{Collective, Op};
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig};
 use cudarc::nvrtc::{Ptx, result as nvrtc, sys as nvrtc_sys};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -55,7 +52,7 @@ impl std::fmt::Display for KernelBuild {
 /// What to build for a GPU: machine code or PTX, for an architecture
 /// (compute capability 9.0 is 90).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
+pub(crate) enum Target {
     Cubin(i32),
     Ptx(i32),
 }
@@ -82,7 +79,7 @@ impl Target {
 /// own machine code if NVRTC knows it and `own_code`, else PTX for it, or
 /// for the newest architecture below it, which the driver compiles for a
 /// newer GPU.
-fn target(cc: (i32, i32), supported: &[i32], own_code: bool) -> Result<Target> {
+pub(crate) fn target(cc: (i32, i32), supported: &[i32], own_code: bool) -> Result<Target> {
     let arch = cc.0 * 10 + cc.1;
     if supported.is_empty() {
         return Ok(Target::Ptx(arch));
@@ -102,7 +99,7 @@ fn target(cc: (i32, i32), supported: &[i32], own_code: bool) -> Result<Target> {
 }
 
 /// This NVRTC's version and the architectures it compiles for.
-fn nvrtc_facts() -> ((i32, i32), Vec<i32>) {
+pub(crate) fn nvrtc_facts() -> ((i32, i32), Vec<i32>) {
     let (mut major, mut minor): (c_int, c_int) = (0, 0);
     // SAFETY: both out-pointers are valid for one write each.
     let version = match unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }.result() {
@@ -163,7 +160,7 @@ fn compile(name: &str, source: &str, target: Target, extra: &[&str]) -> Result<(
 }
 
 /// One source's code for one target, compiled on first use.
-fn code(name: &str, source: &str, target: Target) -> Result<Ptx> {
+pub(crate) fn code(name: &str, source: &str, target: Target) -> Result<Ptx> {
     /// (source name, target) → its code.
     type Cache = Vec<((String, Target), Ptx)>;
     static CACHE: Mutex<Cache> = Mutex::new(Vec::new());
@@ -241,7 +238,7 @@ pub fn load(gpu: &Gpu, file: &str, source: &str, names: &[String]) -> Result<Has
 /// machine code takes long to build, as kernels/pattern.cu's (NVRTC 12.9
 /// builds its sm_90 cubin in 20 s and its PTX in 6 s; the driver's build
 /// of the PTX is cached after a machine's first run).
-fn load_ptx(gpu: &Gpu, file: &str, source: &str, names: &[String]) -> Result<HashMap<String, CudaFunction>> {
+pub(crate) fn load_ptx(gpu: &Gpu, file: &str, source: &str, names: &[String]) -> Result<HashMap<String, CudaFunction>> {
     load_built(gpu, file, source, names, false)
 }
 
@@ -275,171 +272,10 @@ fn load_built(
     Ok(functions)
 }
 
-/// kernels/pattern.cu with the expected-value rule of each collective, as
-/// the cases of its check's switch, in the order given.
-pub fn pattern_source(collectives: &[&dyn Collective]) -> String {
-    let cases: String =
-        collectives.iter().enumerate().map(|(code, c)| format!("case {code}: {{ {} }} ", c.source_cu())).collect();
-    format!("#define QB_SOURCES {cases}\n{}", include_str!("../../kernels/pattern.cu"))
-}
-
-/// The fill and check kernels of kernels/pattern.cu on one GPU, for the
-/// collectives it was loaded with.
-pub struct PatternKernels {
-    functions: HashMap<String, CudaFunction>,
-    /// The collectives' names, in the order of their check codes.
-    collectives: Vec<&'static str>,
-}
-
-impl PatternKernels {
-    pub fn load(gpu: &Gpu, collectives: &[&dyn Collective]) -> Result<PatternKernels> {
-        let names: Vec<String> = DataType::ALL
-            .iter()
-            .flat_map(|t| [format!("qb_fill_{}", t.name()), format!("qb_check_{}", t.name())])
-            .collect();
-        let tag: Vec<&str> = collectives.iter().map(|c| c.name()).collect();
-        let file = format!("kernels/pattern.cu ({})", tag.join(", "));
-        Ok(PatternKernels { functions: load_ptx(gpu, &file, &pattern_source(collectives), &names)?, collectives: tag })
-    }
-
-    fn function(&self, kind: &str, t: DataType) -> &CudaFunction {
-        &self.functions[&format!("qb_{kind}_{}", t.name())]
-    }
-
-    /// Writes `rank`'s input elements 0..n of `pattern` at `ptr`.
-    pub fn fill(&self, gpu: &Gpu, ptr: u64, n: u64, pattern: &Pattern, rank: usize) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        let (kind, a, b) = pattern.draw.encode();
-        let rank = rank as i32;
-        let f = self.function("fill", pattern.dtype);
-        let mut l = gpu.stream.launch_builder(f);
-        l.arg(&ptr).arg(&n).arg(&pattern.seed).arg(&kind).arg(&a).arg(&b).arg(&rank);
-        // SAFETY: the argument list matches qb_fill_* in kernels/pattern.cu,
-        // and `ptr` addresses at least n elements of the pattern's type.
-        unsafe { l.launch(grid(gpu, n)) }.map(|_| ()).map_err(cuda_err("launching the fill kernel"))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    /// Adds to the u64 at `wrong` the number of `rank`'s output elements of
-    /// `op` (n elements at `ptr`) that differ from their expected values.
-    pub fn check(&self, gpu: &Gpu, ptr: u64, n: u64, op: &Op, rank: usize, nranks: usize, wrong: u64) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        let p = &op.pattern;
-        let (kind, a, b) = p.draw.encode();
-        let name = op.collective.name();
-        let coll = self
-            .collectives
-            .iter()
-            .position(|&c| c == name)
-            .ok_or_else(|| Error::Runtime(format!("internal: the check kernels were not built for {name}")))?
-            as i32;
-        let redop = op.redop as i32;
-        let (nranks, rank, root) = (nranks as i32, rank as i32, op.root as i32);
-        let f = self.function("check", p.dtype);
-        let mut l = gpu.stream.launch_builder(f);
-        l.arg(&ptr).arg(&n).arg(&p.seed).arg(&kind).arg(&a).arg(&b);
-        l.arg(&coll).arg(&redop).arg(&nranks).arg(&rank).arg(&root).arg(&op.counts.param).arg(&p.tolerance).arg(&wrong);
-        // SAFETY: the argument list matches qb_check_* in kernels/pattern.cu;
-        // `ptr` addresses n elements and `wrong` one u64 on this GPU.
-        unsafe { l.launch(grid(gpu, n)) }.map(|_| ()).map_err(cuda_err("launching the check kernel"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::{Element, RedOp};
     use crate::libs::Library;
-    use crate::transport::Source;
-    use crate::with_element;
-    use crate::workload::collective::{Kind, OpUse};
-    use cudarc::driver::result;
-
-    /// Copies `n` elements of type T from the device.
-    fn download<T: Element>(ptr: u64, n: u64) -> Vec<T> {
-        let mut v = vec![T::from_i64(0); n as usize];
-        // SAFETY: `ptr` addresses at least n elements of T; the GPU is idle.
-        unsafe { result::memcpy_dtoh_sync(bytemuck::cast_slice_mut::<T, u8>(&mut v), ptr) }.unwrap();
-        v
-    }
-
-    /// Rank `rank`'s input from the fill kernel is the host's, element for
-    /// element; the check kernel counts no wrong element in the output the
-    /// host expects and exactly the ones flipped after that.
-    fn agree<T: Element>(gpu: &Gpu, k: &PatternKernels, op: &Op, rank: usize, n: usize) {
-        let keys = op.pattern.keys();
-        let c = op.counts;
-        let input = gpu.alloc(c.send.max(1) * 8).unwrap();
-        k.fill(gpu, input.ptr(), c.send, &op.pattern, rank).unwrap();
-        gpu.stream.synchronize().unwrap();
-        let want: Vec<T> = (0..c.send).map(|i| op.pattern.element(&keys, rank, i)).collect();
-        let got = download::<T>(input.ptr(), c.send);
-        assert!(got.iter().zip(&want).all(|(a, b)| bytemuck::bytes_of(a) == bytemuck::bytes_of(b)));
-        if !op.checks_rank(rank, n) {
-            return;
-        }
-        let mut out: Vec<T> = (0..c.recv).map(|j| op.expected(&keys, rank, n, j).unwrap_or(T::from_i64(0))).collect();
-        let (output, wrong) = (gpu.alloc(c.recv * 8).unwrap(), gpu.alloc(8).unwrap());
-        let count = |out: &[T]| -> u64 {
-            // SAFETY: `out` fits the output buffer; the GPU is idle.
-            unsafe { result::memcpy_htod_sync(output.ptr(), bytemuck::cast_slice::<T, u8>(out)) }.unwrap();
-            gpu.memset(wrong.ptr(), 0, 8).unwrap();
-            k.check(gpu, output.ptr(), c.recv, op, rank, n, wrong.ptr()).unwrap();
-            gpu.stream.synchronize().unwrap();
-            download::<u64>(wrong.ptr(), 1)[0]
-        };
-        assert_eq!(count(&out), 0, "{} {:?} {:?} rank {rank}", op.collective.name(), op.dtype, op.redop);
-        let checked: Vec<usize> = (0..c.recv as usize)
-            .filter(|&j| op.collective.source(&c, rank, op.root, n, j as u64) != Source::Unchecked)
-            .take(3)
-            .collect();
-        for &j in &checked {
-            bytemuck::bytes_of_mut(&mut out[j]).iter_mut().for_each(|b| *b = !*b);
-        }
-        assert_eq!(count(&out), checked.len() as u64, "{} {:?} {:?}", op.collective.name(), op.dtype, op.redop);
-    }
-
-    /// src/pattern.rs and kernels/pattern.cu, and every collective's two
-    /// expected-value rules, agree for every type, op and rank count: on
-    /// the GPU (`cargo test -- --ignored` on the GPU machine).
-    #[test]
-    #[ignore = "needs a GPU"]
-    fn pattern_kernels_agree_with_the_host() {
-        crate::libs::require(&[Library::Driver, Library::Nvrtc]).unwrap();
-        let gpu = Gpu::open(0).unwrap();
-        let k = PatternKernels::load(&gpu, &all_collectives()).unwrap();
-        for &kind in Kind::ALL {
-            let spec = kind.spec();
-            for dtype in DataType::ALL {
-                let ops: Vec<Option<RedOp>> = match spec.op_use() {
-                    OpUse::Reduces => RedOp::ALL.iter().copied().map(Some).collect(),
-                    OpUse::Labels | OpUse::Ignores => vec![None],
-                };
-                for op in ops {
-                    for n in [3usize, 4] {
-                        let redop = op.unwrap_or(RedOp::Sum);
-                        let o = Op {
-                            collective: spec,
-                            dtype,
-                            redop,
-                            root: 1,
-                            counts: spec.counts(4099, dtype, n as u64),
-                            in_place: false,
-                            agg: 1,
-                            pattern: Pattern::new(0x5eed, dtype, op, n),
-                        };
-                        for rank in 0..n {
-                            with_element!(dtype, T => agree::<T>(&gpu, &k, &o, rank, n));
-                        }
-                    }
-                }
-            }
-        }
-    }
 
     /// The timed kernels, loaded as machine code.
     const TIMED: [(&str, &str); 2] = [
@@ -466,12 +302,11 @@ mod tests {
         assert_eq!(Target::Ptx(120).build((13, 0)).to_string(), "compute_120 ptx (NVRTC 13.0)");
     }
 
-    /// Compiles every kernel source with NVRTC where NVRTC is present (no GPU
-    /// needed), as each GPU gets it: the timed kernels as machine code for a
-    /// Volta, an Ampere and a Hopper where this NVRTC knows them, the
-    /// pattern kernels as PTX, and both as PTX for a GPU newer than this
-    /// NVRTC. CI sets QBENCH_REQUIRE_NVRTC=1 so that a missing NVRTC fails
-    /// the test instead of skipping it.
+    /// Compiles the timed kernels with NVRTC where NVRTC is present (no GPU
+    /// needed), as each GPU gets them: machine code for a Volta, an Ampere
+    /// and a Hopper where this NVRTC knows them, and PTX for a GPU newer
+    /// than this NVRTC. CI sets QBENCH_REQUIRE_NVRTC=1 so that a missing
+    /// NVRTC fails the test instead of skipping it.
     #[test]
     fn kernels_compile_with_nvrtc() {
         if !Library::Nvrtc.loadable() {
@@ -485,15 +320,9 @@ mod tests {
         assert_eq!(future, Target::Ptx(*archs.iter().max().unwrap()));
         let ccs = [(7, 0), (8, 0), (9, 0)];
         let mut timed: Vec<Target> = ccs.iter().filter_map(|&cc| target(cc, &archs, true).ok()).collect();
-        let mut pattern: Vec<Target> = ccs.iter().filter_map(|&cc| target(cc, &archs, false).ok()).collect();
         timed.push(future);
-        pattern.push(future);
         for ((name, source), t) in TIMED.iter().flat_map(|s| timed.iter().map(move |t| (*s, *t))) {
             code(name, source, t).unwrap_or_else(|e| panic!("{name} for {t:?}: {e}"));
-        }
-        let pattern_cu = pattern_source(&all_collectives());
-        for t in pattern {
-            code("kernels/pattern.cu", &pattern_cu, t).unwrap_or_else(|e| panic!("pattern.cu for {t:?}: {e}"));
         }
     }
 
@@ -513,10 +342,6 @@ mod tests {
     fn pair_groups_block_is_the_kernels_group() {
         let define = format!("#define QB_GROUP {PAIR_GROUP_VECTORS}u");
         assert!(TIMED[0].1.lines().any(|l| l == define), "kernels/statevec.cu lacks `{define}`");
-    }
-
-    fn all_collectives() -> Vec<&'static dyn Collective> {
-        Kind::ALL.iter().map(|k| k.spec() as &dyn Collective).collect()
     }
 
     /// ptxas's report for the sm_90 cubin of the timed kernels: none keeps

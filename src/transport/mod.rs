@@ -11,6 +11,7 @@ pub mod cpu;
 #[cfg(feature = "mpi")]
 pub mod cpu_mpi;
 pub mod nccl;
+pub mod pattern_kernels;
 
 use crate::error::Result;
 use crate::record::{LibraryInfo, RankInfo};

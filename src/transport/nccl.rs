@@ -5,10 +5,10 @@
 use super::{Buf, Op, Primitives, Region, Timing, Transport};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::PatternKernels;
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::libs::{self, Library};
 use crate::record::{LibraryInfo, RankInfo};
+use crate::transport::pattern_kernels::PatternKernels;
 use crate::world::World;
 use cudarc::driver::CudaEvent;
 use cudarc::nccl::result as nccl;

@@ -7,6 +7,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod host_memory;
 pub mod rdma;
 
 use crate::error::Result;
@@ -15,6 +16,8 @@ use crate::libs::Library;
 use crate::record::RankInfo;
 use crate::statevec::layout::{GlobalOp, Layout};
 use crate::statevec::state::ProductState;
+use std::any::Any;
+use std::collections::HashMap;
 
 /// Seconds of one operation: the slowest rank's.
 pub type Seconds = f64;
@@ -52,7 +55,7 @@ pub trait WireImpl: Sync {
         None
     }
     /// The part that moves host registers' amplitudes.
-    fn host(&self) -> Option<&dyn cpu::HostWire> {
+    fn host(&self) -> Option<&dyn host_memory::HostWire> {
         None
     }
 }
@@ -108,6 +111,28 @@ impl Wire {
             Memory::Gpu => self.imp().gpu().is_some(),
             Memory::Host => self.imp().host().is_some(),
         }
+    }
+}
+
+/// What wires keep between exchanges on one register (connections,
+/// registered memory), each wire its own slot. A register holds it as its
+/// first field, so that it is dropped before the memory it covers.
+#[derive(Default)]
+pub struct Kept(HashMap<Wire, Box<dyn Any>>);
+
+impl Kept {
+    /// `wire`'s slot for a `T`, empty until the wire fills it.
+    pub fn slot<T: 'static>(&mut self, wire: Wire) -> &mut Option<T> {
+        let held = self.0.entry(wire).or_insert_with(|| Box::new(None::<T>));
+        if !held.is::<Option<T>>() {
+            *held = Box::new(None::<T>);
+        }
+        held.downcast_mut::<Option<T>>().unwrap_or_else(|| unreachable!("the slot was just made an Option<T>"))
+    }
+
+    /// Drops what every wire kept: the memory it covers is about to change.
+    pub fn clear(&mut self) {
+        self.0.clear();
     }
 }
 

@@ -13,9 +13,9 @@
 //! strictly as ready, landed, ready, landed…, which is how they are told
 //! apart.
 
-use super::cpu::{HostBuffers, HostMove, HostWire};
 use super::gpu::{GpuRegister, GpuWire};
-use super::{Seconds, WireImpl};
+use super::host_memory::{HostBuffers, HostMove, HostWire};
+use super::{Seconds, Wire, WireImpl};
 use crate::error::Result;
 use crate::fault::Fault;
 use crate::statevec::layout::{GlobalOp, Layout};
@@ -86,7 +86,7 @@ impl HostWire for Write {
             })
             .collect();
         let t0 = std::time::Instant::now();
-        Peers::reuse(bufs.rdma, bufs.first_rank, spans)?.swap(bufs.world, &puts)?;
+        Peers::reuse(bufs.kept.slot(Wire::Rdma), bufs.first_rank, spans)?.swap(bufs.world, &puts)?;
         Ok(t0.elapsed().as_secs_f64())
     }
 }
@@ -112,7 +112,7 @@ impl GpuWire for Write {
             })
             .collect();
         let t0 = std::time::Instant::now();
-        Peers::reuse(&mut reg.direct_rdma, reg.first_rank, spans)?.swap(reg.world, &puts)?;
+        Peers::reuse(reg.kept.slot(Wire::Rdma), reg.first_rank, spans)?.swap(reg.world, &puts)?;
         Ok(reg.world.max_f64(&[t0.elapsed().as_secs_f64()])[0])
     }
 }

@@ -11,8 +11,8 @@ use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::statevec::layout::{GlobalOp, Layout, Precision};
 use crate::statevec::state::ProductState;
-use crate::transport::amplitudes::cpu::CpuRegister;
 use crate::transport::amplitudes::gpu::GpuRegister;
+use crate::transport::amplitudes::host_memory::HostRegister;
 use crate::transport::amplitudes::{Memory, Register, Wire};
 use crate::workload::Job;
 
@@ -78,7 +78,7 @@ fn compare(
             obs.part(out, out.rows.last().expect("pushed"));
         }
         Memory::Host => {
-            let mut reg = CpuRegister::<f32>::new(layout, local, world)?;
+            let mut reg = HostRegister::<f32>::new(layout, local, world)?;
             out.devices = crate::world::all_ranks(world, reg.ranks())?;
             obs.begin(out);
             rows(&mut reg, Memory::Host, plan, obs, out)?;

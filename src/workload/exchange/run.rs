@@ -15,8 +15,8 @@ use crate::session::Session;
 use crate::statevec::layout::{GlobalOp, Layout, Precision, SLOW_PARTNER_BYTES};
 use crate::statevec::state::ProductState;
 use crate::stats::Summary;
-use crate::transport::amplitudes::cpu::{CpuRegister, does_not_fit};
 use crate::transport::amplitudes::gpu::GpuRegister;
+use crate::transport::amplitudes::host_memory::{HostRegister, does_not_fit};
 use crate::transport::amplitudes::{Memory, Register, Wire};
 use crate::workload::Job;
 
@@ -259,12 +259,12 @@ fn exchange(
                 Some(reason) => not_held(&layout, Memory::Host, host_wires[0], reason),
                 None => match plan.precision {
                     Precision::Single => measure(
-                        &mut CpuRegister::<f32>::new(layout, plan.ngpus, world)?,
+                        &mut HostRegister::<f32>::new(layout, plan.ngpus, world)?,
                         Memory::Host,
                         &settings(&host_wires),
                     )?,
                     Precision::Double => measure(
-                        &mut CpuRegister::<f64>::new(layout, plan.ngpus, world)?,
+                        &mut HostRegister::<f64>::new(layout, plan.ngpus, world)?,
                         Memory::Host,
                         &settings(&host_wires),
                     )?,

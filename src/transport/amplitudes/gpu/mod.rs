@@ -14,8 +14,7 @@ pub mod peer;
 pub mod rdma_staged;
 pub mod staging;
 
-use super::rdma::Peers;
-use super::{Register, Seconds, Wire};
+use super::{Kept, Register, Seconds, Wire};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::gpu::kernels::{grid, load, pair_groups, streaming};
@@ -58,10 +57,9 @@ struct GpuRank {
 }
 
 pub struct GpuRegister<'w> {
-    // Dropped first: their memory regions cover the ranks' memory and the
+    // Dropped first: what wires keep covers the ranks' memory and the
     // stages, and the communicators need the GPUs' contexts alive.
-    pub(super) direct_rdma: Option<Peers>,
-    staged_rdma: Option<Peers>,
+    pub(super) kept: Kept,
     comms: Option<Communicators>,
     pub(super) layout: Layout,
     pub(super) world: &'w dyn World,
@@ -162,8 +160,7 @@ impl<'w> GpuRegister<'w> {
             })
         };
         Ok(GpuRegister {
-            direct_rdma: None,
-            staged_rdma: None,
+            kept: Kept::default(),
             comms,
             layout,
             world,
@@ -304,7 +301,7 @@ impl<'w> GpuRegister<'w> {
         if self.stages.len() == self.ranks.len() && self.stages.iter().all(|s| s.shaped(slots, piece, receive)) {
             return Ok(());
         }
-        self.staged_rdma = None;
+        self.kept.clear();
         self.stages.clear();
         for r in &self.ranks {
             self.stages.push(staging::Stage::new(&r.gpu, slots, piece, receive)?);

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::fault::Fault;
 use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::rdma::{self, Peers, Put, Span};
-use crate::transport::amplitudes::{Seconds, WireImpl};
+use crate::transport::amplitudes::{Seconds, Wire, WireImpl};
 
 pub struct Pipelined;
 
@@ -43,9 +43,9 @@ impl GpuWire for Pipelined {
         // The stages first, so that the connections cover them; they keep
         // their shape through the exchange.
         reg.ensure_stages(HOST_SLOTS, piece, true)?;
-        let mut hop = Writes { peers: reg.staged_rdma.take() };
+        let mut hop = Writes { peers: reg.kept.slot::<Peers>(Wire::RdmaStaged).take() };
         let r = staging::pipelined(reg, &mut hop, pattern, t, fault, piece, HOST_SLOTS);
-        reg.staged_rdma = hop.peers;
+        *reg.kept.slot(Wire::RdmaStaged) = hop.peers;
         r
     }
 }

@@ -1,0 +1,327 @@
+//! The register in host memory: each rank holds its chunk and exchange
+//! buffer in host memory, gates run on a thread per rank, and the wires
+//! that serve host memory (cpu, rdma) move amplitudes between partners
+//! through [`HostWire`]. It is what CI checks the exchange pattern with,
+//! and the baseline of a CPU-only node.
+
+use super::{Kept, Register, Seconds, Wire};
+use crate::error::{Error, Result};
+use crate::fault::Fault;
+use crate::record::RankInfo;
+use crate::statevec::layout::{GlobalOp, Layout};
+use crate::statevec::state::{ProductState, tolerance};
+use crate::world::World;
+use num_complex::{Complex, Complex64};
+use num_traits::Float;
+use std::f64::consts::FRAC_1_SQRT_2;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Instant;
+
+/// An amplitude's real type: f32 (single) or f64 (double).
+pub trait Real: Float + bytemuck::Pod + Send + Sync + 'static {
+    fn of(x: f64) -> Self;
+    fn f64(self) -> f64;
+}
+
+impl Real for f32 {
+    fn of(x: f64) -> Self {
+        x as f32
+    }
+    fn f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Real for f64 {
+    fn of(x: f64) -> Self {
+        x
+    }
+    fn f64(self) -> f64 {
+        self
+    }
+}
+
+/// A rank's memory as 8-byte words: its chunk, then its exchange buffer
+/// (one allocation, so that an RDMA adapter can register both at once).
+pub(super) type Words = RwLock<Vec<u64>>;
+
+fn read(l: &Words) -> RwLockReadGuard<'_, Vec<u64>> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(super) fn write(l: &Words) -> RwLockWriteGuard<'_, Vec<u64>> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn amps<T: Real>(w: &[u64]) -> &[Complex<T>] {
+    bytemuck::cast_slice(w)
+}
+
+fn amps_mut<T: Real>(w: &mut [u64]) -> &mut [Complex<T>] {
+    bytemuck::cast_slice_mut(w)
+}
+
+/// One rank's part of an exchange in host memory: `len` bytes from byte
+/// `from` of rank `rank`'s chunk into the start of rank `peer`'s exchange
+/// buffer (ranks of the job); the peer's part comes back the other way.
+#[derive(Debug, Clone, Copy)]
+pub struct HostMove {
+    pub rank: usize,
+    pub peer: usize,
+    pub from: usize,
+    pub len: usize,
+}
+
+/// The memory of a host register's ranks in this process, and what wires
+/// keep between exchanges.
+pub struct HostBuffers<'a> {
+    /// The job's rank of the first local rank.
+    pub first_rank: usize,
+    /// Each local rank's chunk and exchange buffer.
+    pub mem: &'a [Words],
+    /// Bytes of a chunk: the exchange buffer starts there.
+    pub chunk: usize,
+    pub world: &'a dyn World,
+    /// What the wires keep between exchanges.
+    pub kept: &'a mut Kept,
+}
+
+/// A wire's way of moving host registers' amplitudes.
+pub trait HostWire: Sync {
+    /// Why it cannot run for this register, if it cannot.
+    fn unavailable(&self, layout: &Layout, world: &dyn World, local: usize) -> Option<String>;
+    /// Every local rank's move at once; the slowest local rank's seconds.
+    fn exchange(&self, bufs: &mut HostBuffers, moves: &[HostMove]) -> Result<Seconds>;
+}
+
+pub struct HostRegister<'w, T: Real> {
+    // Dropped first: what wires keep covers `mem`.
+    kept: Kept,
+    layout: Layout,
+    world: &'w dyn World,
+    first_rank: usize,
+    info: Vec<RankInfo>,
+    mem: Vec<Words>,
+    _real: std::marker::PhantomData<T>,
+}
+
+/// Why `local` ranks of this layout cannot be held in this host's memory, if so.
+pub fn does_not_fit(layout: &Layout, local: usize) -> Option<String> {
+    let need = 2 * layout.chunk_bytes() * local as u64;
+    let avail = crate::host::mem_available()?;
+    (need + (1 << 30) > avail).then(|| {
+        format!(
+            "needs {} of host memory (chunk and exchange buffer per rank), {} is available",
+            crate::units::format_size(need),
+            crate::units::format_size(avail)
+        )
+    })
+}
+
+impl<'w, T: Real> HostRegister<'w, T> {
+    /// `local` host ranks in this process, as ranks of `layout`'s register
+    /// over every process of `world`.
+    pub fn new(layout: Layout, local: usize, world: &'w dyn World) -> Result<Self> {
+        if local * world.size() != layout.ranks() {
+            return Err(Error::Usage(format!(
+                "{} ranks ({} processes × {local}) do not match the layout's {}",
+                local * world.size(),
+                world.size(),
+                layout.ranks()
+            )));
+        }
+        if world.size() > 1 && local > 1 {
+            return Err(Error::Usage(
+                "with host-memory ranks under MPI each process is one rank: use -g 1 and more processes".into(),
+            ));
+        }
+        if let Some(why) = does_not_fit(&layout, local) {
+            return Err(Error::Usage(format!("the cpu transport {why}")));
+        }
+        let words = 2 * (layout.chunk_bytes() / 8) as usize;
+        let alloc = || -> Result<Words> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(words)
+                .map_err(|e| Error::Runtime(format!("cannot allocate a chunk and its exchange buffer: {e}")))?;
+            v.resize(words, 0);
+            Ok(RwLock::new(v))
+        };
+        let first_rank = world.rank() * local;
+        let (host, name) = (crate::host::short_hostname(), crate::host::cpu_model());
+        let info = (0..local)
+            .map(|i| RankInfo {
+                rank: first_rank + i,
+                group: 0,
+                pid: std::process::id(),
+                host: host.clone(),
+                device: i,
+                bus_id: "host".into(),
+                name: name.clone(),
+            })
+            .collect();
+        Ok(HostRegister {
+            kept: Kept::default(),
+            layout,
+            world,
+            first_rank,
+            info,
+            mem: (0..local).map(|_| alloc()).collect::<Result<_>>()?,
+            _real: std::marker::PhantomData,
+        })
+    }
+
+    /// Words of a chunk.
+    fn words(&self) -> usize {
+        (self.layout.chunk_bytes() / 8) as usize
+    }
+
+    /// Runs `f(local index)` on one thread per local rank; the slowest
+    /// rank's seconds, over every process.
+    fn on_ranks(&self, f: impl Fn(usize) + Sync) -> Seconds {
+        let times = crate::threads::per_rank(self.mem.len(), |i| {
+            let t0 = Instant::now();
+            f(i);
+            t0.elapsed().as_secs_f64()
+        });
+        self.world.max_f64(&[times.into_iter().fold(0.0, f64::max)])[0]
+    }
+
+    /// The amplitudes of local rank `i`'s chunk (a copy), for tests.
+    pub fn chunk(&self, i: usize) -> Vec<Complex<T>> {
+        amps::<T>(&read(&self.mem[i])[..self.words()]).to_vec()
+    }
+}
+
+fn expected(lo: &[Complex64], hi: &[Complex64], split: u32, g: u64) -> Complex64 {
+    lo[(g & ((1 << split) - 1)) as usize] * hi[(g >> split) as usize]
+}
+
+impl<T: Real> Register for HostRegister<'_, T> {
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    fn ranks(&self) -> &[RankInfo] {
+        &self.info
+    }
+
+    fn init(&mut self, state: &ProductState) -> Result<()> {
+        let (split, lo, hi) = state.tables();
+        let n = self.layout.local_amps();
+        let (mem, first, w) = (&self.mem, self.first_rank, self.words());
+        self.on_ranks(|i| {
+            for (k, a) in amps_mut::<T>(&mut write(&mem[i])[..w]).iter_mut().enumerate() {
+                let e = expected(&lo, &hi, split, (first + i) as u64 * n + k as u64);
+                *a = Complex::new(T::of(e.re), T::of(e.im));
+            }
+        });
+        Ok(())
+    }
+
+    fn count_wrong(&mut self, state: &ProductState) -> Result<u64> {
+        let (split, lo, hi) = state.tables();
+        let n = self.layout.local_amps();
+        let rel = tolerance(std::mem::size_of::<T>() == 4);
+        let (mem, first, w) = (&self.mem, self.first_rank, self.words());
+        let wrong = crate::threads::per_rank(mem.len(), |i| {
+            amps::<T>(&read(&mem[i])[..w])
+                .iter()
+                .enumerate()
+                .filter(|(k, a)| {
+                    let e = expected(&lo, &hi, split, (first + i) as u64 * n + *k as u64);
+                    let d = Complex64::new(a.re.f64(), a.im.f64()) - e;
+                    // NaN counts as wrong.
+                    d.norm().is_nan() || d.norm() > rel * e.norm()
+                })
+                .count() as u64
+        });
+        Ok(self.world.sum_u64(wrong.iter().sum()))
+    }
+
+    fn local_h(&mut self, q: u32) -> Result<Seconds> {
+        let s = T::of(FRAC_1_SQRT_2);
+        let bit = 1usize << q;
+        let (mem, w) = (&self.mem, self.words());
+        Ok(self.on_ranks(|i| {
+            let mut c = write(&mem[i]);
+            for block in amps_mut::<T>(&mut c[..w]).chunks_exact_mut(2 * bit) {
+                let (lo, hi) = block.split_at_mut(bit);
+                for (a, b) in lo.iter_mut().zip(hi) {
+                    let (x, y) = (*a, *b);
+                    *a = (x + y) * s;
+                    *b = (x - y) * s;
+                }
+            }
+        }))
+    }
+
+    fn local_copy(&mut self) -> Result<Seconds> {
+        let (mem, w) = (&self.mem, self.words());
+        Ok(self.on_ranks(|i| {
+            let mut m = write(&mem[i]);
+            let (c, x) = m.split_at_mut(w);
+            x.copy_from_slice(c);
+        }))
+    }
+
+    fn exchange(&mut self, wire: Wire, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+        if let Some(why) = self.unavailable(wire) {
+            return Err(Error::Usage(format!("{}: {why}", wire.name())));
+        }
+        let host = wire.imp().host().ok_or_else(|| Error::Runtime("internal: not a host wire".into()))?;
+        let b = self.layout.precision.bytes() as usize;
+        let moves: Vec<HostMove> = (0..self.mem.len())
+            .map(|i| {
+                let rank = self.first_rank + i;
+                let peer = self.layout.peer(rank, t, fault);
+                let (from, len) = match pattern {
+                    GlobalOp::Gate => (0, self.layout.chunk_bytes() as usize),
+                    GlobalOp::Swap => {
+                        (self.layout.swap_half(rank, t, fault) as usize * b, self.layout.chunk_bytes() as usize / 2)
+                    }
+                };
+                HostMove { rank, peer, from, len }
+            })
+            .collect();
+        let mut bufs = HostBuffers {
+            first_rank: self.first_rank,
+            mem: &self.mem,
+            chunk: self.layout.chunk_bytes() as usize,
+            world: self.world,
+            kept: &mut self.kept,
+        };
+        let mine = host.exchange(&mut bufs, &moves)?;
+        Ok(self.world.max_f64(&[mine])[0])
+    }
+
+    fn combine(&mut self, t: u32) -> Result<Seconds> {
+        let s = T::of(FRAC_1_SQRT_2);
+        let (mem, layout, first, w) = (&self.mem, &self.layout, self.first_rank, self.words());
+        Ok(self.on_ranks(|i| {
+            let one = layout.holds_one(first + i, t);
+            let mut m = write(&mem[i]);
+            let (c, x) = m.split_at_mut(w);
+            for (a, &p) in amps_mut::<T>(c).iter_mut().zip(amps::<T>(x)) {
+                *a = if one { (p - *a) * s } else { (*a + p) * s };
+            }
+        }))
+    }
+
+    fn place(&mut self, t: u32) -> Result<Seconds> {
+        let half = self.layout.local_amps() as usize / 2;
+        let (mem, layout, first, w) = (&self.mem, &self.layout, self.first_rank, self.words());
+        Ok(self.on_ranks(|i| {
+            let at = layout.swap_half(first + i, t, None) as usize;
+            let mut m = write(&mem[i]);
+            let (c, x) = m.split_at_mut(w);
+            amps_mut::<T>(c)[at..at + half].copy_from_slice(&amps::<T>(x)[..half]);
+        }))
+    }
+
+    fn unavailable(&self, wire: Wire) -> Option<String> {
+        match wire.imp().host() {
+            Some(h) => h.unavailable(&self.layout, self.world, self.mem.len()),
+            None => Some(format!("{} moves GPU memory; this register is in host memory", wire.name())),
+        }
+    }
+}
