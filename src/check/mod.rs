@@ -80,8 +80,12 @@ impl Job for CheckPlan {
 
 /// The name this process's rows carry: its host, or host:rank where the
 /// host runs several processes of the job.
-fn node_name(session: &Session) -> String {
-    let host = crate::host::short_hostname();
+fn node_name(session: &Session, facts: &crate::probe::collect::Facts) -> String {
+    // A fixture tree's own host name, when it has one.
+    let host = match (facts.host.live, facts.host.hostname.value()) {
+        (false, Some(name)) => name.split('.').next().unwrap_or(name).to_string(),
+        _ => crate::host::short_hostname(),
+    };
     let world = session.world();
     let on_host = crate::world::launched_on_this_node().map_or(1, |(_, n)| n);
     if world.size() > 1 && on_host > 1 { format!("{host}:{}", world.rank()) } else { host }
@@ -114,15 +118,15 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
     session.need(&plan.libraries())?;
     let world = session.world();
     let start = Instant::now();
-    let node = node_name(session);
+    interrupt::step("check: the facts");
+    let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    let facts = crate::probe::collect::collect(&crate::probe::collect::Host::new(plan.sysfs_root.clone(), env));
+    let node = node_name(session, &facts);
     out.nodes = gather_strings(session, &node)?;
     obs.begin(out);
     // (position in the run, row): every process's rows, sorted at the end.
     let mut mine: Vec<(usize, Row)> = Vec::new();
-    interrupt::step("check: the facts");
-    let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
-    let facts = crate::probe::collect::collect(&crate::probe::collect::Host::new(plan.sysfs_root.clone(), env));
-    mine.extend(facts::judge(&plan.profile.facts, &facts, &node).into_iter().map(|r| (0, r)));
+    mine.extend(facts::judge(&plan.profile.facts, &facts, &node)?.into_iter().map(|r| (0, r)));
     let short_of_gpus = plan.profile.facts.gpu_count.is_some_and(|n| facts.gpu.gpus.len() < n);
     let budget = plan.profile.levels.of(plan.level) as f64;
     for (i, step) in plan.steps().enumerate() {

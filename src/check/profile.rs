@@ -130,6 +130,9 @@ pub struct Facts {
     pub gpu_model: Option<String>,
     /// Every pair of GPUs joined by NVLink.
     pub nvlink: Option<bool>,
+    /// The RDMA devices the RDMA facts are about: names or glob patterns,
+    /// ["mlx5_[0-7]"] for the compute adapters (default: every device).
+    pub rdma_devices: Option<Vec<String>>,
     /// At least this many RDMA ports ACTIVE.
     pub rdma_active_ports: Option<usize>,
     /// Every active port at least this fast, Gb/s.
@@ -254,6 +257,13 @@ pub fn parse(text: &str, file: &str) -> Result<Profile> {
         }
         at_line(file, text, line, &what)
     })?;
+    if let Err(e) = super::facts::devices(&p.facts) {
+        let what = e.message();
+        return Err(match text.lines().position(|l| key_of(l) == Some("rdma_devices")) {
+            Some(i) => at_line(file, text, i + 1, &what),
+            None => Error::Usage(format!("profile {file}: {what}")),
+        });
+    }
     validate(&p).map_err(|(step, bad)| {
         let what = format!("step '{}': {}: {}", step, bad.key, bad.why);
         match step_line(text, &step).and_then(|at| line_in_block(text, at, |l| key_of(l) == Some(bad.key))) {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 pub const KIND: &str = "check";
 
+/// How a fact, a check or a measurement is judged, worst last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Status {
@@ -25,6 +26,12 @@ impl Status {
             Status::Warn => "WARN",
             Status::Fail => "FAIL",
         }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

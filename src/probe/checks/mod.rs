@@ -10,29 +10,11 @@ mod mpi;
 mod nccl;
 mod rdma;
 
+pub mod wanted;
+
 use crate::probe::collect::Facts;
+pub use crate::record::check::Status;
 use serde::Serialize;
-use std::fmt;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Status {
-    Skip,
-    Pass,
-    Warn,
-    Fail,
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Status::Skip => "SKIP",
-            Status::Pass => "PASS",
-            Status::Warn => "WARN",
-            Status::Fail => "FAIL",
-        })
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
@@ -41,11 +23,20 @@ pub struct Check {
     pub found: String,
     /// Empty when there is nothing to fix.
     pub fix: String,
+    /// What the check is about is not there at all (no GPU, no adapter),
+    /// rather than slow or down: a missing-hardware failure.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
 }
 
 impl Check {
     fn new(check: impl Into<String>, status: Status, found: impl Into<String>, fix: impl Into<String>) -> Check {
-        Check { check: check.into(), status, found: found.into(), fix: fix.into() }
+        Check { check: check.into(), status, found: found.into(), fix: fix.into(), missing: false }
+    }
+
+    /// The same check, marked as about hardware that is absent.
+    pub fn absent(self) -> Check {
+        Check { missing: true, ..self }
     }
 
     pub fn pass(check: impl Into<String>, found: impl Into<String>) -> Check {
