@@ -1,7 +1,7 @@
 //! One command from plan to exit status: the session (libraries, world),
 //! the output (files created before any work), the job, the records
 //! written, and the verdict on them. Every command that measures is a
-//! [`Job`] run by [`measure`]; probe and plot read and render.
+//! [`Job`] run by [`measure`]; probe, show and plot read and render.
 
 use crate::cli::Command;
 use crate::error::{Error, Result};
@@ -28,6 +28,12 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
         )),
         Command::Copy(a) => measure(&a.plan()?, &a.out.plan(), ui),
         Command::Rdma(a) => measure(&a.plan()?, &a.out.plan(), ui),
+        Command::Show(a) => {
+            for file in &a.files {
+                write_stdout(&crate::report::render_any(&crate::record::read(file)?))?;
+            }
+            Ok(())
+        }
         Command::Plot(a) => {
             let plan = a.plan()?;
             let picture = crate::report::plot::draw(&plan.read()?, &plan.options)?;

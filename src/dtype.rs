@@ -181,7 +181,6 @@ pub trait Element: bytemuck::Pod + Send + Sync + PartialEq + 'static {
     /// The element nearest to an integer-valued or dyadic `v` (exact for
     /// qbench's data); integers wrap modulo their width.
     fn from_i64(v: i64) -> Self;
-    fn from_f64(v: f64) -> Self;
     fn to_f64(self) -> f64;
     fn reduce(self, other: Self, op: RedOp) -> Self;
     /// Divides a sum by the rank count the way NCCL finishes `avg`: integer
@@ -196,9 +195,6 @@ macro_rules! int_element {
         impl Element for $t {
             const TYPE: DataType = $dt;
             fn from_i64(v: i64) -> Self {
-                v as $t
-            }
-            fn from_f64(v: f64) -> Self {
                 v as $t
             }
             fn to_f64(self) -> f64 {
@@ -232,9 +228,6 @@ macro_rules! float_element {
             const TYPE: DataType = $dt;
             fn from_i64(v: i64) -> Self {
                 $from(v as f64)
-            }
-            fn from_f64(v: f64) -> Self {
-                $from(v)
             }
             fn to_f64(self) -> f64 {
                 $to(self)

@@ -38,7 +38,7 @@ impl Error {
     pub fn message(&self) -> String {
         match self {
             Error::CheckFailed(m) | Error::Usage(m) | Error::Missing(m) | Error::Runtime(m) => m.clone(),
-            Error::Interrupted { signal, step } => crate::interrupt::message(*signal, step),
+            Error::Interrupted { signal, step } => format!("{} at {step}", signal_name(*signal)),
             Error::StdoutClosed => String::new(),
         }
     }
@@ -59,8 +59,11 @@ impl std::error::Error for Error {}
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Shorthands that read well at the call site: `usage!("-b {} > -e {}", b, e)`.
-#[macro_export]
-macro_rules! usage {
-    ($($arg:tt)*) => { $crate::error::Error::Usage(format!($($arg)*)) };
+/// How a signal that stopped a run is named in its last sentence.
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "interrupted (SIGINT)",
+        libc::SIGTERM => "terminated (SIGTERM)",
+        _ => "stopped by a signal",
+    }
 }

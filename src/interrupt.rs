@@ -67,19 +67,11 @@ fn watchdog(signal: &AtomicUsize) {
         }
         eprintln!(
             "qbench: {} at {}; the run did not stop within {} s, so no records were written",
-            name(sig as i32),
+            crate::error::signal_name(sig as i32),
             current_step(),
             GRACE.as_secs()
         );
         std::process::exit(128 + sig as i32);
-    }
-}
-
-fn name(sig: i32) -> &'static str {
-    match sig {
-        SIGINT => "interrupted (SIGINT)",
-        SIGTERM => "terminated (SIGTERM)",
-        _ => "stopped by a signal",
     }
 }
 
@@ -108,9 +100,4 @@ pub fn check() -> Result<()> {
         return Err(Error::StdoutClosed);
     }
     Ok(())
-}
-
-/// The sentence an interrupted run ends with.
-pub fn message(signal: i32, step: &str) -> String {
-    format!("{} at {step}", name(signal))
 }

@@ -187,7 +187,8 @@ impl<'o, R: Progressive> Progress<'o, R> {
     }
 
     /// Whether anything is drawn.
-    pub fn drawn(&self) -> bool {
+    #[cfg(test)]
+    fn drawn(&self) -> bool {
         self.bar.is_some()
     }
 }

@@ -4,6 +4,9 @@
 //! not well formed (exit 2 naming the key and line), and the facts of the
 //! RDMA fixture trees judged against the mlx4 FDR profile.
 
+mod common;
+
+use common::{BIN, stderr, stdout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,7 +17,7 @@ fn repo() -> &'static Path {
 
 /// qbench check with a clean environment: no launcher variables, no GPU.
 fn check(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_qbench"))
+    Command::new(BIN)
         .arg("check")
         .args(args)
         .env_clear()
@@ -22,14 +25,6 @@ fn check(args: &[&str]) -> Output {
         .env("CUDA_VISIBLE_DEVICES", "")
         .output()
         .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn json(o: &Output) -> Value {

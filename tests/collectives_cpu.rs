@@ -4,20 +4,7 @@
 
 mod common;
 
-use common::{EVERY_TYPE_AND_OP, assert_clean, rows};
-use std::process::{Command, Output};
-
-fn qbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_qbench")).args(args).env_remove("QBENCH_CORRUPT").output().expect("run qbench")
-}
-
-fn qbench_env(args: &[&str], key: &str, value: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_qbench")).args(args).env(key, value).output().expect("run qbench")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use common::{EVERY_TYPE_AND_OP, assert_clean, qbench, qbench_with, rows, stdout};
 
 #[test]
 fn allreduce_table_on_four_host_ranks() {
@@ -54,10 +41,9 @@ fn every_collective_type_and_op_checks_clean() {
 #[test]
 fn a_corrupted_element_is_counted_and_fails_the_run() {
     for coll in ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"] {
-        let o = qbench_env(
+        let o = qbench_with(
             &[coll, "--transport", "cpu", "-g", "2", "-b", "64K", "-e", "64K", "-r", "1"],
-            "QBENCH_CORRUPT",
-            "1:3",
+            &[("QBENCH_CORRUPT", "1:3")],
         );
         assert_eq!(o.status.code(), Some(1), "{coll}");
         let r = &rows(&o)[0];
@@ -144,14 +130,16 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("qbench: "), "{args:?}: {err}");
     }
-    let o = qbench_env(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K"], "QBENCH_CORRUPT", "x");
+    let o = qbench_with(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K"], &[("QBENCH_CORRUPT", "x")]);
     assert_eq!(o.status.code(), Some(2));
 }
 
 #[test]
 fn min_bandwidth_env_fails_a_slow_run() {
-    let o =
-        qbench_env(&["allreduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "1K"], "NCCL_TESTS_MIN_BW", "1e9");
+    let o = qbench_with(
+        &["allreduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "1K"],
+        &[("NCCL_TESTS_MIN_BW", "1e9")],
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("# Avg bus bandwidth    : ") && stdout(&o).contains("FAILED"));
 }
@@ -160,7 +148,7 @@ fn min_bandwidth_env_fails_a_slow_run() {
 /// (CUDA_VISIBLE_DEVICES empty hides every GPU from the driver).
 #[test]
 fn without_a_gpu_the_nccl_transport_says_what_is_missing() {
-    let o = qbench_env(&["allreduce", "-g", "2"], "CUDA_VISIBLE_DEVICES", "");
+    let o = qbench_with(&["allreduce", "-g", "2"], &[("CUDA_VISIBLE_DEVICES", "")]);
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
@@ -177,12 +165,12 @@ fn launcher_without_mpi_support_is_refused() {
     for (var, value) in
         [("OMPI_COMM_WORLD_SIZE", "4"), ("PMI_SIZE", "2"), ("SLURM_STEP_NUM_TASKS", "8"), ("PMIX_RANK", "3")]
     {
-        let o = qbench_env(&["allreduce", "--transport", "cpu"], var, value);
+        let o = qbench_with(&["allreduce", "--transport", "cpu"], &[(var, value)]);
         assert_eq!(o.status.code(), Some(2), "{var}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("without MPI support") && err.contains("--features mpi"), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1);
     }
-    let o = qbench_env(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K"], "OMPI_COMM_WORLD_SIZE", "1");
+    let o = qbench_with(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K"], &[("OMPI_COMM_WORLD_SIZE", "1")]);
     assert!(o.status.success());
 }

@@ -2,16 +2,10 @@
 //! usage errors (exit 2), and exit 3 with one sentence when no GPU is
 //! visible. The measurements themselves need a GPU (results/run-h200x2.sh).
 
-use std::process::{Command, Output};
+mod common;
 
-fn qbench(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_qbench"));
-    cmd.args(args).env_remove("QBENCH_CORRUPT");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run qbench")
-}
+use common::qbench_with;
+use std::process::Output;
 
 fn one_line_error(o: &Output, code: i32) -> String {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -23,7 +17,7 @@ fn one_line_error(o: &Output, code: i32) -> String {
 
 #[test]
 fn list_names_every_family_and_test() {
-    let o = qbench(&["copy", "--list"], &[]);
+    let o = qbench_with(&["copy", "--list"], &[]);
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
     for name in ["host_device", "h2d_pinned", "bidir_all", "peer_ce_write", "local_sm", "zero_copy_read"] {
@@ -36,20 +30,20 @@ fn list_names_every_family_and_test() {
 
 #[test]
 fn no_visible_gpu_is_exit_3_with_a_sentence() {
-    let o = qbench(&["copy", "--test", "h2d_pinned"], &[("CUDA_VISIBLE_DEVICES", "")]);
+    let o = qbench_with(&["copy", "--test", "h2d_pinned"], &[("CUDA_VISIBLE_DEVICES", "")]);
     let err = one_line_error(&o, 3);
     assert!(err.contains("GPU"), "{err}");
 }
 
 #[test]
 fn bad_requests_are_exit_2_with_one_line() {
-    let err = one_line_error(&qbench(&["copy", "--test", "h2d_pinned,warp_drive"], &[]), 2);
+    let err = one_line_error(&qbench_with(&["copy", "--test", "h2d_pinned,warp_drive"], &[]), 2);
     assert!(err.contains("warp_drive") && err.contains("--list"), "{err}");
-    let err = one_line_error(&qbench(&["copy", "-b", "1G", "-e", "1M"], &[]), 2);
+    let err = one_line_error(&qbench_with(&["copy", "-b", "1G", "-e", "1M"], &[]), 2);
     assert!(err.contains("-b") && err.contains("-e"), "{err}");
-    one_line_error(&qbench(&["copy", "-b", "1M", "-e", "1G", "-f", "1"], &[]), 2);
-    one_line_error(&qbench(&["copy", "-n", "0"], &[]), 2);
-    let err = one_line_error(&qbench(&["copy"], &[("QBENCH_CORRUPT", "1:7")]), 2);
+    one_line_error(&qbench_with(&["copy", "-b", "1M", "-e", "1G", "-f", "1"], &[]), 2);
+    one_line_error(&qbench_with(&["copy", "-n", "0"], &[]), 2);
+    let err = one_line_error(&qbench_with(&["copy"], &[("QBENCH_CORRUPT", "1:7")]), 2);
     assert!(err.contains("copy[:WORD]"), "{err}");
 }
 
@@ -57,10 +51,10 @@ fn bad_requests_are_exit_2_with_one_line() {
 fn several_processes_on_one_node_are_refused() {
     // Two copies of the test on one node would measure each other.
     for var in ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"] {
-        let err = one_line_error(&qbench(&["copy"], &[(var, "2")]), 2);
+        let err = one_line_error(&qbench_with(&["copy"], &[(var, "2")]), 2);
         assert!(err.contains("one per node") && err.contains(var), "{err}");
     }
     // One process per node is a plain run (here: no GPU, exit 3).
-    let o = qbench(&["copy"], &[("OMPI_COMM_WORLD_LOCAL_SIZE", "1"), ("CUDA_VISIBLE_DEVICES", "")]);
+    let o = qbench_with(&["copy"], &[("OMPI_COMM_WORLD_LOCAL_SIZE", "1"), ("CUDA_VISIBLE_DEVICES", "")]);
     one_line_error(&o, 3);
 }

@@ -3,14 +3,11 @@
 //! overlaid, the floor of a held run dashed, PNG, and bad input refused in
 //! one line with exit 2.
 
+mod common;
+
+use common::{BIN, qbench};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_qbench");
-
-fn qbench(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).env_remove("QBENCH_CORRUPT").output().expect("run qbench")
-}
+use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

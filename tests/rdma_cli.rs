@@ -5,15 +5,14 @@
 //! sentence each, never hanging. The tests with traffic run inside
 //! tests/rdma-vm.
 
+mod common;
+
+use common::qbench;
 use qbench::rdma::oob::{self, Channel, Tcp};
 use qbench::rdma::plan::{Agreement, Sizes, Test};
 use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-fn qbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_qbench")).args(args).env_remove("QBENCH_CORRUPT").output().expect("run qbench")
-}
 
 fn one_line_error(o: &Output, code: i32) -> String {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();

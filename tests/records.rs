@@ -90,6 +90,19 @@ fn records_render_to_the_text_their_run_printed() {
         checked += 1;
     }
     assert!(checked >= 15, "{checked} renderings checked");
+    // `qbench show` prints the same text from the file.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_qbench"))
+        .args(["show", root().join("results/h200x2-compare-1G.json").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        std::fs::read_to_string(golden.join("h200x2-compare-1G.txt")).unwrap()
+    );
+    let o =
+        std::process::Command::new(env!("CARGO_BIN_EXE_qbench")).args(["show", "/nonexistent.json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
 }
 
 /// (JSON, text) pairs of the fixtures of earlier qbench versions: the cpu

@@ -4,16 +4,14 @@
 //! says. The terminal cases run qbench under script(1)'s pseudo-terminal
 //! and are skipped where there is no script.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_qbench");
+use common::{BIN, qbench_with};
+use std::path::Path;
+use std::process::Command;
+
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/probe/mlx5-roce");
 const SWEEP: [&str; 12] = ["all_reduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "4M", "-f", "4", "-n"];
-
-fn qbench(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(BIN).args(args).envs(env.iter().copied()).env_remove("QBENCH_CORRUPT").output().expect("run qbench")
-}
 
 /// qbench with stdin, stdout and stderr on a pseudo-terminal; what the
 /// terminal received, or None where script(1) is missing.
@@ -37,7 +35,7 @@ fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> Option<String> {
 fn no_progress_when_stderr_is_not_a_terminal() {
     let mut args = SWEEP.to_vec();
     args.push("2");
-    let o = qbench(&args, &[]);
+    let o = qbench_with(&args, &[]);
     assert!(o.status.success());
     assert!(o.stderr.is_empty(), "stderr: {:?}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
@@ -63,8 +61,8 @@ fn progress_on_a_terminal_and_quiet_turns_it_off() {
 #[test]
 fn pipes_keep_full_lines_whatever_columns_says() {
     for args in [vec!["probe", "--sysfs-root", FIXTURE], vec!["copy", "--list"]] {
-        let plain = qbench(&args, &[]);
-        let narrow = qbench(&args, &[("COLUMNS", "60")]);
+        let plain = qbench_with(&args, &[]);
+        let narrow = qbench_with(&args, &[("COLUMNS", "60")]);
         assert_eq!(plain.stdout, narrow.stdout, "{args:?}");
         let widest = String::from_utf8_lossy(&plain.stdout).lines().map(|l| l.chars().count()).max().unwrap();
         assert!(widest > 120, "{args:?}: the full lines are wide ({widest})");

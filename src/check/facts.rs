@@ -2,9 +2,9 @@
 //! the probe's own checks (probe::checks::wanted) on what probe found here.
 
 use super::profile::Facts as Required;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::probe::checks::Check;
-use crate::probe::checks::wanted::{self, Devices};
+use crate::probe::checks::wanted;
 use crate::probe::collect::Facts;
 use crate::record::check::Row;
 
@@ -31,15 +31,9 @@ fn row(c: Check, node: &str) -> Row {
     }
 }
 
-/// The RDMA devices the profile's RDMA facts are about.
-pub fn devices(want: &Required) -> Result<Devices> {
-    Devices::new(want.rdma_devices.as_deref().unwrap_or_default())
-        .map_err(|e| Error::Usage(format!("rdma_devices: {e}")))
-}
-
 /// Every fact `want` names, judged on `facts`, as rows of `node`.
 pub fn judge(want: &Required, facts: &Facts, node: &str) -> Result<Vec<Row>> {
-    let devices = devices(want)?;
+    let devices = want.rdma_devices()?;
     let mut checks = Vec::new();
     if let Some(n) = want.gpu_count {
         checks.push(wanted::gpu_count(facts, n));

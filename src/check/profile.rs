@@ -7,6 +7,7 @@
 
 use super::steps::{BadKey, Keys, StepKind};
 use crate::error::{Error, Result};
+use crate::probe::checks::wanted::Devices;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -151,6 +152,14 @@ pub struct Facts {
     pub mpi: Option<bool>,
 }
 
+impl Facts {
+    /// The RDMA devices the RDMA facts are about.
+    pub fn rdma_devices(&self) -> Result<Devices> {
+        Devices::new(self.rdma_devices.as_deref().unwrap_or_default())
+            .map_err(|e| Error::Usage(format!("rdma_devices: {e}")))
+    }
+}
+
 /// How far below a baseline a step may fall, as fractions of it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -257,7 +266,7 @@ pub fn parse(text: &str, file: &str) -> Result<Profile> {
         }
         at_line(file, text, line, &what)
     })?;
-    if let Err(e) = super::facts::devices(&p.facts) {
+    if let Err(e) = p.facts.rdma_devices() {
         let what = e.message();
         return Err(match text.lines().position(|l| key_of(l) == Some("rdma_devices")) {
             Some(i) => at_line(file, text, i + 1, &what),

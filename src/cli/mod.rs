@@ -14,7 +14,7 @@ pub use check::CheckArgs;
 pub use collective::{CollArgs, CollectiveCommand};
 pub use copy::CopyArgs;
 pub use exchange::{CompareArgs, ExchangeArgs};
-pub use plot::PlotArgs;
+pub use plot::{PlotArgs, ShowArgs};
 pub use probe::ProbeArgs;
 pub use rdma::RdmaArgs;
 
@@ -65,6 +65,8 @@ pub enum Command {
     Copy(CopyArgs),
     /// Draw qbench's JSON records as SVG or PNG: bandwidth against size, copy matrices, transports side by side
     Plot(PlotArgs),
+    /// Print JSON records as their runs printed them: the nccl-tests table of a collective record, and so on
+    Show(ShowArgs),
     /// RDMA WRITE/READ/SEND bandwidth and latency between two adapters (perftest's ib_*_bw, ib_*_lat)
     Rdma(RdmaArgs),
 }

@@ -1,4 +1,4 @@
-//! `qbench plot`'s command line.
+//! `qbench plot` and `qbench show`: records read back, drawn or printed.
 
 use crate::error::Result;
 use clap::Args;
@@ -33,4 +33,11 @@ impl PlotArgs {
             self.test.as_deref(),
         )
     }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ShowArgs {
+    /// JSON records written by -J or --json, of any kind
+    #[arg(required = true, value_name = "FILE.json")]
+    pub files: Vec<PathBuf>,
 }

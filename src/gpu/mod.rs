@@ -85,7 +85,6 @@ pub struct Gpu {
     /// "dddd:bb:dd", as nccl-tests prints it.
     pub bus_id: String,
     pub total_mem: u64,
-    pub sm_count: u32,
     pub compute_capability: (i32, i32),
 }
 
@@ -103,7 +102,6 @@ impl Gpu {
             attr(Attr::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
             attr(Attr::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
         );
-        let sm_count = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let compute_capability = ctx.compute_capability().map_err(cuda_err(&what))?;
         let stream = ctx.new_stream().map_err(cuda_err(&what))?;
         Ok(Gpu {
@@ -113,7 +111,6 @@ impl Gpu {
             ctx,
             stream,
             bus_id,
-            sm_count,
             compute_capability,
         })
     }
@@ -283,11 +280,6 @@ impl Pinned {
         // SAFETY: `ptr` holds `len` initialised-or-not bytes that we own; u8
         // has no invalid values.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and &mut self makes this the only reference.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
     /// The address the copy engines read or write.

@@ -9,7 +9,6 @@ pub mod render;
 pub mod topo;
 
 use crate::error::{Error, Result};
-use crate::usage;
 use checks::Status;
 use collect::Host;
 use std::path::PathBuf;
@@ -25,7 +24,7 @@ pub struct ProbePlan {
 
 pub fn run(args: &ProbePlan, ui: &crate::ui::Ui) -> Result<()> {
     if let Some(root) = &args.sysfs_root {
-        std::fs::read_dir(root).map_err(|e| usage!("--sysfs-root {}: {e}", root.display()))?;
+        std::fs::read_dir(root).map_err(|e| Error::Usage(format!("--sysfs-root {}: {e}", root.display())))?;
     }
     let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
     let host = Host::new(args.sysfs_root.clone(), env);

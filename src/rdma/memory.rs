@@ -115,7 +115,8 @@ impl Region {
         }
     }
 
-    pub fn len(&self) -> usize {
+    /// Bytes of the region.
+    pub fn bytes(&self) -> usize {
         match self {
             Region::Host { len, .. } | Region::Gpu { len, .. } | Region::Foreign { len, .. } => *len,
         }
@@ -130,14 +131,10 @@ impl Region {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn bounds(&self, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.len() => Ok(()),
-            _ => Err(Error::Runtime(format!("{len} bytes at offset {offset} overrun a {}-byte buffer", self.len()))),
+            Some(end) if end <= self.bytes() => Ok(()),
+            _ => Err(Error::Runtime(format!("{len} bytes at offset {offset} overrun a {}-byte buffer", self.bytes()))),
         }
     }
 
@@ -229,7 +226,7 @@ pub fn peermem_loaded() -> bool {
 
 /// Registers the whole of `region` with `pd`.
 pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> Result<Arc<MemoryRegion>> {
-    let len = region.len().max(1);
+    let len = region.bytes().max(1);
     match (region.gpu(), memory) {
         (None, _) => {
             // SAFETY: the range is a live allocation of at least `len`

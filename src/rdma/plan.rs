@@ -4,10 +4,9 @@
 //! both sides agree on a plan before any traffic, so everything here is
 //! plain data (the record of a run holds it too).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::libs::Library;
-use crate::usage;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -111,7 +110,10 @@ impl Test {
                 continue;
             }
             let test = Test::ALL.into_iter().find(|t| t.name() == name).ok_or_else(|| {
-                usage!("unknown RDMA test '{word}' (--test): use {} or all", Test::ALL.map(Test::name).join(", "))
+                Error::Usage(format!(
+                    "unknown RDMA test '{word}' (--test): use {} or all",
+                    Test::ALL.map(Test::name).join(", ")
+                ))
             })?;
             tests.push(test);
         }
@@ -122,7 +124,10 @@ impl Test {
             }
         }
         if unique.is_empty() {
-            return Err(usage!("--test names no test: use {} or all", Test::ALL.map(Test::name).join(", ")));
+            return Err(Error::Usage(format!(
+                "--test names no test: use {} or all",
+                Test::ALL.map(Test::name).join(", ")
+            )));
         }
         Ok(unique)
     }
@@ -189,21 +194,21 @@ impl Agreement {
     /// this on what a peer sends.
     pub fn validate(&self) -> Result<()> {
         if self.tests.is_empty() || self.tests.len() > Test::ALL.len() {
-            return Err(usage!("between 1 and {} tests, not {}", Test::ALL.len(), self.tests.len()));
+            return Err(Error::Usage(format!("between 1 and {} tests, not {}", Test::ALL.len(), self.tests.len())));
         }
         if let Sizes::Single(s) = self.sizes
             && !(1..=MAX_SIZE).contains(&s)
         {
-            return Err(usage!("message size {s} (-s) is outside 1 B..1 GiB"));
+            return Err(Error::Usage(format!("message size {s} (-s) is outside 1 B..1 GiB")));
         }
         if self.iters != 0 && !(MIN_ITERS..=MAX_ITERS).contains(&self.iters) {
-            return Err(usage!("iterations {} (-n) are outside {MIN_ITERS}..{MAX_ITERS}", self.iters));
+            return Err(Error::Usage(format!("iterations {} (-n) are outside {MIN_ITERS}..{MAX_ITERS}", self.iters)));
         }
         if !(1..=MAX_QPS).contains(&self.qps) {
-            return Err(usage!("queue pairs {} (-q) are outside 1..{MAX_QPS}", self.qps));
+            return Err(Error::Usage(format!("queue pairs {} (-q) are outside 1..{MAX_QPS}", self.qps)));
         }
         if self.tx_depth > MAX_TX_DEPTH {
-            return Err(usage!("tx depth {} (-t) is above {MAX_TX_DEPTH}", self.tx_depth));
+            return Err(Error::Usage(format!("tx depth {} (-t) is above {MAX_TX_DEPTH}", self.tx_depth)));
         }
         Ok(())
     }
@@ -388,21 +393,23 @@ impl Plan {
         let sizes = match (o.all, o.size) {
             (true, _) => Sizes::All,
             (false, Some(s)) if (1..=MAX_SIZE).contains(&s) => Sizes::Single(s),
-            (false, Some(s)) => return Err(usage!("message size {s} (-s) is outside 1 B..1 GiB")),
+            (false, Some(s)) => return Err(Error::Usage(format!("message size {s} (-s) is outside 1 B..1 GiB"))),
             (false, None) => Sizes::Default,
         };
         let iters = match o.iters {
             None => 0,
             Some(n) if (MIN_ITERS..=MAX_ITERS).contains(&n) => n,
-            Some(n) => return Err(usage!("{n} iterations (-n): perftest's range is {MIN_ITERS}..{MAX_ITERS}")),
+            Some(n) => {
+                return Err(Error::Usage(format!("{n} iterations (-n): perftest's range is {MIN_ITERS}..{MAX_ITERS}")));
+            }
         };
         if !(1..=MAX_QPS).contains(&o.qps) {
-            return Err(usage!("{} queue pairs (-q): use 1..{MAX_QPS}", o.qps));
+            return Err(Error::Usage(format!("{} queue pairs (-q): use 1..{MAX_QPS}", o.qps)));
         }
         let tx_depth = match o.tx_depth {
             None => 0,
             Some(t) if (1..=MAX_TX_DEPTH).contains(&t) => t,
-            Some(t) => return Err(usage!("tx depth {t} (-t): use 1..{MAX_TX_DEPTH}")),
+            Some(t) => return Err(Error::Usage(format!("tx depth {t} (-t): use 1..{MAX_TX_DEPTH}"))),
         };
         let memory = match o.use_cuda {
             None => Memory::Host,
@@ -414,10 +421,10 @@ impl Plan {
         agreement.validate()?;
         match (&o.peer, o.devices.len()) {
             (Peer::Listen { .. } | Peer::Connect { .. }, n) if n > 1 => {
-                return Err(usage!("-d names one device here ({n} given)"));
+                return Err(Error::Usage(format!("-d names one device here ({n} given)")));
             }
             (Peer::Loopback, n) if n != 0 && n != 2 => {
-                return Err(usage!("--loopback takes two devices, -d A,B (or none for every pair)"));
+                return Err(Error::Usage("--loopback takes two devices, -d A,B (or none for every pair)".into()));
             }
             _ => {}
         }

@@ -233,7 +233,7 @@ impl Link {
             memory: self.memory,
             rkey: self.mr.rkey(),
             addr: self.region.addr(),
-            len: self.region.len() as u64,
+            len: self.region.bytes() as u64,
             qps: self.qps.iter().zip(&self.psns).map(|(q, &psn)| QpAddr { qpn: q.qp_number(), psn }).collect(),
         }
     }
@@ -307,7 +307,7 @@ impl Link {
     pub fn post(&mut self, r: Request) -> Result<()> {
         let Request { qp, op, local, len, remote, wr_id, signaled } = r;
         let peer = self.remote.ok_or_else(|| Error::Runtime("posting before the queue pairs are connected".into()))?;
-        let local_end = local.checked_add(len as usize).filter(|&e| e <= self.region.len());
+        let local_end = local.checked_add(len as usize).filter(|&e| e <= self.region.bytes());
         let remote_end = remote.checked_add(len as u64).filter(|&e| e <= peer.len);
         if local_end.is_none() || (op != Op::Send && remote_end.is_none()) {
             return Err(Error::Runtime(format!(
@@ -354,7 +354,7 @@ impl Link {
     /// Posts one receive of up to `len` bytes at `local` on queue pair `qp`;
     /// of none, without a scatter entry, for WRITEs with immediate alone.
     pub fn post_recv(&mut self, qp: usize, local: usize, len: u32, wr_id: u64) -> Result<()> {
-        if local.checked_add(len as usize).is_none_or(|e| e > self.region.len()) {
+        if local.checked_add(len as usize).is_none_or(|e| e > self.region.bytes()) {
             return Err(Error::Runtime(format!("a receive of {len} bytes at {local} falls outside the buffer")));
         }
         let (lkey, addr) = (self.mr.lkey(), self.region.addr() + local as u64);

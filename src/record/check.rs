@@ -111,9 +111,6 @@ pub struct CheckRun {
 
 impl Streamed for CheckRun {
     type Part = Row;
-    fn header(&self) -> &Header {
-        &self.header
-    }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }

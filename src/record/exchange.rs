@@ -177,9 +177,6 @@ pub struct ExchangeRun {
 
 impl Streamed for ExchangeRun {
     type Part = RegisterRun;
-    fn header(&self) -> &Header {
-        &self.header
-    }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }

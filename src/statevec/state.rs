@@ -46,6 +46,9 @@ impl ProductState {
         self.qubits.swap(p as usize, q as usize);
     }
 
+    /// The amplitude of basis state `index` (tests/exchange_cpu.rs builds
+    /// its full state vector from it).
+    #[cfg_attr(qbench_private, allow(dead_code))]
     pub fn amplitude(&self, index: u64) -> Complex64 {
         self.qubits.iter().enumerate().map(|(p, &(a, b))| if index >> p & 1 == 1 { b } else { a }).product()
     }

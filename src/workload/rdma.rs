@@ -70,7 +70,6 @@ mod live {
     use crate::record::Observer;
     use crate::record::rdma::{Link, RdmaRow, RdmaRun};
     use crate::session::Session;
-    use crate::usage;
 
     pub fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>, out: &mut RdmaRun) -> Result<()> {
         verbs::require()?;
@@ -164,7 +163,7 @@ mod live {
         let world = session.world();
         let (rank, size) = (world.rank(), world.size());
         if size % 2 != 0 {
-            return Err(usage!("pairs of ranks need an even number of processes, not {size}"));
+            return Err(Error::Usage(format!("pairs of ranks need an even number of processes, not {size}")));
         }
         let mut names = plan.devices.clone();
         if names.is_empty() {

@@ -1,6 +1,31 @@
-//! Helpers shared by the end-to-end tests.
+//! Helpers shared by the end-to-end tests: running the binary, reading
+//! what it printed, and the rows of its nccl-tests tables. Each test file
+//! uses some of them.
+#![allow(dead_code)]
 
-use std::process::Output;
+use std::process::{Command, Output};
+
+/// The qbench binary cargo built for the tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_qbench");
+
+/// qbench with `args`, no fault injected.
+pub fn qbench(args: &[&str]) -> Output {
+    qbench_with(args, &[])
+}
+
+/// qbench with `args` and the variables `env` (QBENCH_CORRUPT unset unless
+/// `env` sets it).
+pub fn qbench_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(BIN).args(args).env_remove("QBENCH_CORRUPT").envs(env.iter().copied()).output().expect("run qbench")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
 
 /// The data rows of an nccl-tests table, split into columns.
 pub fn rows(o: &Output) -> Vec<Vec<String>> {

@@ -204,7 +204,7 @@ for case in "garbage|GET / HTTP/1.0\r\n\r\n|4|not a qbench rdma peer" \
 done
 
 section "qbench check: rdma steps between rxe0 and rxe1 (tests/rdma-vm/rxe.toml)"
-P=$(cat /tmp/vm-here)/rxe.toml
+P=$(dirname "$0")/rxe.toml
 $T $Q check --profile "$P" --json > "$OUT/check-rxe.json" 2> "$OUT/check-rxe.err"
 rc=$?
 check "check, rdma steps" 0 "$OUT/check-rxe.err"

@@ -136,7 +136,6 @@ impl PlotPlan {
 #[derive(Debug, Clone)]
 pub struct Picture {
     pub bytes: Vec<u8>,
-    pub format: Format,
     /// Lines, bar series and heat maps drawn.
     pub series: usize,
     pub panels: usize,
@@ -187,7 +186,7 @@ pub fn draw(records: &[(PathBuf, AnyRecord)], options: &Options) -> Result<Pictu
         Format::Svg => draw::svg(&fig)?.into_bytes(),
         Format::Png => draw::png(&fig)?,
     };
-    Ok(Picture { bytes, format: options.format, series: fig.series(), panels: fig.panels.len() })
+    Ok(Picture { bytes, series: fig.series(), panels: fig.panels.len() })
 }
 
 fn kind(header: &Header) -> &str {

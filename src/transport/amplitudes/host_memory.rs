@@ -186,7 +186,9 @@ impl<'w, T: Real> HostRegister<'w, T> {
         self.world.max_f64(&[times.into_iter().fold(0.0, f64::max)])[0]
     }
 
-    /// The amplitudes of local rank `i`'s chunk (a copy), for tests.
+    /// The amplitudes of local rank `i`'s chunk (a copy), which
+    /// tests/exchange_cpu.rs holds against a full state vector.
+    #[cfg_attr(qbench_private, allow(dead_code))]
     pub fn chunk(&self, i: usize) -> Vec<Complex<T>> {
         amps::<T>(&read(&self.mem[i])[..self.words()]).to_vec()
     }

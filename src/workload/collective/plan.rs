@@ -5,12 +5,8 @@ use super::{Kind, OpUse};
 use crate::dtype::RedOp;
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
-use crate::libs::Library;
-use crate::record::collective::{CollectiveRun, Config, TransportKind};
-use crate::record::{Observer, Outcome};
-use crate::session::Session;
+use crate::record::collective::{Config, TransportKind};
 use crate::units::sweep;
-use crate::workload::Job;
 
 /// `qbench <collective>`.
 #[derive(Debug, Clone)]
@@ -62,29 +58,6 @@ impl CollectivePlan {
             OpUse::Reduces | OpUse::Labels => self.config.ops.iter().copied().map(Some).collect(),
             OpUse::Ignores => vec![None],
         }
-    }
-}
-
-impl Job for CollectivePlan {
-    type Record = CollectiveRun;
-
-    fn libraries(&self) -> Vec<Library> {
-        match self.transport {
-            TransportKind::Nccl => vec![Library::Driver, Library::Nccl, Library::Nvrtc],
-            TransportKind::Cpu => Vec::new(),
-        }
-    }
-
-    fn fault(&self) -> Option<Fault> {
-        self.fault
-    }
-
-    fn run(&self, session: &Session, obs: &mut dyn Observer<CollectiveRun>) -> Outcome<CollectiveRun> {
-        super::sweep::run(self, session, obs)
-    }
-
-    fn verdict(&self, record: &CollectiveRun) -> Result<()> {
-        record.verdict()
     }
 }
 

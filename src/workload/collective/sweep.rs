@@ -6,6 +6,7 @@ use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::interrupt;
+use crate::libs::Library;
 use crate::pattern::Pattern;
 use crate::record::collective::{Cell, CollectiveRun, KIND, SizeRecord, TransportKind};
 use crate::record::{Header, Observer, Outcome};
@@ -18,8 +19,31 @@ use crate::workload::collective::plan::CollectivePlan;
 use crate::workload::collective::{Kind, OpUse, Spec};
 use crate::world::{self, World};
 
+impl Job for CollectivePlan {
+    type Record = CollectiveRun;
+
+    fn libraries(&self) -> Vec<Library> {
+        match self.transport {
+            TransportKind::Nccl => vec![Library::Driver, Library::Nccl, Library::Nvrtc],
+            TransportKind::Cpu => Vec::new(),
+        }
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<CollectiveRun>) -> Outcome<CollectiveRun> {
+        run(self, session, obs)
+    }
+
+    fn verdict(&self, record: &CollectiveRun) -> Result<()> {
+        record.verdict()
+    }
+}
+
 /// Runs one collective plan in this process's part of the session's world.
-pub fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<CollectiveRun>) -> Outcome<CollectiveRun> {
+fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<CollectiveRun>) -> Outcome<CollectiveRun> {
     let mut run = CollectiveRun {
         header: Header::start(KIND, plan.fault),
         collective: plan.kind.name().into(),

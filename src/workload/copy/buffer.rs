@@ -178,26 +178,13 @@ fn part_len(len: usize) -> usize {
     len.div_ceil(threads).next_multiple_of(8).max(4 << 20)
 }
 
-/// Runs `f(part, index of its first word)` over parts of `part` bytes, on
-/// several threads when there is more than one part.
-fn in_parts<C: Send, T: Send>(parts: Vec<C>, part: usize, f: impl Fn(C, u64) -> T + Sync) -> Vec<T> {
-    if parts.len() <= 1 {
-        return parts.into_iter().map(|c| f(c, 0)).collect();
-    }
-    std::thread::scope(|s| {
-        let f = &f;
-        let handles: Vec<_> =
-            parts.into_iter().enumerate().map(|(k, c)| s.spawn(move || f(c, (k * part / 8) as u64))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    })
-}
-
 /// Writes the seeded data into `buf`, or its bitwise complement (`invert`:
 /// a poison that differs from the data in every byte).
 pub fn fill_host(buf: &mut [u8], seed: u64, invert: bool) {
     let flip = if invert { !0u64 } else { 0 };
     let part = part_len(buf.len());
-    in_parts(buf.chunks_mut(part).collect(), part, |chunk: &mut [u8], first| {
+    crate::threads::each(buf.chunks_mut(part).collect(), |k, chunk: &mut [u8]| {
+        let first = (k * part / 8) as u64;
         let mut words = chunk.chunks_exact_mut(8);
         let mut i = first;
         for w in &mut words {
@@ -217,7 +204,8 @@ pub fn fill_host(buf: &mut [u8], seed: u64, invert: bool) {
 /// differ from the seeded data.
 pub fn count_wrong_host(buf: &[u8], seed: u64) -> u64 {
     let part = part_len(buf.len());
-    in_parts(buf.chunks(part).collect(), part, |chunk: &[u8], first| {
+    crate::threads::each(buf.chunks(part).collect(), |k, chunk: &[u8]| {
+        let first = (k * part / 8) as u64;
         let mut wrong = 0;
         let words = chunk.chunks_exact(8);
         let rest = words.remainder();

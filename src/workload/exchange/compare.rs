@@ -3,9 +3,11 @@
 //! them, or host memory), each transfer checked, GB/s and the ratio to the
 //! best. Records in, nothing printed.
 
-use super::plan::ComparePlan;
+use super::plan::{ComparePlan, gpu_libraries};
 use super::run::sample;
 use crate::error::{Error, Result};
+use crate::fault::Fault;
+use crate::libs::Library;
 use crate::record::compare::{Comparison, KIND, Row};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
@@ -16,10 +18,34 @@ use crate::transport::amplitudes::host_memory::HostRegister;
 use crate::transport::amplitudes::{Memory, Register, Wire};
 use crate::workload::Job;
 
+impl Job for ComparePlan {
+    type Record = Comparison;
+
+    fn libraries(&self) -> Vec<Library> {
+        let wires: Vec<Wire> = Wire::ALL.iter().copied().filter(|w| w.serves(self.memory)).collect();
+        match self.memory {
+            Memory::Gpu => gpu_libraries(&wires),
+            Memory::Host => Vec::new(),
+        }
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {
+        run(self, session, obs)
+    }
+
+    fn verdict(&self, record: &Comparison) -> Result<()> {
+        record.verdict()
+    }
+}
+
 /// The row of nccl-tests' sendrecv, the reference beside the wires.
 const SENDRECV: &str = "nccl-sendrecv";
 
-pub fn run(plan: &ComparePlan, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {
+fn run(plan: &ComparePlan, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {
     let world = session.world();
     let local = plan.ngpus.unwrap_or(if world.size() > 1 { 1 } else { 2 });
     let ranks = world.size() * local;

@@ -6,5 +6,3 @@ pub mod compare;
 pub mod plan;
 pub mod run;
 pub mod verdict;
-
-pub use plan::{ComparePlan, ExchangePlan};

@@ -4,13 +4,9 @@
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
-use crate::record::compare::Comparison;
-use crate::record::exchange::{Circuit, ExchangeRun};
-use crate::record::{Observer, Outcome};
-use crate::session::Session;
+use crate::record::exchange::Circuit;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::transport::amplitudes::{Memory, Wire};
-use crate::workload::Job;
 
 /// `qbench exchange`.
 #[derive(Debug, Clone)]
@@ -161,7 +157,7 @@ impl ExchangePlan {
 }
 
 /// What a register on GPUs and the wires it runs need loaded.
-fn gpu_libraries(wires: &[Wire]) -> Vec<Library> {
+pub(super) fn gpu_libraries(wires: &[Wire]) -> Vec<Library> {
     if wires.is_empty() {
         return Vec::new();
     }
@@ -170,26 +166,6 @@ fn gpu_libraries(wires: &[Wire]) -> Vec<Library> {
     libs.sort();
     libs.dedup();
     libs
-}
-
-impl Job for ExchangePlan {
-    type Record = ExchangeRun;
-
-    fn libraries(&self) -> Vec<Library> {
-        gpu_libraries(&self.wires_on(Memory::Gpu))
-    }
-
-    fn fault(&self) -> Option<Fault> {
-        self.fault
-    }
-
-    fn run(&self, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
-        super::run::run(self, session, obs)
-    }
-
-    fn verdict(&self, record: &ExchangeRun) -> Result<()> {
-        record.verdict()
-    }
 }
 
 impl ComparePlan {
@@ -209,30 +185,6 @@ impl ComparePlan {
         }
         let fault = Fault::requested("compare", &[fault::Kind::WrongPartner])?;
         Ok(ComparePlan { bytes, memory, ngpus, iters, warmup, fault })
-    }
-}
-
-impl Job for ComparePlan {
-    type Record = Comparison;
-
-    fn libraries(&self) -> Vec<Library> {
-        let wires: Vec<Wire> = Wire::ALL.iter().copied().filter(|w| w.serves(self.memory)).collect();
-        match self.memory {
-            Memory::Gpu => gpu_libraries(&wires),
-            Memory::Host => Vec::new(),
-        }
-    }
-
-    fn fault(&self) -> Option<Fault> {
-        self.fault
-    }
-
-    fn run(&self, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {
-        super::compare::run(self, session, obs)
-    }
-
-    fn verdict(&self, record: &Comparison) -> Result<()> {
-        record.verdict()
     }
 }
 
@@ -275,7 +227,10 @@ mod tests {
         let plan = |memory: Option<&str>| ComparePlan::new(1 << 20, memory, None, 1, 0);
         assert_eq!(plan(None).unwrap().memory, Memory::Gpu);
         assert_eq!(plan(Some("host")).unwrap().memory, Memory::Host);
-        assert!(Job::libraries(&plan(Some("host")).unwrap()).is_empty(), "host memory needs no GPU library");
+        assert!(
+            crate::workload::Job::libraries(&plan(Some("host")).unwrap()).is_empty(),
+            "host memory needs no GPU library"
+        );
         assert_eq!(plan(Some("gpu,host")).unwrap_err().exit_code(), 2);
         assert_eq!(plan(Some("tape")).unwrap_err().exit_code(), 2);
     }

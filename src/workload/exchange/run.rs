@@ -3,7 +3,7 @@
 //! check every amplitude after each wire, and judge. Records in, nothing
 //! printed: the observer hears of each register as it is measured.
 
-use super::plan::ExchangePlan;
+use super::plan::{ExchangePlan, gpu_libraries};
 use super::verdict::judge;
 use crate::error::{Error, Result};
 use crate::fault::Fault;
@@ -163,6 +163,26 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
     })
 }
 
+impl Job for ExchangePlan {
+    type Record = ExchangeRun;
+
+    fn libraries(&self) -> Vec<Library> {
+        gpu_libraries(&self.wires_on(Memory::Gpu))
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    fn run(&self, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
+        run(self, session, obs)
+    }
+
+    fn verdict(&self, record: &ExchangeRun) -> Result<()> {
+        record.verdict()
+    }
+}
+
 /// A register that could not be held, with the reason.
 fn not_held(layout: &Layout, memory: Memory, wire: Wire, reason: String) -> RegisterRun {
     RegisterRun {
@@ -180,7 +200,7 @@ fn not_held(layout: &Layout, memory: Memory, wire: Wire, reason: String) -> Regi
     }
 }
 
-pub fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
+fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
     let mut out = ExchangeRun {
         header: Header::start(KIND, plan.fault),
         devices: Vec::new(),

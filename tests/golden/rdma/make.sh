@@ -2,12 +2,14 @@
 # Writes the rdma fixtures: the text each run printed and its -J record,
 # restructured by v2.py into the schema of now. Made with the qbench of
 # commit 087cb64 (before the rdma record had a header and the table was
-# the pipeline's), where rxe0 and rxe1 are up:
-#   ../shared/rdma-vm/rdma-vm -w "$PWD/tests/golden/rdma" -- sh -c 'cd tests/golden/rdma && sh make.sh QBENCH_BINARY'
-# (built with --features mpi,rdma; outside the repository, as the VM's /tmp is its own).
+# the pipeline's), in the soft-RoCE guest where rxe0 and rxe1 are up:
+#   tests/rdma-vm/run -s tests/golden/rdma/make.sh -o tests/golden/rdma QBENCH_BINARY
+# (built with --features mpi,rdma). The guest runs it with the binary and
+# the results folder, this one, as arguments.
 set -eu
 Q=/tmp/qbench.bin
 cp "$1" $Q && chmod +x $Q
+cd "$2"
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=false
 # run NAME EXIT ARGS...: one run, its stdout and record, the exit it must have.
 run() {
