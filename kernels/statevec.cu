@@ -1,8 +1,10 @@
 // State-vector kernels of `qbench exchange`, compiled at run time with
 // NVRTC: the product state written and checked from two tables
-// (src/workload/exchange/state.rs), the Hadamard gate on a local qubit, the
-// combine step of a gate on a global qubit, and a 16-byte copy used to push
-// amplitudes into a peer GPU's memory over NVLink.
+// (src/statevec/state.rs), the Hadamard gate on a local qubit, the combine
+// step of a gate on a global qubit, the other gates of circuits (a one-qubit
+// unitary, a phase, swaps of amplitude pairs), the packing of a half to
+// send, and a 16-byte copy used to push amplitudes into a peer GPU's memory
+// over NVLink.
 // Indices are 64-bit: one chunk can hold 2^32 amplitudes and more.
 //
 // The gate, combine and copy kernels stream the chunk at the memory roofline
@@ -108,15 +110,16 @@ __device__ void init(A* amp, u64 n, u64 base, const double2* lo, const double2* 
     }
 }
 
-// Counts amplitudes whose distance to the expected one exceeds rel × |expected|.
+// Counts amplitudes whose distance to the expected one exceeds rel times
+// the larger of |expected| and `floor` (floor2 = floor²).
 template <typename A>
 __device__ void check(const A* amp, u64 n, u64 base, const double2* lo, const double2* hi, unsigned split, double rel,
-                      u64* wrong) {
+                      double floor2, u64* wrong) {
     u64 local = 0;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         double2 e = expected(base + i, lo, hi, split);
         double dx = (double)amp[i].x - e.x, dy = (double)amp[i].y - e.y;
-        double err2 = dx * dx + dy * dy, lim2 = rel * rel * (e.x * e.x + e.y * e.y);
+        double err2 = dx * dx + dy * dy, lim2 = rel * rel * fmax(e.x * e.x + e.y * e.y, floor2);
         if (!(err2 <= lim2)) local++;  // NaN counts as wrong
     }
     if (local) atomicAdd(wrong, local);
@@ -299,6 +302,87 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
         for (u64 i = t * tile * Ops<A>::E + threadIdx.x; i < n; i += blockDim.x) amp[i] = mix(peer[i], amp[i], sign);
 }
 
+// The gates of circuits other than H, and the packing of a half to send:
+// a thread an amplitude (or a pair), grid-stride, each touching only the
+// amplitudes its gate changes. An index with a 0 inserted at every set bit
+// of `fixed` (lowest first) walks the amplitudes whose bits there are
+// given: ORing in the wanted bits picks them.
+__device__ __forceinline__ u64 spread(u64 k, u64 fixed) {
+    for (u64 m = fixed; m; m &= m - 1) {
+        const u64 b = m & (~m + 1);
+        k = ((k & ~(b - 1)) << 1) | (k & (b - 1));
+    }
+    return k;
+}
+
+// a × (fx + i fy), in the amplitude's precision.
+template <typename A>
+__device__ __forceinline__ A cmul(A a, double fx, double fy) {
+    typedef typename Ops<A>::R R;
+    const R x = (R)fx, y = (R)fy;
+    A r;
+    r.x = a.x * x - a.y * y;
+    r.y = a.x * y + a.y * x;
+    return r;
+}
+
+template <typename A>
+__device__ __forceinline__ A cadd(A a, A b) {
+    a.x += b.x;
+    a.y += b.y;
+    return a;
+}
+
+#define QB_EACH(k, count) for (u64 k = blockIdx.x * (u64)blockDim.x + threadIdx.x; k < (count); k += (u64)gridDim.x * blockDim.x)
+
+// A one-qubit unitary on local qubit q: |0> -> m00|0> + m10|1>.
+template <typename A>
+__device__ void unitary(A* amp, u64 pairs, unsigned q, const double* m) {
+    const u64 bit = 1ULL << q;
+    QB_EACH(k, pairs) {
+        const u64 i0 = spread(k, bit), i1 = i0 | bit;
+        const A a = amp[i0], b = amp[i1];
+        amp[i0] = cadd(cmul(a, m[0], m[1]), cmul(b, m[2], m[3]));
+        amp[i1] = cadd(cmul(a, m[4], m[5]), cmul(b, m[6], m[7]));
+    }
+}
+
+// The amplitudes whose bits `ones` are set, times (px + i py).
+template <typename A>
+__device__ void phase_ones(A* amp, u64 count, u64 ones, double px, double py) {
+    QB_EACH(k, count) {
+        const u64 i = spread(k, ones) | ones;
+        amp[i] = cmul(amp[i], px, py);
+    }
+}
+
+// Amplitudes i and i ^ flip swapped, i having bits `ones` set and `zeros` clear.
+template <typename A>
+__device__ void swap_pairs(A* amp, u64 count, u64 ones, u64 zeros, u64 flip) {
+    QB_EACH(k, count) {
+        const u64 i = spread(k, ones | zeros) | ones, j = i ^ flip;
+        const A a = amp[i];
+        amp[i] = amp[j];
+        amp[j] = a;
+    }
+}
+
+// The half whose bit `bit` is `value`, in order, to buf (pack) or from it (unpack).
+template <typename A>
+__device__ void pack_half(A* buf, const A* amp, u64 half, unsigned bit, int value) {
+    QB_EACH(k, half) buf[k] = amp[spread(k, 1ULL << bit) | ((u64)value << bit)];
+}
+template <typename A>
+__device__ void unpack_half(A* amp, const A* buf, u64 half, unsigned bit, int value) {
+    QB_EACH(k, half) amp[spread(k, 1ULL << bit) | ((u64)value << bit)] = buf[k];
+}
+
+// amp = own × amp + received × peer.
+template <typename A>
+__device__ void mix_in(A* amp, const A* peer, u64 n, double ox, double oy, double rx, double ry) {
+    QB_EACH(i, n) amp[i] = cadd(cmul(amp[i], ox, oy), cmul(peer[i], rx, ry));
+}
+
 // sv_h_warp and sv_h are right for every qubit and any launch, fast for
 // their own (src/transport/amplitudes/gpu/mod.rs, local_h, launches them):
 // sv_h_warp for q < 5 and sv_h for q ≥ 5, a thread for each QB_VECTORS
@@ -311,8 +395,9 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
         init<A>(amp, n, base, lo, hi, split);                                                                  \
     }                                                                                                          \
     extern "C" __global__ void sv_check_##NAME(const A* amp, u64 n, u64 base, const double2* lo,               \
-                                               const double2* hi, unsigned split, double rel, u64* wrong) {     \
-        check<A>(amp, n, base, lo, hi, split, rel, wrong);                                                     \
+                                               const double2* hi, unsigned split, double rel, double floor2,    \
+                                               u64* wrong) {                                                    \
+        check<A>(amp, n, base, lo, hi, split, rel, floor2, wrong);                                             \
     }                                                                                                          \
     extern "C" __global__ void sv_h_##NAME(A* __restrict__ amp, u64 pairs, unsigned q) {                       \
         if (q >= (Ops<A>::E == 2 ? 5u : 4u))                                                                   \
@@ -333,6 +418,27 @@ __device__ void combine(A* amp, const A* peer, u64 n, int one) {
     }                                                                                                          \
     extern "C" __global__ void sv_combine_##NAME(A* amp, const A* peer, u64 n, int one) {                     \
         combine<A>(amp, peer, n, one);                                                                         \
+    }                                                                                                          \
+    extern "C" __global__ void sv_u_##NAME(A* amp, u64 pairs, unsigned q, double m00x, double m00y, double m01x, \
+                                           double m01y, double m10x, double m10y, double m11x, double m11y) {   \
+        const double m[8] = {m00x, m00y, m01x, m01y, m10x, m10y, m11x, m11y};                                   \
+        unitary<A>(amp, pairs, q, m);                                                                          \
+    }                                                                                                          \
+    extern "C" __global__ void sv_phase_##NAME(A* amp, u64 count, u64 ones, double px, double py) {            \
+        phase_ones<A>(amp, count, ones, px, py);                                                                   \
+    }                                                                                                          \
+    extern "C" __global__ void sv_pairs_##NAME(A* amp, u64 count, u64 ones, u64 zeros, u64 flip) {             \
+        swap_pairs<A>(amp, count, ones, zeros, flip);                                                              \
+    }                                                                                                          \
+    extern "C" __global__ void sv_pack_##NAME(A* buf, const A* amp, u64 half, unsigned bit, int value) {       \
+        pack_half<A>(buf, amp, half, bit, value);                                                                  \
+    }                                                                                                          \
+    extern "C" __global__ void sv_unpack_##NAME(A* amp, const A* buf, u64 half, unsigned bit, int value) {     \
+        unpack_half<A>(amp, buf, half, bit, value);                                                                \
+    }                                                                                                          \
+    extern "C" __global__ void sv_mix_##NAME(A* amp, const A* peer, u64 n, double ox, double oy, double rx,    \
+                                             double ry) {                                                      \
+        mix_in<A>(amp, peer, n, ox, oy, rx, ry);                                                               \
     }
 
 QB_SV(single, C1)

@@ -1,12 +1,16 @@
-//! The exchange pattern on host-memory ranks against a plain reference: a
-//! whole state vector to which the same gates are applied pair by pair.
+//! The exchange pattern and whole circuits on host-memory ranks against a
+//! plain reference: a whole state vector to which the same gates are
+//! applied amplitude by amplitude.
 
 use num_complex::{Complex, Complex64};
 use qbench::fault::Fault;
-use qbench::statevec::layout::{GlobalOp, Layout, Precision};
+use qbench::statevec::circuit::{self, Gate, hadamard};
+use qbench::statevec::layout::{Layout, Precision};
+use qbench::statevec::schedule::{Schedule, compile};
 use qbench::statevec::state::ProductState;
+use qbench::statevec::step::Step;
 use qbench::transport::amplitudes::host_memory::HostRegister;
-use qbench::transport::amplitudes::{Register, Wire};
+use qbench::transport::amplitudes::{Register, Wire, step};
 use qbench::world::Solo;
 use std::f64::consts::FRAC_1_SQRT_2;
 
@@ -30,31 +34,71 @@ fn reference_swap(v: &[Complex64], p: u32, q: u32) -> Vec<Complex64> {
         .collect()
 }
 
-/// Runs local gates, global gates and swaps on `ranks` host ranks and on
-/// the reference; returns the largest amplitude difference.
-fn run(qubits: u32, ranks: usize, fault: Option<Fault>) -> f64 {
+/// A logical gate applied to the reference, amplitude by amplitude.
+fn reference_gate(v: &mut Vec<Complex64>, g: &Gate) {
+    let bit = |i: usize, q: u32| i >> q & 1 == 1;
+    match g {
+        Gate::H(q) => reference_h(v, *q),
+        Gate::U { q, m } => {
+            for i in 0..v.len() {
+                if !bit(i, *q) {
+                    let j = i | 1 << q;
+                    let (a, b) = (v[i], v[j]);
+                    v[i] = m[0] * a + m[1] * b;
+                    v[j] = m[2] * a + m[3] * b;
+                }
+            }
+        }
+        Gate::Phase { qubits, phase } => {
+            for (i, a) in v.iter_mut().enumerate() {
+                if qubits.iter().all(|&q| bit(i, q)) {
+                    *a *= phase;
+                }
+            }
+        }
+        Gate::Swap(a, b) => *v = reference_swap(v, *a, *b),
+        Gate::Cx { c, t } => {
+            for i in 0..v.len() {
+                if bit(i, *c) && !bit(i, *t) {
+                    v.swap(i, i | 1 << t);
+                }
+            }
+        }
+    }
+}
+
+fn register(qubits: u32, ranks: usize) -> (HostRegister<'static, f64>, Vec<Complex64>) {
     let layout = Layout::new(qubits, ranks, Precision::Double).unwrap();
-    let l = layout.local_qubits();
     let mut reg = HostRegister::<f64>::new(layout, ranks, &Solo).unwrap();
     let start = ProductState::new(qubits);
     reg.init(&start).unwrap();
-    let mut v: Vec<Complex64> = (0..1u64 << qubits).map(|i| start.amplitude(i)).collect();
+    (reg, (0..1u64 << qubits).map(|i| start.amplitude(i)).collect())
+}
+
+fn largest_difference(reg: &HostRegister<f64>, ranks: usize, v: &[Complex64]) -> f64 {
+    let got: Vec<Complex<f64>> = (0..ranks).flat_map(|r| reg.chunk(r)).collect();
+    got.iter().zip(v).map(|(a, b)| (a - b).norm()).fold(0.0, f64::max)
+}
+
+/// Runs local gates, global gates and swaps on `ranks` host ranks and on
+/// the reference; returns the largest amplitude difference.
+fn run(qubits: u32, ranks: usize, fault: Option<Fault>) -> f64 {
+    let (mut reg, mut v) = register(qubits, ranks);
+    let l = reg.layout().local_qubits();
+    let mut go = |s: Step| step::run(&mut reg, &s, Some(Wire::Cpu), fault).unwrap();
     for q in [0, l / 2, l - 1] {
-        reg.local_h(q).unwrap();
+        go(Step::H(q));
         reference_h(&mut v, q);
     }
     for t in l..qubits {
-        reg.exchange(Wire::Cpu, GlobalOp::Gate, t, fault).unwrap();
-        reg.combine(t).unwrap();
+        go(Step::GlobalU { t, m: hadamard() });
         reference_h(&mut v, t);
-        reg.exchange(Wire::Cpu, GlobalOp::Swap, t, fault).unwrap();
-        reg.place(t).unwrap();
+        go(Step::GlobalSwap { t, q: l - 1 });
         v = reference_swap(&v, t, l - 1);
-        reg.local_h(l - 1).unwrap();
-        reference_h(&mut v, l - 1);
+        go(Step::GlobalSwap { t, q: 0 });
+        v = reference_swap(&v, t, 0);
     }
-    let got: Vec<Complex<f64>> = (0..ranks).flat_map(|r| reg.chunk(r)).collect();
-    got.iter().zip(&v).map(|(a, b)| (a - b).norm()).fold(0.0, f64::max)
+    largest_difference(&reg, ranks, &v)
 }
 
 #[test]
@@ -63,6 +107,30 @@ fn host_ranks_match_a_plain_state_vector() {
         for qubits in [6, 9] {
             let err = run(qubits, ranks, None);
             assert!(err < 1e-12, "{ranks} ranks, {qubits} qubits: {err}");
+        }
+    }
+}
+
+/// Circuits compiled by either schedule and run on host ranks end where
+/// the reference, gate by gate on a whole state vector, ends.
+#[test]
+fn circuits_on_host_ranks_match_the_reference_under_both_schedules() {
+    for (qubits, ranks) in [(7u32, 2usize), (8, 4), (8, 8)] {
+        for c in [circuit::qft(qubits), circuit::random(qubits, 80, 3)] {
+            let (_, start) = register(qubits, ranks);
+            let mut want = start;
+            for g in &c.gates {
+                reference_gate(&mut want, g);
+            }
+            for s in Schedule::ALL {
+                let (mut reg, _) = register(qubits, ranks);
+                let layout = *reg.layout();
+                for st in compile(&c, &layout, s) {
+                    step::run(&mut reg, &st, Some(Wire::Cpu), None).unwrap();
+                }
+                let err = largest_difference(&reg, ranks, &want);
+                assert!(err < 1e-12, "{} {s:?} on {ranks} ranks: {err}", c.name);
+            }
         }
     }
 }
@@ -76,17 +144,16 @@ fn the_wrong_partner_and_the_wrong_half_are_caught() {
         let mut reg = HostRegister::<f32>::new(layout, 2, &Solo).unwrap();
         let mut model = ProductState::new(8);
         reg.init(&model).unwrap();
-        let (pattern, t, l) = (if fault == Fault::WrongPartner { GlobalOp::Gate } else { GlobalOp::Swap }, 7, 7);
-        reg.exchange(Wire::Cpu, pattern, t, Some(fault)).unwrap();
-        if pattern == GlobalOp::Gate {
-            reg.combine(t).unwrap();
+        let t = 7;
+        if fault == Fault::WrongPartner {
+            step::run(&mut reg, &Step::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), Some(fault)).unwrap();
             model.h(t);
         } else {
-            reg.place(t).unwrap();
-            model.swap(t, l - 1);
+            step::run(&mut reg, &Step::GlobalSwap { t, q: 6 }, Some(Wire::Cpu), Some(fault)).unwrap();
+            model.swap(t, 6);
         }
-        assert!(reg.count_wrong(&model).unwrap() > 0, "{fault:?}");
-        assert_eq!(reg.count_wrong(&model).unwrap(), reg.count_wrong(&model).unwrap());
+        assert!(reg.count_wrong(&model, 0.0).unwrap() > 0, "{fault:?}");
+        assert_eq!(reg.count_wrong(&model, 0.0).unwrap(), reg.count_wrong(&model, 0.0).unwrap());
     }
 }
 
@@ -97,66 +164,112 @@ fn a_correct_run_checks_clean_in_single_precision() {
     let mut model = ProductState::new(12);
     reg.init(&model).unwrap();
     for t in 10..12 {
-        reg.exchange(Wire::Cpu, GlobalOp::Gate, t, None).unwrap();
-        reg.combine(t).unwrap();
+        step::run(&mut reg, &Step::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), None).unwrap();
         model.h(t);
-        reg.exchange(Wire::Cpu, GlobalOp::Swap, t, None).unwrap();
-        reg.place(t).unwrap();
+        step::run(&mut reg, &Step::GlobalSwap { t, q: 9 }, Some(Wire::Cpu), None).unwrap();
         model.swap(t, 9);
     }
-    assert_eq!(reg.count_wrong(&model).unwrap(), 0);
+    assert_eq!(reg.count_wrong(&model, 0.0).unwrap(), 0);
 }
 
-/// The command itself on host-memory ranks: every transport check clean,
-/// records in JSON, a deliberate wrong partner failing the run.
+/// The command itself on host-memory ranks: every class and circuit
+/// checked clean under both schedules, a verdict for each circuit, records
+/// in JSON, a deliberate wrong partner or half failing the run.
 #[test]
 fn exchange_command_on_host_ranks() {
     let qb = env!("CARGO_BIN_EXE_qbench");
     for g in ["2", "4", "8"] {
         let json = std::env::temp_dir().join(format!("qbench-exchange-{}-{g}.json", std::process::id()));
         let o = std::process::Command::new(qb)
-            .args([
-                "exchange",
-                "--qubits",
-                "12..13",
-                "-g",
-                g,
-                "--transport",
-                "cpu",
-                "-n",
-                "2",
-                "-J",
-                json.to_str().unwrap(),
-            ])
+            .args(["exchange", "--qubits", "12..13", "-g", g, "--transport", "cpu", "-n", "2"])
+            .args(["--circuit", "qft,random:40:2", "-J", json.to_str().unwrap()])
             .env_remove("QBENCH_CORRUPT")
             .output()
             .unwrap();
         assert!(o.status.success(), "-g {g}: {}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("== verdict") && text.contains("qft(13) on"), "{text}");
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert_eq!(v["schema"], "qbench.exchange.v2");
+        assert_eq!(v["complete"], true);
         let regs = v["registers"].as_array().unwrap();
-        assert_eq!(regs.len(), 2);
+        // Each size spread over the ranks, and on one rank beside it.
+        assert_eq!(regs.len(), 4);
         for r in regs {
-            let checks = r["checks"].as_array().unwrap();
-            assert_eq!(checks.len(), 2);
-            assert!(checks.iter().all(|c| c["wrong"] == 0));
-            let gates = r["global_gates"].as_array().unwrap().len();
-            assert_eq!(gates, 2 * (g.parse::<u32>().unwrap().trailing_zeros() as usize));
+            let spread = r["ranks"] != 1;
+            let classes = r["classes"].as_array().unwrap();
+            assert!(classes.iter().all(|c| c["wrong"] == 0 && c["amplitudes"].as_u64() > Some(0)));
+            let exchanging = classes.iter().filter(|c| c["transport"] == "cpu").count();
+            assert_eq!(exchanging > 0, spread, "{r}");
+            let circuits = r["circuits"].as_array().unwrap();
+            // qft and the mirrored random circuit, under both schedules when spread.
+            assert_eq!(circuits.len(), if spread { 4 } else { 2 });
+            assert!(circuits.iter().all(|c| c["wrong"] == 0 && c["projected_s"].as_f64() > Some(0.0)), "{r}");
         }
+        let decisions = v["decisions"].as_array().unwrap();
+        assert_eq!(decisions.len(), 2);
+        assert!(decisions.iter().all(|d| d["one_gpu_from"] == "measured" && d["speedup"].as_f64() > Some(0.0)));
         std::fs::remove_file(&json).unwrap();
     }
     for fault in ["partner", "half"] {
         let o = std::process::Command::new(qb)
-            .args(["exchange", "--qubits", "10", "-g", "2", "--transport", "cpu", "-n", "1"])
+            .args(["exchange", "--qubits", "10", "-g", "2", "--transport", "cpu", "-n", "1", "--json"])
             .env("QBENCH_CORRUPT", fault)
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(1), "{fault}");
         assert!(String::from_utf8_lossy(&o.stderr).contains("amplitudes differ"));
+        // The circuits that exchanged are caught too.
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let circuits = v["registers"][0]["circuits"].as_array().unwrap();
+        assert!(circuits.iter().any(|c| c["wrong"].as_u64() > Some(0)), "{fault}: {circuits:?}");
     }
     let o = std::process::Command::new(qb)
         .args(["exchange", "--qubits", "10", "-g", "3", "--transport", "cpu"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Users' own circuits: an OpenQASM 2 file runs mirrored and checked; a
+/// file that cannot run is one line and exit 2 before anything starts.
+#[test]
+fn openqasm_circuits_run_mirrored_or_are_refused() {
+    let qb = env!("CARGO_BIN_EXE_qbench");
+    let dir = std::env::temp_dir().join(format!("qbench-qasm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[9];\n{body}")).unwrap();
+        p
+    };
+    let good = write(
+        "mine.qasm",
+        "h q[0];\ncx q[0],q[8];\ncx q[8],q[4];\nrz(pi/3) q[8];\nccx q[0],q[4],q[7];\nu3(0.1,0.2,0.3) q[8];\nswap q[8],q[1];\n",
+    );
+    let o = std::process::Command::new(qb)
+        .args(["exchange", "--qubits", "9", "-g", "4", "--transport", "cpu", "-n", "1", "--json"])
+        .args(["--circuit", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let circuits = v["registers"][0]["circuits"].as_array().unwrap();
+    assert_eq!(circuits.len(), 2);
+    assert!(circuits.iter().all(|c| c["wrong"] == 0 && c["exchanges"].as_u64() > Some(0)), "{circuits:?}");
+    for (name, body, want) in [
+        ("unknown.qasm", "h q[0];\ntoffoli q[0],q[1],q[2];\n", "unknown.qasm:5: unknown gate 'toffoli'"),
+        ("range.qasm", "h q[9];\n", "range.qasm:4: qubit q[9] is out of range"),
+    ] {
+        let p = write(name, body);
+        let o = std::process::Command::new(qb)
+            .args(["exchange", "--qubits", "9", "-g", "2", "--transport", "cpu", "--circuit", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
 }

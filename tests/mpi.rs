@@ -121,15 +121,30 @@ fn compare_row(out: &str, wire: &str) -> Vec<String> {
     row.unwrap_or_else(|| panic!("no {wire} row: {out}")).split('|').map(|c| c.trim().to_string()).collect()
 }
 
+/// Every class and both circuits under both schedules across processes,
+/// every amplitude checked; rank 0 alone prints, and the verdict prices the
+/// one-rank run it could not measure.
 #[test]
 fn exchange_on_host_ranks_across_processes_checks_every_amplitude() {
+    let args =
+        ["exchange", "--transport", "cpu", "--qubits", "14", "-n", "2", "-w", "1", "--circuit", "qft,random:60:4"];
     for np in [2usize, 4] {
-        let o = mpirun(np, &["exchange", "--transport", "cpu", "--qubits", "16", "-n", "2", "-w", "1"], &[]);
+        let o = mpirun(np, &args, &[]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "np {np}: {out}{}", String::from_utf8_lossy(&o.stderr));
         assert!(out.contains(&format!("{np} ranks in host memory")), "np {np}: {out}");
-        assert_eq!(checked(&out, "cpu"), (1 << 16, 0), "np {np}: {out}");
+        for what in ["local classes", "cpu"] {
+            let (n, wrong) = checked(&out, what);
+            assert!(n > 1 << 14 && wrong == 0, "np {np} {what}: {out}");
+        }
+        for c in ["qft", "random:60:4"] {
+            for schedule in ["quest", "swap"] {
+                let line = format!("{c}, {schedule} schedule over cpu");
+                assert_eq!(checked(&out, &line), (1 << 14, 0), "np {np}: {out}");
+            }
+        }
         assert_eq!(out.matches("check: cpu:").count(), 1, "rank 0 alone prints: {out}");
+        assert!(out.contains(&format!("qft(14) on {np} ranks")) && out.contains("(projected:"), "np {np}: {out}");
     }
 }
 
@@ -157,7 +172,9 @@ fn the_wrong_partner_and_half_fail_the_job_across_processes() {
         let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
         assert_eq!(o.status.code(), Some(1), "np {np} {fault}: {out}{err}");
         let (n, wrong) = checked(&out, "cpu");
-        assert!(n == 1 << 16 && wrong > 0, "np {np} {fault}: {out}");
+        assert!(n > 1 << 16 && wrong > 0, "np {np} {fault}: {out}");
+        let (n, wrong) = checked(&out, "qft, quest schedule over cpu");
+        assert!(n == 1 << 16 && wrong > 0, "the circuit is caught too, np {np} {fault}: {out}");
         assert!(err.contains(&format!("QBENCH_CORRUPT={fault}: ")), "the fault is announced: {err}");
     }
     let o =

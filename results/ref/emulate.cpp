@@ -2,7 +2,8 @@
 // per CUDA thread (a block's threads at once, warps meeting at each shuffle),
 // and compares every kernel's output with a plain loop's, at every qubit of
 // small registers and on several grids and block sizes: the tiles, the
-// partial tile and the pair-by-pair paths, without a GPU.
+// partial tile and the pair-by-pair paths, and the circuits' kernels,
+// without a GPU.
 //
 //     g++ -std=c++20 -O1 -pthread -ffp-contract=off -DQB_VECTORS=1 -o /tmp/emulate results/ref/emulate.cpp && /tmp/emulate
 //
@@ -207,6 +208,92 @@ static void test_precision(const char* name, void (*h)(A*, u64, unsigned), void 
     }
 }
 
+// The circuits' kernels against plain loops written with the same
+// arithmetic (bit for bit), at every qubit and pair of qubits of small
+// registers, on qbench's grid (a thread an item, src/gpu/kernels.rs grid)
+// and on one and three blocks.
+template <typename A>
+static void test_circuit_kernels(const char* name, void (*u)(A*, u64, unsigned, double, double, double, double, double,
+                                                             double, double, double),
+                                 void (*ph)(A*, u64, u64, double, double), void (*pr)(A*, u64, u64, u64, u64),
+                                 void (*pk)(A*, const A*, u64, unsigned, int), void (*upk)(A*, const A*, u64, unsigned, int),
+                                 void (*mx)(A*, const A*, u64, double, double, double, double)) {
+    std::mt19937_64 rng(11);
+    char what[160];
+    const double m[8] = {0.6, 0.1, -0.2, 0.7, 0.3, -0.5, 0.8, 0.05};
+    auto mul = [](A a, double fx, double fy) { return cmul(a, fx, fy); };
+    for (unsigned L = 2; L <= 9; L++) {
+        const u64 n = 1ull << L;
+        for (unsigned block : {32u, 128u}) {
+            for (int g = 0; g < 3; g++) {
+                auto grid = [&](u64 items) { return g == 0 ? blocks_for(items, block) : g == 1 ? 1u : 3u; };
+                for (unsigned q = 0; q < L; q++) {
+                    const auto start = random_state<A>(n, rng);
+                    auto want = start;
+                    for (u64 i = 0; i < n; i++)
+                        if (!(i >> q & 1)) {
+                            const A a = start[i], b = start[i | 1ull << q];
+                            want[i] = cadd(mul(a, m[0], m[1]), mul(b, m[2], m[3]));
+                            want[i | 1ull << q] = cadd(mul(a, m[4], m[5]), mul(b, m[6], m[7]));
+                        }
+                    auto got = start;
+                    launch(grid(n / 2), block, [&] { u(got.data(), n / 2, q, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]); });
+                    std::snprintf(what, sizeof what, "sv_u_%s n=2^%u q=%u block=%u", name, L, q, block);
+                    expect_same(got, want, what);
+                    for (int value = 0; value < 2; value++) {
+                        std::vector<A> buf(n / 2), want_buf;
+                        for (u64 i = 0; i < n; i++)
+                            if ((i >> q & 1) == (u64)value) want_buf.push_back(start[i]);
+                        launch(grid(n / 2), block, [&] { pk(buf.data(), start.data(), n / 2, q, value); });
+                        std::snprintf(what, sizeof what, "sv_pack_%s n=2^%u bit=%u value=%d", name, L, q, value);
+                        expect_same(buf, want_buf, what);
+                        const auto other = random_state<A>(n / 2, rng);
+                        auto want_un = start;
+                        for (u64 i = 0, k = 0; i < n; i++)
+                            if ((i >> q & 1) == (u64)value) want_un[i] = other[k++];
+                        auto un = start;
+                        launch(grid(n / 2), block, [&] { upk(un.data(), other.data(), n / 2, q, value); });
+                        std::snprintf(what, sizeof what, "sv_unpack_%s n=2^%u bit=%u value=%d", name, L, q, value);
+                        expect_same(un, want_un, what);
+                    }
+                    for (unsigned r = 0; r < L; r++) {
+                        // A phase on the amplitudes whose bits q and r are set (one bit when r == q).
+                        const u64 ones = 1ull << q | 1ull << r;
+                        auto wp = start;
+                        for (u64 i = 0; i < n; i++)
+                            if ((i & ones) == ones) wp[i] = mul(start[i], 0.28, -0.96);
+                        auto gp = start;
+                        const u64 count = n >> __builtin_popcountll(ones);
+                        launch(grid(count), block, [&] { ph(gp.data(), count, ones, 0.28, -0.96); });
+                        std::snprintf(what, sizeof what, "sv_phase_%s n=2^%u ones=%llx", name, L, ones);
+                        expect_same(gp, wp, what);
+                        if (r == q) continue;
+                        // SWAP(q, r), and CNOT with control r and target q.
+                        for (int swap = 0; swap < 2; swap++) {
+                            const u64 on = swap ? 1ull << q : 1ull << r, off = swap ? 1ull << r : 1ull << q;
+                            const u64 flip = swap ? (1ull << q | 1ull << r) : 1ull << q;
+                            auto ws = start;
+                            for (u64 i = 0; i < n; i++)
+                                if ((i & on) == on && (i & off) == 0) std::swap(ws[i], ws[i ^ flip]);
+                            auto gs = start;
+                            launch(grid(n / 4), block, [&] { pr(gs.data(), n / 4, on, off, flip); });
+                            std::snprintf(what, sizeof what, "sv_pairs_%s n=2^%u %s %u %u", name, L, swap ? "swap" : "cx", q, r);
+                            expect_same(gs, ws, what);
+                        }
+                    }
+                }
+                const auto amp = random_state<A>(n, rng), peer = random_state<A>(n, rng);
+                auto want = amp;
+                for (u64 i = 0; i < n; i++) want[i] = cadd(mul(amp[i], 0.6, 0.0), mul(peer[i], 0.0, -0.8));
+                auto got = amp;
+                launch(grid(n), block, [&] { mx(got.data(), peer.data(), n, 0.6, 0.0, 0.0, -0.8); });
+                std::snprintf(what, sizeof what, "sv_mix_%s n=2^%u block=%u", name, L, block);
+                expect_same(got, want, what);
+            }
+        }
+    }
+}
+
 static void test_copies() {
     std::mt19937_64 rng(9);
     char what[160];
@@ -237,6 +324,10 @@ static void test_copies() {
 int main() {
     test_precision<C1>("single", sv_h_single, sv_h_warp_single, sv_h_4k_single, sv_combine_single);
     test_precision<C2>("double", sv_h_double, sv_h_warp_double, sv_h_4k_double, sv_combine_double);
+    test_circuit_kernels<C1>("single", sv_u_single, sv_phase_single, sv_pairs_single, sv_pack_single,
+                             sv_unpack_single, sv_mix_single);
+    test_circuit_kernels<C2>("double", sv_u_double, sv_phase_double, sv_pairs_double, sv_pack_double,
+                             sv_unpack_double, sv_mix_double);
     test_copies();
     std::printf(failures ? "%d failed\n" : "every kernel matched\n", failures);
     return failures != 0;

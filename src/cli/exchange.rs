@@ -3,8 +3,9 @@
 
 use super::{OutputArgs, size_arg};
 use crate::error::Result;
-use crate::record::exchange::Circuit;
+use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
+use crate::statevec::schedule::Schedule;
 use crate::transport::amplitudes::Wire;
 use crate::workload::exchange::plan::{ComparePlan, ExchangePlan, check_chunk, memories, parse_qubits, parse_wires};
 use clap::Args;
@@ -46,9 +47,15 @@ pub struct ExchangeArgs {
     /// Untimed repetitions before them
     #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 1)]
     pub warmup_iters: u32,
-    /// Circuit models of the verdict: qft, random (gates on random qubits), random:FRACTION of gates global
-    #[arg(long, default_value = "qft,random")]
+    /// Circuits run on every register, comma-separated: qft (QuEST's), random[:GATES[:SEED]] (mirrored), or an OpenQASM 2 file (mirrored)
+    #[arg(long, default_value = "qft")]
     pub circuit: String,
+    /// How circuits meet global qubits: quest (exchange for each gate on one), swap (swap it into a local position first), both
+    #[arg(long, default_value = "both")]
+    pub schedule: String,
+    /// Times each circuit runs (the median is reported)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -66,7 +73,9 @@ impl ExchangeArgs {
             chunk: check_chunk(self.chunk)?,
             iters: self.iters,
             warmup: self.warmup_iters,
-            circuits: self.circuit.split(',').map(|c| Circuit::parse(c.trim())).collect::<Result<_>>()?,
+            circuits: self.circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?,
+            schedules: Schedule::parse_list(&self.schedule)?,
+            rounds: self.rounds,
             fault: ExchangePlan::fault_for(&ops)?,
             ops,
         })

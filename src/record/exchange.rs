@@ -5,6 +5,8 @@
 use super::{Header, LibraryInfo, RankInfo, Streamed};
 use crate::error::{Error, Result};
 use crate::statevec::layout::{GlobalOp, Precision};
+use crate::statevec::schedule::Schedule;
+use crate::statevec::step::Class;
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +72,94 @@ pub struct Check {
     pub wrong: u64,
 }
 
+/// One class of step timed on a register, and checked: a row of the
+/// gate-class table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassTime {
+    pub class: Class,
+    /// The physical qubits it acted on (the global ones are the ranks' bits).
+    pub qubits: Vec<u32>,
+    /// The wire, for a class that exchanges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// Bytes each rank sent (and received); 0 for a local class.
+    pub bytes: u64,
+    /// Seconds of the exchange, for a class that exchanges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<Summary>,
+    /// Seconds of the local work: the gate, or the packing and update
+    /// around an exchange.
+    pub update: Summary,
+    /// The medians' sum, seconds.
+    pub time_s: f64,
+    /// time_s over the time of a chunk copy within a rank (1 = a copy's time).
+    pub vs_copy: f64,
+    /// Every amplitude checked after the class's runs.
+    pub amplitudes: u64,
+    pub wrong: u64,
+}
+
+/// What a circuit's run spent on one class of step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassShare {
+    pub class: Class,
+    pub steps: u64,
+    /// Seconds, summed over the class's steps of the median round.
+    pub seconds: f64,
+}
+
+/// One circuit run on a register, end to end, under a schedule and over a
+/// wire, every amplitude checked at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CircuitRun {
+    /// qft, random:GATES:SEED, or the OpenQASM file.
+    pub circuit: String,
+    /// The circuit's gates.
+    pub gates: u64,
+    /// quest or swap; None on one rank (nothing is global).
+    pub schedule: Option<Schedule>,
+    /// The wire of its exchanges; None on one rank.
+    pub transport: Option<String>,
+    /// The register's steps: the gates, the swaps the schedule adds, less
+    /// the SWAP gates it turns into relabellings.
+    pub steps: u64,
+    pub exchanges: u64,
+    /// Bytes each rank sent over the whole circuit.
+    pub bytes_per_rank: u64,
+    /// Seconds end to end on the host clock, over the rounds.
+    pub time: Summary,
+    /// Where the median round's time went, class by class.
+    pub by_class: Vec<ClassShare>,
+    /// The same steps priced from the register's gate-class table, seconds
+    /// (None where a step's class was not timed).
+    pub projected_s: Option<f64>,
+    pub amplitudes: u64,
+    pub wrong: u64,
+}
+
+/// Whether spreading the register pays for a circuit: its time on one GPU
+/// (measured, or projected from this register's local classes) against
+/// the fastest schedule and wire measured on the spread register.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub circuit: String,
+    pub qubits: u32,
+    pub gpus: usize,
+    /// The circuit on one GPU, seconds: measured in this run, or projected.
+    pub one_gpu_s: Option<f64>,
+    /// Where `one_gpu_s` comes from, in words.
+    pub one_gpu_from: String,
+    /// Whether one GPU holds the register.
+    pub one_gpu_fits: bool,
+    /// The fastest run on the spread register, measured.
+    pub spread_s: f64,
+    pub schedule: Option<Schedule>,
+    pub transport: Option<String>,
+    /// one_gpu_s / spread_s.
+    pub speedup: Option<f64>,
+    pub verdict: String,
+}
+
 /// One register size on one kind of memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisterRun {
@@ -85,6 +175,12 @@ pub struct RegisterRun {
     pub global_gates: Vec<GlobalGate>,
     pub checks: Vec<Check>,
     pub unavailable: Vec<Unavailable>,
+    /// Every class of step, timed and checked (records before the classes
+    /// have the local and global gates above instead).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassTime>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub circuits: Vec<CircuitRun>,
 }
 
 impl RegisterRun {
@@ -94,7 +190,35 @@ impl RegisterRun {
     }
 
     pub fn wrong(&self) -> u64 {
-        self.checks.iter().map(|c| c.wrong).sum()
+        self.checks.iter().map(|c| c.wrong).sum::<u64>()
+            + self.classes.iter().map(|c| c.wrong).sum::<u64>()
+            + self.circuits.iter().map(|c| c.wrong).sum::<u64>()
+    }
+
+    /// The local H's (qubit, GB/s, share of a copy), from the classes or,
+    /// in records before them, the local gates.
+    pub fn local_rates(&self) -> Vec<(u32, f64, f64)> {
+        if self.classes.is_empty() {
+            return self.local_gates.iter().map(|g| (g.qubit, g.gbps, g.of_copy)).collect();
+        }
+        let chunk = self.chunk_bytes as f64;
+        self.classes
+            .iter()
+            .filter(|c| c.class == Class::H)
+            .map(|c| (c.qubits[0], 2.0 * chunk / c.time_s / 1e9, 1.0 / c.vs_copy))
+            .collect()
+    }
+
+    /// Every exchange's (wire, GB/s per direction), from the classes or,
+    /// in records before them, the global gates.
+    pub fn exchange_rates(&self) -> Vec<(String, f64)> {
+        if self.classes.is_empty() {
+            return self.global_gates.iter().map(|g| (g.transport.clone(), g.gbps_per_direction)).collect();
+        }
+        self.classes
+            .iter()
+            .filter_map(|c| Some((c.transport.clone()?, c.bytes as f64 / c.exchange?.median / 1e9)))
+            .collect()
     }
 }
 
@@ -172,7 +296,13 @@ pub struct ExchangeRun {
     pub iters: u32,
     pub warmup_iters: u32,
     pub registers: Vec<RegisterRun>,
+    /// The verdict of records before circuits ran: projections from the
+    /// gates on the largest register.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// Whether spreading pays, circuit by circuit, from the circuits run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Decision>,
 }
 
 impl Streamed for ExchangeRun {

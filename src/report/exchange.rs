@@ -3,7 +3,7 @@
 
 use super::{Csv, Table, csv_lines};
 use crate::error::Result;
-use crate::record::exchange::{Circuit, ExchangeRun, RegisterRun, Verdict};
+use crate::record::exchange::{Circuit, Decision, ExchangeRun, RegisterRun, Verdict};
 use crate::units::format_size;
 use serde::Serialize;
 use std::fmt::Write;
@@ -26,7 +26,10 @@ impl Table for ExchangeRun {
         register(r)
     }
     fn tail(&self) -> String {
-        self.verdict.as_ref().map(verdict).unwrap_or_default()
+        match &self.verdict {
+            Some(v) => verdict(v),
+            None => decisions(&self.decisions),
+        }
     }
 }
 
@@ -146,13 +149,146 @@ fn register(r: &RegisterRun) -> String {
             )
         );
     }
+    if !r.classes.is_empty() {
+        s.push_str(&classes(r));
+    }
+    if !r.circuits.is_empty() {
+        s.push_str(&circuits(r));
+    }
     for u in &r.unavailable {
         let _ = writeln!(s, "unavailable: {}: {}", u.transport, u.reason);
+    }
+    if !r.classes.is_empty() {
+        // The local classes, then each wire: its classes and its circuits.
+        let sum = |it: &mut dyn Iterator<Item = (u64, u64)>| it.fold((0, 0), |(a, w), (x, y)| (a + x, w + y));
+        let (amps, wrong) =
+            sum(&mut r.classes.iter().filter(|c| c.transport.is_none()).map(|c| (c.amplitudes, c.wrong)));
+        let _ = writeln!(s, "check: local classes: {amps} amplitudes, {wrong} wrong");
+        let mut wires: Vec<&str> = r.classes.iter().filter_map(|c| c.transport.as_deref()).collect();
+        wires.dedup();
+        for w in wires {
+            let on = Some(w);
+            let classes = r.classes.iter().filter(|c| c.transport.as_deref() == on).map(|c| (c.amplitudes, c.wrong));
+            let circuits = r.circuits.iter().filter(|c| c.transport.as_deref() == on).map(|c| (c.amplitudes, c.wrong));
+            let (amps, wrong) = sum(&mut classes.chain(circuits));
+            let _ = writeln!(s, "check: {w}: {amps} amplitudes, {wrong} wrong");
+        }
+    }
+    for c in &r.circuits {
+        let how = c.schedule.map_or(String::new(), |sc| {
+            format!(", {} schedule over {}", sc.name(), c.transport.as_deref().unwrap_or("-"))
+        });
+        let _ = writeln!(s, "check: {}{how}: {} amplitudes, {} wrong", c.circuit, c.amplitudes, c.wrong);
     }
     for c in &r.checks {
         let what = c.transport.as_deref().unwrap_or("local gates");
         let _ = writeln!(s, "check: {what}: {} amplitudes, {} wrong", c.amplitudes, c.wrong);
     }
+    s
+}
+
+/// The gate classes: each one's time against a chunk copy within a rank.
+fn classes(r: &RegisterRun) -> String {
+    let rows = r
+        .classes
+        .iter()
+        .map(|c| {
+            let qubits: Vec<String> =
+                c.qubits.iter().map(|q| if *q >= r.local_qubits { format!("{q}g") } else { q.to_string() }).collect();
+            vec![
+                c.class.name().to_string(),
+                qubits.join(","),
+                c.transport.clone().unwrap_or_else(|| "-".into()),
+                if c.bytes > 0 { format_size(c.bytes) } else { "-".into() },
+                c.exchange.map_or("-".into(), |e| ms(e.median)),
+                c.exchange.map_or("-".into(), |e| format!("{:.1}", c.bytes as f64 / e.median / 1e9)),
+                ms(c.update.median),
+                ms(c.time_s),
+                format!("×{:.2}", c.vs_copy),
+                c.wrong.to_string(),
+            ]
+        })
+        .collect();
+    format!(
+        "\ngate classes (g: a global qubit), each timed and every amplitude checked; vs copy: the time of a chunk copy within a rank\n{}\n",
+        table(
+            &[
+                "class",
+                "qubits",
+                "transport",
+                "bytes/rank",
+                "exchange ms",
+                "GB/s/dir",
+                "update ms",
+                "total ms",
+                "vs copy",
+                "wrong"
+            ],
+            rows
+        )
+    )
+}
+
+/// The circuits run, measured beside their price from the classes above.
+fn circuits(r: &RegisterRun) -> String {
+    let rows = r
+        .circuits
+        .iter()
+        .map(|c| {
+            vec![
+                c.circuit.clone(),
+                c.schedule.map_or("-".into(), |s| s.name().to_string()),
+                c.transport.clone().unwrap_or_else(|| "-".into()),
+                c.gates.to_string(),
+                c.steps.to_string(),
+                c.exchanges.to_string(),
+                if c.bytes_per_rank > 0 { format_size(c.bytes_per_rank) } else { "-".into() },
+                format!("{:.3}", c.time.median),
+                c.projected_s.map_or("-".into(), |p| format!("{p:.3}")),
+                c.projected_s.map_or("-".into(), |p| format!("{:.2}", p / c.time.median)),
+                c.wrong.to_string(),
+            ]
+        })
+        .collect();
+    format!(
+        "\ncircuits, run end to end (time: the median of the rounds) beside their price from the gate classes (projected)\n{}\n",
+        table(
+            &[
+                "circuit",
+                "schedule",
+                "transport",
+                "gates",
+                "steps",
+                "exchanges",
+                "bytes/rank",
+                "time s",
+                "projected s",
+                "proj/meas",
+                "wrong"
+            ],
+            rows
+        )
+    )
+}
+
+/// Whether spreading pays, circuit by circuit.
+fn decisions(ds: &[Decision]) -> String {
+    if ds.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n== verdict\n");
+    for d in ds {
+        let one = match d.one_gpu_s {
+            Some(t) if d.gpus > 1 => format!("; one rank {t:.3} s ({})", d.one_gpu_from),
+            _ => String::new(),
+        };
+        let ranks = if d.gpus == 1 { "1 rank".to_string() } else { format!("{} ranks", d.gpus) };
+        let _ =
+            writeln!(s, "{}({}) on {ranks}: {:.3} s measured{one} → {}", d.circuit, d.qubits, d.spread_s, d.verdict);
+    }
+    s.push_str(
+        "(the times on the spread register are measured; a one-rank time says whether it was measured or projected)\n",
+    );
     s
 }
 
@@ -214,34 +350,66 @@ struct Line<'a> {
     precision: &'a str,
     ranks: usize,
     memory: &'a str,
+    /// class, or circuit.
+    kind: &'a str,
+    /// The class or the circuit.
+    name: &'a str,
+    /// The qubits a class acted on, "-" for a circuit.
+    on: String,
+    schedule: &'a str,
     transport: &'a str,
-    pattern: &'a str,
-    qubit: u32,
     bytes: u64,
-    exchange_s: f64,
-    update_s: f64,
-    gbps_per_direction: f64,
-    vs_local: f64,
+    exchange_s: Option<f64>,
+    update_s: Option<f64>,
+    time_s: f64,
+    projected_s: Option<f64>,
+    wrong: u64,
 }
 
-/// One line per global gate.
+/// A line of register `r` with nothing measured yet.
+fn line<'a>(r: &'a RegisterRun, kind: &'a str, name: &'a str, transport: &'a Option<String>) -> Line<'a> {
+    Line {
+        qubits: r.qubits,
+        precision: r.precision.name(),
+        ranks: r.ranks,
+        memory: &r.memory,
+        kind,
+        name,
+        on: "-".into(),
+        schedule: "-",
+        transport: transport.as_deref().unwrap_or("-"),
+        bytes: 0,
+        exchange_s: None,
+        update_s: None,
+        time_s: 0.0,
+        projected_s: None,
+        wrong: 0,
+    }
+}
+
+/// One line per gate class and per circuit.
 impl Csv for ExchangeRun {
     fn csv(&self) -> Result<Vec<u8>> {
         csv_lines(self.registers.iter().flat_map(|r| {
-            r.global_gates.iter().map(move |g| Line {
-                qubits: r.qubits,
-                precision: r.precision.name(),
-                ranks: r.ranks,
-                memory: &r.memory,
-                transport: &g.transport,
-                pattern: g.pattern.name(),
-                qubit: g.qubit,
-                bytes: g.bytes,
-                exchange_s: g.exchange.median,
-                update_s: g.update.median,
-                gbps_per_direction: g.gbps_per_direction,
-                vs_local: g.vs_local,
-            })
+            let base = |kind, name, transport| line(r, kind, name, transport);
+            let classes = r.classes.iter().map(move |c| Line {
+                on: c.qubits.iter().map(u32::to_string).collect::<Vec<_>>().join(" "),
+                bytes: c.bytes,
+                exchange_s: c.exchange.map(|e| e.median),
+                update_s: Some(c.update.median),
+                time_s: c.time_s,
+                wrong: c.wrong,
+                ..base("class", c.class.name(), &c.transport)
+            });
+            let circuits = r.circuits.iter().map(move |c| Line {
+                schedule: c.schedule.map_or("-", |s| s.name()),
+                bytes: c.bytes_per_rank,
+                time_s: c.time.median,
+                projected_s: c.projected_s,
+                wrong: c.wrong,
+                ..base("circuit", &c.circuit, &c.transport)
+            });
+            classes.chain(circuits)
         }))
     }
 }

@@ -46,6 +46,25 @@ impl ProductState {
         self.qubits.swap(p as usize, q as usize);
     }
 
+    /// A one-qubit unitary on position `p`, row-major.
+    pub fn gate(&mut self, p: u32, m: &[Complex64; 4]) {
+        let (a, b) = self.qubits[p as usize];
+        self.qubits[p as usize] = (m[0] * a + m[1] * b, m[2] * a + m[3] * b);
+    }
+
+    /// The phase `phase` on position `p`'s |1⟩.
+    pub fn phase(&mut self, p: u32, phase: Complex64) {
+        self.qubits[p as usize].1 *= phase;
+    }
+
+    /// Position `p` set to the basis state |1⟩ (`one`) or |0⟩: a qubit that
+    /// a controlled gate's control can be, so that the state stays a
+    /// product whatever the gate does.
+    pub fn basis(&mut self, p: u32, one: bool) {
+        let (z, u) = (Complex64::new(0.0, 0.0), Complex64::new(1.0, 0.0));
+        self.qubits[p as usize] = if one { (z, u) } else { (u, z) };
+    }
+
     /// The amplitude of basis state `index` (tests/exchange_cpu.rs builds
     /// its full state vector from it).
     #[cfg_attr(qbench_private, allow(dead_code))]

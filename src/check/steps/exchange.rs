@@ -53,6 +53,8 @@ impl Keys {
             iters: self.iters.unwrap_or(5),
             warmup: 1,
             circuits: Vec::new(),
+            schedules: Vec::new(),
+            rounds: 1,
             fault: None,
         })
     }
@@ -103,12 +105,12 @@ impl StepKind for Keys {
         let min = |it: &mut dyn Iterator<Item = f64>| it.fold(f64::INFINITY, f64::min);
         let value = match metric {
             "gbps_per_direction" => min(&mut r
-                .global_gates
-                .iter()
-                .filter(|g| names.contains(&g.transport.as_str()))
-                .map(|g| g.gbps_per_direction)),
-            "local_of_copy" => min(&mut r.local_gates.iter().map(|g| g.of_copy)),
-            _ => min(&mut r.local_gates.iter().map(|g| g.gbps)),
+                .exchange_rates()
+                .into_iter()
+                .filter(|(w, _)| names.contains(&w.as_str()))
+                .map(|(_, g)| g)),
+            "local_of_copy" => min(&mut r.local_rates().into_iter().map(|(_, _, share)| share)),
+            _ => min(&mut r.local_rates().into_iter().map(|(_, gbps, _)| gbps)),
         };
         if !value.is_finite() {
             return Err(Error::Usage(format!("{} ranks measured no {metric} over {}", r.ranks, names.join(","))));

@@ -2,7 +2,7 @@
 //! are threads of one process, MPI_Sendrecv between processes (one rank
 //! each).
 
-use super::host_memory::{HostBuffers, HostMove, HostWire, write};
+use super::host_memory::{Cut, HostBuffers, HostMove, HostWire, write};
 use super::{Seconds, WireImpl};
 use crate::error::{Error, Result};
 use crate::statevec::layout::Layout;
@@ -30,29 +30,32 @@ impl HostWire for Cpu {
 
     fn exchange(&self, bufs: &mut HostBuffers, moves: &[HostMove]) -> Result<Seconds> {
         let mut guards: Vec<_> = bufs.mem.iter().map(write).collect();
-        let (chunks, xbufs): (Vec<&[u8]>, Vec<&mut [u8]>) = guards
-            .iter_mut()
-            .map(|g| {
-                let (c, x) = bytemuck::cast_slice_mut::<u64, u8>(g).split_at_mut(bufs.chunk);
-                (&*c, x)
-            })
-            .unzip();
+        let mut cuts = Vec::new();
+        let mut regions = Vec::new();
+        for (g, m) in guards.iter_mut().zip(moves) {
+            let (cut, region) = Cut::new(bytemuck::cast_slice_mut::<u64, u8>(g), m.to, m.len)?;
+            cuts.push(cut);
+            regions.push(region);
+        }
         if bufs.world.size() > 1 {
             // One rank per process (HostRegister::new): the rank is the process.
-            let (m, x) =
-                (moves[0], xbufs.into_iter().next().ok_or_else(|| Error::Runtime("internal: no rank".into()))?);
+            let (m, region) =
+                (moves[0], regions.into_iter().next().ok_or_else(|| Error::Runtime("internal: no rank".into()))?);
+            let send = cuts[0].sent(m.from, m.len)?;
             let t0 = Instant::now();
-            bufs.world.sendrecv(m.peer, &chunks[0][m.from..m.from + m.len], &mut x[..m.len])?;
+            bufs.world.sendrecv(m.peer, send, region)?;
             return Ok(t0.elapsed().as_secs_f64());
         }
-        let times = crate::threads::each(xbufs, |i, x| {
-            // What this rank's peer sends it.
-            let p = moves[i].peer - bufs.first_rank;
-            let m = moves[p];
-            let t0 = Instant::now();
-            x[..m.len].copy_from_slice(&chunks[p][m.from..m.from + m.len]);
-            t0.elapsed().as_secs_f64()
-        });
-        Ok(times.into_iter().fold(0.0, f64::max))
+        // What each rank's peer sends it.
+        let sent: Vec<&[u8]> = moves
+            .iter()
+            .map(|m| {
+                let p = moves[m.peer - bufs.first_rank];
+                cuts[p.rank - bufs.first_rank].sent(p.from, p.len)
+            })
+            .collect::<Result<_>>()?;
+        let t0 = Instant::now();
+        crate::threads::each(regions, |i, region| region.copy_from_slice(sent[i]));
+        Ok(t0.elapsed().as_secs_f64())
     }
 }

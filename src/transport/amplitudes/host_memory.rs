@@ -4,11 +4,10 @@
 //! through [`HostWire`]. It is what CI checks the exchange pattern with,
 //! and the baseline of a CPU-only node.
 
-use super::{Kept, Register, Seconds, Wire};
+use super::{Kept, Local, Part, Register, Seconds, Wire};
 use crate::error::{Error, Result};
-use crate::fault::Fault;
 use crate::record::RankInfo;
-use crate::statevec::layout::{GlobalOp, Layout};
+use crate::statevec::layout::Layout;
 use crate::statevec::state::{ProductState, tolerance};
 use crate::world::World;
 use num_complex::{Complex, Complex64};
@@ -62,14 +61,48 @@ fn amps_mut<T: Real>(w: &mut [u64]) -> &mut [Complex<T>] {
 }
 
 /// One rank's part of an exchange in host memory: `len` bytes from byte
-/// `from` of rank `rank`'s chunk into the start of rank `peer`'s exchange
-/// buffer (ranks of the job); the peer's part comes back the other way.
+/// `from` of rank `rank`'s memory (its chunk, then its exchange buffer)
+/// to byte `to` of rank `peer`'s (ranks of the job); the peer's part comes
+/// back to `to` of this rank's the same way.
 #[derive(Debug, Clone, Copy)]
 pub struct HostMove {
     pub rank: usize,
     pub peer: usize,
     pub from: usize,
+    pub to: usize,
     pub len: usize,
+}
+
+/// A rank's memory cut around the region an exchange writes into it: what
+/// lies before and after the region (what it sends from), and the region.
+pub struct Cut<'a> {
+    before: &'a [u8],
+    after: &'a [u8],
+    /// Where `after` starts.
+    end: usize,
+}
+
+impl<'a> Cut<'a> {
+    /// Cuts `mem` around `len` bytes at `to`: the region, and the rest.
+    pub fn new(mem: &'a mut [u8], to: usize, len: usize) -> Result<(Cut<'a>, &'a mut [u8])> {
+        if to + len > mem.len() {
+            return Err(Error::Runtime(format!("internal: {len} bytes at {to} overrun a rank's memory")));
+        }
+        let (before, rest) = mem.split_at_mut(to);
+        let (region, after) = rest.split_at_mut(len);
+        Ok((Cut { before, after, end: to + len }, region))
+    }
+
+    /// The `len` bytes at `from`, which must lie before or after the region.
+    pub fn sent(&self, from: usize, len: usize) -> Result<&'a [u8]> {
+        if from + len <= self.before.len() {
+            Ok(&self.before[from..from + len])
+        } else if from >= self.end && from + len - self.end <= self.after.len() {
+            Ok(&self.after[from - self.end..from - self.end + len])
+        } else {
+            Err(Error::Runtime(format!("internal: the {len} bytes sent from {from} overlap those received")))
+        }
+    }
 }
 
 /// The memory of a host register's ranks in this process, and what wires
@@ -175,15 +208,13 @@ impl<'w, T: Real> HostRegister<'w, T> {
         (self.layout.chunk_bytes() / 8) as usize
     }
 
-    /// Runs `f(local index)` on one thread per local rank; the slowest
-    /// rank's seconds, over every process.
+    /// Runs `f(local index)` on one thread per local rank; the seconds
+    /// until the last is done (the threads' start included: a circuit pays
+    /// it at every step), the slowest process's.
     fn on_ranks(&self, f: impl Fn(usize) + Sync) -> Seconds {
-        let times = crate::threads::per_rank(self.mem.len(), |i| {
-            let t0 = Instant::now();
-            f(i);
-            t0.elapsed().as_secs_f64()
-        });
-        self.world.max_f64(&[times.into_iter().fold(0.0, f64::max)])[0]
+        let t0 = Instant::now();
+        crate::threads::per_rank(self.mem.len(), f);
+        self.world.max_f64(&[t0.elapsed().as_secs_f64()])[0]
     }
 
     /// The amplitudes of local rank `i`'s chunk (a copy), which
@@ -191,6 +222,91 @@ impl<'w, T: Real> HostRegister<'w, T> {
     #[cfg_attr(qbench_private, allow(dead_code))]
     pub fn chunk(&self, i: usize) -> Vec<Complex<T>> {
         amps::<T>(&read(&self.mem[i])[..self.words()]).to_vec()
+    }
+}
+
+/// `k` with a 0 inserted at every set bit of `fixed`, lowest first: the
+/// k-th index whose bits there are 0 (kernels/statevec.cu, spread).
+fn spread(mut k: u64, fixed: u64) -> u64 {
+    let mut m = fixed;
+    while m != 0 {
+        let b = m & m.wrapping_neg();
+        k = ((k & !(b - 1)) << 1) | (k & (b - 1));
+        m &= m - 1;
+    }
+    k
+}
+
+fn cx<T: Real>(z: Complex64) -> Complex<T> {
+    Complex::new(T::of(z.re), T::of(z.im))
+}
+
+/// One rank's operation on its chunk `c` and exchange buffer `x`, as the
+/// GPU register's kernels do it.
+fn local<T: Real>(c: &mut [Complex<T>], x: &mut [Complex<T>], op: Local) {
+    let n = c.len() as u64;
+    let half = c.len() / 2;
+    match op {
+        Local::Idle => {}
+        Local::H(q) => {
+            let s = T::of(FRAC_1_SQRT_2);
+            let bit = 1usize << q;
+            for block in c.chunks_exact_mut(2 * bit) {
+                let (lo, hi) = block.split_at_mut(bit);
+                for (a, b) in lo.iter_mut().zip(hi) {
+                    let (p, q) = (*a, *b);
+                    *a = (p + q) * s;
+                    *b = (p - q) * s;
+                }
+            }
+        }
+        Local::U { q, m } => {
+            let m: Vec<Complex<T>> = m.iter().map(|&z| cx(z)).collect();
+            let bit = 1u64 << q;
+            for k in 0..n / 2 {
+                let i = spread(k, bit) as usize;
+                let j = i | bit as usize;
+                let (a, b) = (c[i], c[j]);
+                c[i] = m[0] * a + m[1] * b;
+                c[j] = m[2] * a + m[3] * b;
+            }
+        }
+        Local::Phase { ones, phase } => {
+            let p = cx::<T>(phase);
+            for k in 0..n >> ones.count_ones() {
+                let i = (spread(k, ones) | ones) as usize;
+                c[i] = c[i] * p;
+            }
+        }
+        Local::Pairs { ones, zeros, flip } => {
+            for k in 0..n >> (ones | zeros).count_ones() {
+                let i = spread(k, ones | zeros) | ones;
+                c.swap(i as usize, (i ^ flip) as usize);
+            }
+        }
+        Local::Pack { bit, value } => {
+            for k in 0..half as u64 {
+                x[half + k as usize] = c[(spread(k, 1 << bit) | (value as u64) << bit) as usize];
+            }
+        }
+        Local::Unpack { bit, value } => {
+            for k in 0..half as u64 {
+                c[(spread(k, 1 << bit) | (value as u64) << bit) as usize] = x[k as usize];
+            }
+        }
+        Local::CombineH { one } => {
+            let s = T::of(FRAC_1_SQRT_2);
+            for (a, &p) in c.iter_mut().zip(x.iter()) {
+                *a = if one { (p - *a) * s } else { (*a + p) * s };
+            }
+        }
+        Local::Mix { own, received } => {
+            let (o, r) = (cx::<T>(own), cx::<T>(received));
+            for (a, &p) in c.iter_mut().zip(x.iter()) {
+                *a = *a * o + p * r;
+            }
+        }
+        Local::Take => c.copy_from_slice(&x[..c.len()]),
     }
 }
 
@@ -207,6 +323,14 @@ impl<T: Real> Register for HostRegister<'_, T> {
         &self.info
     }
 
+    fn world(&self) -> &dyn World {
+        self.world
+    }
+
+    fn device_memory(&self) -> u64 {
+        crate::host::mem_available().unwrap_or(0)
+    }
+
     fn init(&mut self, state: &ProductState) -> Result<()> {
         let (split, lo, hi) = state.tables();
         let n = self.layout.local_amps();
@@ -220,7 +344,7 @@ impl<T: Real> Register for HostRegister<'_, T> {
         Ok(())
     }
 
-    fn count_wrong(&mut self, state: &ProductState) -> Result<u64> {
+    fn count_wrong(&mut self, state: &ProductState, floor: f64) -> Result<u64> {
         let (split, lo, hi) = state.tables();
         let n = self.layout.local_amps();
         let rel = tolerance(std::mem::size_of::<T>() == 4);
@@ -233,27 +357,20 @@ impl<T: Real> Register for HostRegister<'_, T> {
                     let e = expected(&lo, &hi, split, (first + i) as u64 * n + *k as u64);
                     let d = Complex64::new(a.re.f64(), a.im.f64()) - e;
                     // NaN counts as wrong.
-                    d.norm().is_nan() || d.norm() > rel * e.norm()
+                    d.norm().is_nan() || d.norm() > rel * e.norm().max(floor)
                 })
                 .count() as u64
         });
         Ok(self.world.sum_u64(wrong.iter().sum()))
     }
 
-    fn local_h(&mut self, q: u32) -> Result<Seconds> {
-        let s = T::of(FRAC_1_SQRT_2);
-        let bit = 1usize << q;
+    fn apply(&mut self, op: &dyn Fn(usize) -> Local) -> Result<Seconds> {
+        let ops: Vec<Local> = (0..self.mem.len()).map(|i| op(self.first_rank + i)).collect();
         let (mem, w) = (&self.mem, self.words());
         Ok(self.on_ranks(|i| {
-            let mut c = write(&mem[i]);
-            for block in amps_mut::<T>(&mut c[..w]).chunks_exact_mut(2 * bit) {
-                let (lo, hi) = block.split_at_mut(bit);
-                for (a, b) in lo.iter_mut().zip(hi) {
-                    let (x, y) = (*a, *b);
-                    *a = (x + y) * s;
-                    *b = (x - y) * s;
-                }
-            }
+            let mut m = write(&mem[i]);
+            let (c, x) = m.split_at_mut(w);
+            local::<T>(amps_mut::<T>(c), amps_mut::<T>(x), ops[i]);
         }))
     }
 
@@ -266,23 +383,16 @@ impl<T: Real> Register for HostRegister<'_, T> {
         }))
     }
 
-    fn exchange(&mut self, wire: Wire, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&mut self, wire: Wire, parts: &dyn Fn(usize) -> Part) -> Result<Seconds> {
         if let Some(why) = self.unavailable(wire) {
             return Err(Error::Usage(format!("{}: {why}", wire.name())));
         }
         let host = wire.imp().host().ok_or_else(|| Error::Runtime("internal: not a host wire".into()))?;
-        let b = self.layout.precision.bytes() as usize;
         let moves: Vec<HostMove> = (0..self.mem.len())
             .map(|i| {
                 let rank = self.first_rank + i;
-                let peer = self.layout.peer(rank, t, fault);
-                let (from, len) = match pattern {
-                    GlobalOp::Gate => (0, self.layout.chunk_bytes() as usize),
-                    GlobalOp::Swap => {
-                        (self.layout.swap_half(rank, t, fault) as usize * b, self.layout.chunk_bytes() as usize / 2)
-                    }
-                };
-                HostMove { rank, peer, from, len }
+                let p = parts(rank);
+                HostMove { rank, peer: p.peer, from: p.send as usize, to: p.recv as usize, len: p.len as usize }
             })
             .collect();
         let mut bufs = HostBuffers {
@@ -294,30 +404,6 @@ impl<T: Real> Register for HostRegister<'_, T> {
         };
         let mine = host.exchange(&mut bufs, &moves)?;
         Ok(self.world.max_f64(&[mine])[0])
-    }
-
-    fn combine(&mut self, t: u32) -> Result<Seconds> {
-        let s = T::of(FRAC_1_SQRT_2);
-        let (mem, layout, first, w) = (&self.mem, &self.layout, self.first_rank, self.words());
-        Ok(self.on_ranks(|i| {
-            let one = layout.holds_one(first + i, t);
-            let mut m = write(&mem[i]);
-            let (c, x) = m.split_at_mut(w);
-            for (a, &p) in amps_mut::<T>(c).iter_mut().zip(amps::<T>(x)) {
-                *a = if one { (p - *a) * s } else { (*a + p) * s };
-            }
-        }))
-    }
-
-    fn place(&mut self, t: u32) -> Result<Seconds> {
-        let half = self.layout.local_amps() as usize / 2;
-        let (mem, layout, first, w) = (&self.mem, &self.layout, self.first_rank, self.words());
-        Ok(self.on_ranks(|i| {
-            let at = layout.swap_half(first + i, t, None) as usize;
-            let mut m = write(&mem[i]);
-            let (c, x) = m.split_at_mut(w);
-            amps_mut::<T>(c)[at..at + half].copy_from_slice(&amps::<T>(x)[..half]);
-        }))
     }
 
     fn unavailable(&self, wire: Wire) -> Option<String> {

@@ -9,13 +9,15 @@ pub mod cpu;
 pub mod gpu;
 pub mod host_memory;
 pub mod rdma;
+pub mod step;
 
 use crate::error::Result;
-use crate::fault::Fault;
 use crate::libs::Library;
 use crate::record::RankInfo;
-use crate::statevec::layout::{GlobalOp, Layout};
+use crate::statevec::layout::Layout;
 use crate::statevec::state::ProductState;
+use crate::world::World;
+use num_complex::Complex64;
 use std::any::Any;
 use std::collections::HashMap;
 
@@ -136,16 +138,72 @@ impl Kept {
     }
 }
 
+/// What one rank does to its own amplitudes for a step: local bits only,
+/// the step's global qubits already turned into this rank's bits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Local {
+    /// Nothing: a global control this rank does not meet.
+    Idle,
+    /// H on local qubit `q` (its own kernels).
+    H(u32),
+    /// A one-qubit unitary on local qubit `q`, row-major.
+    U { q: u32, m: [Complex64; 4] },
+    /// Multiplies the amplitudes whose local bits `ones` are all set by
+    /// `phase` (`ones` = 0: every amplitude).
+    Phase { ones: u64, phase: Complex64 },
+    /// Swaps amplitudes i and i ^ `flip`, for every i whose bits `ones` are
+    /// set and `zeros` clear (a SWAP, or a controlled NOT).
+    Pairs { ones: u64, zeros: u64, flip: u64 },
+    /// The amplitudes whose bit `bit` is `value`, in order, into the upper
+    /// half of the exchange buffer: a half to send that is not contiguous.
+    Pack { bit: u32, value: bool },
+    /// The lower half of the exchange buffer, as it was received, into the
+    /// amplitudes whose bit `bit` is `value`.
+    Unpack { bit: u32, value: bool },
+    /// After a whole chunk came in, H on the global qubit: this rank holds
+    /// the |1⟩ amplitudes of each pair when `one`, the |0⟩ ones otherwise.
+    CombineH { one: bool },
+    /// After a whole chunk came in: amplitude = own·`own` + received·`received`.
+    Mix { own: Complex64, received: Complex64 },
+    /// The received chunk replaces this rank's.
+    Take,
+}
+
+/// One rank's part of an exchange: `len` bytes from offset `send` of its
+/// memory (its chunk, then its exchange buffer) to offset `recv` of its
+/// partner's, the partner's coming back to its own `recv` the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// The partner, a rank of the job (itself under the wrong-partner fault).
+    pub peer: usize,
+    pub send: u64,
+    pub recv: u64,
+    pub len: u64,
+}
+
 pub trait Register {
     fn layout(&self) -> &Layout;
     /// The ranks this process holds.
     fn ranks(&self) -> &[RankInfo];
+    /// The processes the register spans.
+    fn world(&self) -> &dyn World;
+    /// The memory of one rank's device: the smallest GPU's, or the host's
+    /// available memory.
+    fn device_memory(&self) -> u64;
+    /// What the register's kernels were built as, for the records.
+    fn kernel_build(&self) -> Option<String> {
+        None
+    }
     /// Writes the product state into every rank's chunk.
     fn init(&mut self, state: &ProductState) -> Result<()>;
-    /// Amplitudes on every rank that differ from `state`.
-    fn count_wrong(&mut self, state: &ProductState) -> Result<u64>;
-    /// H on local qubit `q` of every rank.
-    fn local_h(&mut self, q: u32) -> Result<Seconds>;
+    /// Amplitudes on every rank that differ from `state`: by more than the
+    /// precision's tolerance of the larger of their own magnitude and
+    /// `floor` (0: of their own; a circuit's rounding is of the state's
+    /// norm, so it passes 2^(−n/2)).
+    fn count_wrong(&mut self, state: &ProductState, floor: f64) -> Result<u64>;
+    /// What `op` says for each of this process's ranks (by its job rank),
+    /// on all of them at once: the slowest rank's seconds.
+    fn apply(&mut self, op: &dyn Fn(usize) -> Local) -> Result<Seconds>;
     /// A copy of [`Register::copy_bytes`] within each rank's memory (the
     /// bandwidth ceiling of a local gate, which reads and writes every
     /// amplitude once).
@@ -154,16 +212,8 @@ pub trait Register {
     fn copy_bytes(&self) -> u64 {
         self.layout().chunk_bytes()
     }
-    /// Every rank sends its chunk (gate) or the half a swap moves (swap) to
-    /// its partner for global qubit `t`, receiving the partner's into its
-    /// exchange buffer, over `wire`.
-    fn exchange(&mut self, wire: Wire, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds>;
-    /// The gate pattern's update: H on global qubit `t` from own and
-    /// received amplitudes.
-    fn combine(&mut self, t: u32) -> Result<Seconds>;
-    /// The swap pattern's update: the received half into the half it
-    /// replaces, completing the swap of `t` with the top local qubit.
-    fn place(&mut self, t: u32) -> Result<Seconds>;
+    /// Every rank's part of an exchange over `wire` (`parts` by job rank).
+    fn exchange(&mut self, wire: Wire, parts: &dyn Fn(usize) -> Part) -> Result<Seconds>;
     /// Why `wire` cannot run here, if it cannot.
     fn unavailable(&self, wire: Wire) -> Option<String>;
     /// Device-to-host and host-to-device copies of `bytes` at once on every

@@ -17,8 +17,7 @@ use super::gpu::{GpuRegister, GpuWire};
 use super::host_memory::{HostBuffers, HostMove, HostWire};
 use super::{Seconds, Wire, WireImpl};
 use crate::error::Result;
-use crate::fault::Fault;
-use crate::statevec::layout::{GlobalOp, Layout};
+use crate::statevec::layout::Layout;
 use crate::world::World;
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
@@ -81,7 +80,7 @@ impl HostWire for Write {
                 local: m.rank - bufs.first_rank,
                 peer: m.peer,
                 from: m.from as u64,
-                to: bufs.chunk as u64,
+                to: m.to as u64,
                 len: m.len as u64,
             })
             .collect();
@@ -97,7 +96,7 @@ impl GpuWire for Write {
     }
 
     /// Host-clock timed, the GPUs idle before and after.
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         reg.sync_all()?;
         let spans = reg
             .memory()
@@ -106,9 +105,8 @@ impl GpuWire for Write {
             .collect();
         let puts: Vec<Put> = (0..reg.local())
             .map(|i| {
-                let (from, len) = reg.message(i, pattern, t, fault);
-                let peer = reg.layout.peer(reg.first_rank + i, t, fault);
-                Put { local: i, peer, from, to: reg.layout.chunk_bytes(), len }
+                let p = reg.part(i);
+                Put { local: i, peer: p.peer, from: p.send, to: p.recv, len: p.len }
             })
             .collect();
         let t0 = std::time::Instant::now();

@@ -11,11 +11,13 @@ use crate::libs::Library;
 use crate::record::compare::{Comparison, KIND, Row};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
-use crate::statevec::layout::{GlobalOp, Layout, Precision};
+use crate::statevec::circuit::hadamard;
+use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::state::ProductState;
+use crate::statevec::step::Step;
 use crate::transport::amplitudes::gpu::GpuRegister;
 use crate::transport::amplitudes::host_memory::HostRegister;
-use crate::transport::amplitudes::{Memory, Register, Wire};
+use crate::transport::amplitudes::{Memory, Register, Wire, step};
 use crate::workload::Job;
 
 impl Job for ComparePlan {
@@ -139,18 +141,21 @@ fn rows(
                 unavailable: Some(why),
             },
             None => {
-                let time = sample(plan.warmup, plan.iters, || reg.exchange(wire, GlobalOp::Gate, t, plan.fault))?;
+                // H on the top qubit: every rank's whole chunk to its partner.
+                let gate = Step::GlobalU { t, m: hadamard() };
+                let time = sample(plan.warmup, plan.iters, || {
+                    step::run(reg, &gate, Some(wire), plan.fault).map(|s| s.exchange.unwrap_or(0.0))
+                })?;
                 let mut model = ProductState::new(layout.qubits);
                 reg.init(&model)?;
-                reg.exchange(wire, GlobalOp::Gate, t, plan.fault)?;
-                reg.combine(t)?;
+                step::run(reg, &gate, Some(wire), plan.fault)?;
                 model.h(t);
                 Row {
                     transport: wire.name().into(),
                     how: wire.imp().how().into(),
                     gbps: Some(bytes / time.median / 1e9),
                     vs_best: None,
-                    wrong: Some(reg.count_wrong(&model)?),
+                    wrong: Some(reg.count_wrong(&model, 0.0)?),
                     unavailable: None,
                 }
             }

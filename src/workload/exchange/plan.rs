@@ -4,8 +4,9 @@
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
-use crate::record::exchange::Circuit;
+use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
+use crate::statevec::schedule::Schedule;
 use crate::transport::amplitudes::{Memory, Wire};
 
 /// `qbench exchange`.
@@ -23,7 +24,12 @@ pub struct ExchangePlan {
     pub chunk: Option<u64>,
     pub iters: u32,
     pub warmup: u32,
-    pub circuits: Vec<Circuit>,
+    /// The circuits run on every register.
+    pub circuits: Vec<CircuitSpec>,
+    /// How the circuits meet global qubits.
+    pub schedules: Vec<Schedule>,
+    /// Times each circuit runs (the median is reported).
+    pub rounds: u32,
     pub fault: Option<Fault>,
 }
 

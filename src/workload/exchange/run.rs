@@ -1,18 +1,26 @@
-//! The exchange: for each register size, on GPUs and/or host memory,
-//! measure the references, local gates and global gates over each wire,
-//! check every amplitude after each wire, and judge. Records in, nothing
+//! The exchange: for each register size, on GPUs and/or host memory, the
+//! references (a chunk copy, the host link, NCCL's sendrecv), every gate
+//! class timed and checked (classes.rs), the circuits run for real under
+//! each schedule and over each wire (circuits.rs), and, from the circuits
+//! measured, whether spreading the register pays. Records in, nothing
 //! printed: the observer hears of each register as it is measured.
 
+use super::circuits;
+use super::classes::{self, Probe};
 use super::plan::{ExchangePlan, gpu_libraries};
-use super::verdict::judge;
+use super::projection::{self, Table};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::interrupt;
 use crate::libs::Library;
-use crate::record::exchange::{Check, ExchangeRun, GlobalGate, KIND, LocalGate, References, RegisterRun, Unavailable};
+use crate::record::exchange::{
+    CircuitRun, ClassTime, Decision, ExchangeRun, KIND, References, RegisterRun, Unavailable,
+};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
-use crate::statevec::layout::{GlobalOp, Layout, Precision, SLOW_PARTNER_BYTES};
+use crate::statevec::circuit::{Circuit, CircuitSpec};
+use crate::statevec::layout::{GlobalOp, Layout, Precision, largest_register};
+use crate::statevec::schedule::{Schedule, compile};
 use crate::statevec::state::ProductState;
 use crate::stats::Summary;
 use crate::transport::amplitudes::gpu::GpuRegister;
@@ -35,26 +43,21 @@ pub(super) fn sample(warmup: u32, iters: u32, mut op: impl FnMut() -> Result<f64
 
 /// What every register of the run is measured with.
 struct Settings<'a> {
-    patterns: &'a [GlobalOp],
+    ops: &'a [GlobalOp],
     wires: &'a [Wire],
     iters: u32,
     warmup: u32,
     fault: Option<Fault>,
+    circuits: &'a [Circuit],
+    schedules: &'a [Schedule],
+    rounds: u32,
 }
 
-/// Everything measured on one register.
-fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<RegisterRun> {
-    let layout = *reg.layout();
-    let (n, l) = (layout.qubits, layout.local_qubits());
-    let chunk = layout.chunk_bytes();
-    let step = |what: &str| interrupt::step(format!("{n} qubits in {} memory: {what}", memory.name()));
-    let mut model = ProductState::new(n);
-    step("writing the state");
-    reg.init(&model)?;
-    step("references");
+/// The references: what the hardware under this register can do.
+fn references(reg: &mut dyn Register, s: &Settings) -> Result<(References, f64)> {
+    let chunk = reg.layout().chunk_bytes();
     let copy = sample(s.warmup, s.iters, || reg.local_copy())?;
     let copy_bytes = reg.copy_bytes();
-    let copy_gbps = 2.0 * copy_bytes as f64 / copy.median / 1e9;
     let link_bytes = chunk.min(1 << 30);
     let link = match reg.host_link(link_bytes)? {
         Some(_) => Some(sample(s.warmup, s.iters, || Ok(reg.host_link(link_bytes)?.unwrap_or(0.0)))?),
@@ -64,102 +67,69 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
         Some(_) => Some(sample(s.warmup, s.iters, || Ok(reg.nccl_sendrecv(chunk)?.unwrap_or(0.0)))?),
         None => None,
     };
-    let references = References {
-        local_copy_gbps: copy_gbps,
+    let refs = References {
+        local_copy_gbps: 2.0 * copy_bytes as f64 / copy.median / 1e9,
         local_copy_bytes: (copy_bytes != chunk).then_some(copy_bytes),
         host_link_gbps: link.map(|t| link_bytes as f64 / t.median / 1e9),
         host_link_bytes: link.map(|_| link_bytes),
         nccl_sendrecv_gbps: sendrecv.map(|t| chunk as f64 / t.median / 1e9),
     };
-    // Qubit 0, the qubit whose partners are 4 KiB apart (the slowest
-    // position on an H200: docs/kernels-roofline.md), the middle one and
-    // the last.
-    let slow = layout.precision.qubit_with_partners(SLOW_PARTNER_BYTES);
-    let mut positions: Vec<u32> = [0, slow, l / 2, l - 1].into_iter().filter(|&q| q < l).collect();
-    positions.sort_unstable();
-    positions.dedup();
-    let mut local_gates = Vec::new();
-    for q in positions {
-        step(&format!("local gate on qubit {q}"));
-        let time = sample(s.warmup, s.iters, || {
-            model.h(q);
-            reg.local_h(q)
-        })?;
-        let gbps = 2.0 * chunk as f64 / time.median / 1e9;
-        local_gates.push(LocalGate { qubit: q, time, gbps, of_copy: gbps / copy_gbps });
+    // A whole chunk's copy, where only part of one was copied.
+    Ok((refs, copy.median * chunk as f64 / copy_bytes as f64))
+}
+
+/// Everything measured on one register.
+fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<RegisterRun> {
+    let layout = *reg.layout();
+    let n = layout.qubits;
+    interrupt::step(format!("{n} qubits in {} memory: references", memory.name()));
+    reg.init(&ProductState::new(n))?;
+    let (references, copy_s) = references(reg, s)?;
+    let mut classes = Vec::new();
+    let timing = (s.warmup, s.iters);
+    for p in classes::local(&layout) {
+        classes.push(classes::time(reg, &p, None, timing, None, copy_s)?);
     }
-    step("checking the local gates");
-    let mut checks = vec![Check {
-        transport: None,
-        amplitudes: layout.local_amps() * layout.ranks() as u64,
-        wrong: reg.count_wrong(&model)?,
-    }];
-    let local_s = local_gates.iter().map(|g| g.time.median).sum::<f64>() / local_gates.len() as f64;
-    let mut global_gates = Vec::new();
+    let globals: Vec<Probe> = classes::global(&layout, s.ops);
     let mut unavailable = Vec::new();
-    for &wire in s.wires {
+    let mut wires = Vec::new();
+    for &wire in s.wires.iter().filter(|_| layout.ranks() > 1) {
         if let Some(reason) = reg.unavailable(wire) {
             unavailable.push(Unavailable { transport: wire.name().into(), reason });
             continue;
         }
-        model = ProductState::new(n);
-        reg.init(&model)?;
-        for &pattern in s.patterns {
-            for t in l..n {
-                step(&format!("{} {} on qubit {t}", wire.name(), pattern.name()));
-                let (mut ex, mut up) = (Vec::new(), Vec::new());
-                for i in 0..s.warmup + s.iters {
-                    interrupt::check()?;
-                    let e = reg.exchange(wire, pattern, t, s.fault)?;
-                    let u = match pattern {
-                        GlobalOp::Gate => {
-                            model.h(t);
-                            reg.combine(t)?
-                        }
-                        GlobalOp::Swap => {
-                            model.swap(t, l - 1);
-                            model.h(l - 1);
-                            reg.place(t)? + reg.local_h(l - 1)?
-                        }
-                    };
-                    if i >= s.warmup {
-                        ex.push(e);
-                        up.push(u);
-                    }
-                }
-                let (exchange, update) = (Summary::of(&ex), Summary::of(&up));
-                let bytes = layout.message_bytes(pattern);
-                global_gates.push(GlobalGate {
-                    transport: wire.name().into(),
-                    pattern,
-                    qubit: t,
-                    bytes,
-                    exchange,
-                    update,
-                    gbps_per_direction: bytes as f64 / exchange.median / 1e9,
-                    vs_local: (exchange.median + update.median) / local_s,
-                });
+        wires.push(wire);
+        for p in &globals {
+            classes.push(classes::time(reg, p, Some(wire), timing, s.fault, copy_s)?);
+        }
+    }
+    let table = Table { classes: &classes, layout };
+    let mut runs = Vec::new();
+    for c in s.circuits {
+        if layout.ranks() == 1 {
+            runs.push(circuits::run(reg, c, None, None, s.rounds, None, table)?);
+            continue;
+        }
+        for &schedule in s.schedules {
+            for &wire in &wires {
+                runs.push(circuits::run(reg, c, Some(schedule), Some(wire), s.rounds, s.fault, table)?);
             }
         }
-        step(&format!("checking {}", wire.name()));
-        checks.push(Check {
-            transport: Some(wire.name().into()),
-            amplitudes: layout.local_amps() * layout.ranks() as u64,
-            wrong: reg.count_wrong(&model)?,
-        });
     }
     Ok(RegisterRun {
         qubits: n,
-        local_qubits: l,
+        local_qubits: layout.local_qubits(),
         ranks: layout.ranks(),
         precision: layout.precision,
         memory: memory.name().into(),
-        chunk_bytes: chunk,
+        chunk_bytes: layout.chunk_bytes(),
         references,
-        local_gates,
-        global_gates,
-        checks,
+        local_gates: Vec::new(),
+        global_gates: Vec::new(),
+        checks: Vec::new(),
         unavailable,
+        classes,
+        circuits: runs,
     })
 }
 
@@ -184,7 +154,7 @@ impl Job for ExchangePlan {
 }
 
 /// A register that could not be held, with the reason.
-fn not_held(layout: &Layout, memory: Memory, wire: Wire, reason: String) -> RegisterRun {
+fn not_held(layout: &Layout, memory: Memory, reason: String) -> RegisterRun {
     RegisterRun {
         qubits: layout.qubits,
         local_qubits: layout.local_qubits(),
@@ -196,7 +166,9 @@ fn not_held(layout: &Layout, memory: Memory, wire: Wire, reason: String) -> Regi
         local_gates: Vec::new(),
         global_gates: Vec::new(),
         checks: Vec::new(),
-        unavailable: vec![Unavailable { transport: wire.name().into(), reason }],
+        unavailable: vec![Unavailable { transport: format!("{} memory", memory.name()), reason }],
+        classes: Vec::new(),
+        circuits: Vec::new(),
     }
 }
 
@@ -210,9 +182,26 @@ fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRu
         warmup_iters: plan.warmup,
         registers: Vec::new(),
         verdict: None,
+        decisions: Vec::new(),
     };
     let result = exchange(plan, session, obs, &mut out);
     Outcome::new(out, result)
+}
+
+/// A register of `layout` with `local` ranks in this process's `memory`.
+fn held<'w>(
+    plan: &ExchangePlan,
+    layout: Layout,
+    local: usize,
+    memory: Memory,
+    world: &'w dyn crate::world::World,
+    nccl: bool,
+) -> Result<Box<dyn Register + 'w>> {
+    Ok(match (memory, layout.precision) {
+        (Memory::Gpu, _) => Box::new(GpuRegister::new(layout, local, world, nccl, plan.chunk)?),
+        (Memory::Host, Precision::Single) => Box::new(HostRegister::<f32>::new(layout, local, world)?),
+        (Memory::Host, Precision::Double) => Box::new(HostRegister::<f64>::new(layout, local, world)?),
+    })
 }
 
 fn exchange(
@@ -230,83 +219,178 @@ fn exchange(
         )));
     }
     let gpu_wires = plan.wires_on(Memory::Gpu);
-    let host_wires = plan.wires_on(Memory::Host);
     // Communicators for the wires that move amplitudes through NCCL.
     let nccl = gpu_wires.iter().any(|w| w.imp().libraries().contains(&Library::Nccl));
     if !gpu_wires.is_empty() {
         session.need(&Job::libraries(plan))?;
     }
-    let settings =
-        |wires| Settings { patterns: &plan.ops, wires, iters: plan.iters, warmup: plan.warmup, fault: plan.fault };
-    let mut gpu_memory = 0;
     let mut begun = false;
+    let mut memory_of = Vec::new();
     for &n in &plan.qubits {
         interrupt::check()?;
         let layout = Layout::new(n, ranks, plan.precision)?;
-        if !gpu_wires.is_empty() {
-            interrupt::step(format!("{n} qubits: opening the GPUs"));
-            let mut reg = GpuRegister::new(layout, plan.ngpus, world, nccl, plan.chunk)?;
+        let circuits: Vec<Circuit> = plan.circuits.iter().map(|c| c.build(n)).collect::<Result<_>>()?;
+        for &memory in &plan.memories {
+            let wires = plan.wires_on(memory);
+            let settings = |wires| Settings {
+                ops: &plan.ops,
+                wires,
+                iters: plan.iters,
+                warmup: plan.warmup,
+                fault: plan.fault,
+                circuits: &circuits,
+                schedules: &plan.schedules,
+                rounds: plan.rounds,
+            };
+            if memory == Memory::Host
+                && let Some(reason) = does_not_fit(&layout, plan.ngpus)
+            {
+                out.registers.push(not_held(&layout, memory, reason));
+                obs.part(out, out.registers.last().expect("pushed"));
+                continue;
+            }
+            interrupt::step(format!("{n} qubits: opening the {} ranks", memory.name()));
+            let mut reg = held(plan, layout, plan.ngpus, memory, world, nccl && memory == Memory::Gpu)?;
             if !begun {
                 out.devices = crate::world::all_ranks(world, reg.ranks())?;
-                out.library = if nccl { Some(crate::transport::nccl::library_info()?) } else { None };
-                out.kernels = reg.kernel_build();
-                gpu_memory = reg.gpu_memory().saturating_sub(1 << 30);
+                out.library =
+                    if nccl && memory == Memory::Gpu { Some(crate::transport::nccl::library_info()?) } else { None };
                 obs.begin(out);
                 begun = true;
             }
-            let r = measure(&mut reg, Memory::Gpu, &settings(&gpu_wires))?;
+            if out.kernels.is_none() {
+                out.kernels = reg.kernel_build();
+            }
+            if !memory_of.iter().any(|(m, _)| *m == memory) {
+                memory_of.push((memory, reg.device_memory().saturating_sub(1 << 30)));
+            }
+            let r = measure(reg.as_mut(), memory, &settings(&wires))?;
             drop(reg);
             out.registers.push(r);
             obs.part(out, out.registers.last().expect("pushed"));
             if ranks > 1 && world.size() == 1 {
-                // The same register on one GPU, when one holds it, so that
-                // the verdict compares with a measured gate.
-                interrupt::step(format!("{n} qubits on one GPU"));
+                // The same register on one rank, when one holds it, so
+                // that the verdict compares with circuits measured there.
+                interrupt::step(format!("{n} qubits on one {} rank", memory.name()));
                 let whole = Layout::new(n, 1, plan.precision)?;
-                match GpuRegister::new(whole, 1, world, false, plan.chunk) {
-                    Ok(mut one) => {
-                        let r = measure(&mut one, Memory::Gpu, &settings(&[]))?;
+                let fits = memory == Memory::Gpu || does_not_fit(&whole, 1).is_none();
+                match fits.then(|| held(plan, whole, 1, memory, world, false)) {
+                    Some(Ok(mut one)) => {
+                        let r = measure(one.as_mut(), memory, &settings(&[]))?;
                         out.registers.push(r);
                         obs.part(out, out.registers.last().expect("pushed"));
                     }
-                    Err(Error::Usage(_)) => {}
-                    Err(e) => return Err(e),
+                    Some(Err(Error::Usage(_))) | None => {}
+                    Some(Err(e)) => return Err(e),
                 }
             }
         }
-        if !host_wires.is_empty() {
-            let r = match does_not_fit(&layout, plan.ngpus) {
-                Some(reason) => not_held(&layout, Memory::Host, host_wires[0], reason),
-                None => match plan.precision {
-                    Precision::Single => measure(
-                        &mut HostRegister::<f32>::new(layout, plan.ngpus, world)?,
-                        Memory::Host,
-                        &settings(&host_wires),
-                    )?,
-                    Precision::Double => measure(
-                        &mut HostRegister::<f64>::new(layout, plan.ngpus, world)?,
-                        Memory::Host,
-                        &settings(&host_wires),
-                    )?,
-                },
+    }
+    out.decisions = decide(&out.registers, &memory_of, &plan.circuits);
+    if out.registers.iter().all(|r| r.classes.is_empty()) {
+        let why: Vec<String> = out
+            .registers
+            .iter()
+            .flat_map(|r| r.unavailable.iter().map(|u| format!("{}: {}", u.transport, u.reason)))
+            .collect();
+        return Err(Error::Missing(format!(
+            "no register could be held here ({}); `qbench exchange --plan` answers for hardware this node does not have",
+            why.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// Whether spreading pays, circuit by circuit, in each memory: the largest
+/// spread register's fastest run against the same register on one rank
+/// (measured, else priced from the spread register's local classes).
+/// `device` is the memory of one rank's device in each memory.
+fn decide(registers: &[RegisterRun], memory_of: &[(Memory, u64)], specs: &[CircuitSpec]) -> Vec<Decision> {
+    let mut out = Vec::new();
+    for &(memory, device) in memory_of {
+        let mine: Vec<&RegisterRun> = registers.iter().filter(|r| r.memory == memory.name()).collect();
+        // The largest register spread over several ranks, else one on one.
+        let with =
+            |spread: bool| mine.iter().rev().find(|r| !r.circuits.is_empty() && (r.ranks > 1) == spread).copied();
+        let Some(top) = with(true).or_else(|| with(false)) else { continue };
+        let one = mine.iter().find(|r| r.ranks == 1 && r.qubits == top.qubits && r.precision == top.precision);
+        let layout = Layout::new(top.qubits, top.ranks, top.precision).ok();
+        for spec in specs {
+            let name = spec.name();
+            let runs: Vec<&CircuitRun> = top.circuits.iter().filter(|c| c.circuit == name && c.wrong == 0).collect();
+            let measured_one = one.and_then(|o| o.circuits.iter().find(|c| c.circuit == name && c.wrong == 0));
+            let unit = if memory == Memory::Gpu { "GPU" } else { "host rank" };
+            if top.ranks == 1 {
+                let Some(c) = runs.first() else { continue };
+                out.push(Decision {
+                    circuit: name.clone(),
+                    qubits: top.qubits,
+                    gpus: 1,
+                    one_gpu_s: Some(c.time.median),
+                    one_gpu_from: "measured".into(),
+                    one_gpu_fits: true,
+                    spread_s: c.time.median,
+                    schedule: None,
+                    transport: None,
+                    speedup: None,
+                    verdict: format!("{} gates in {:.3} s on one {unit} (measured)", c.gates, c.time.median),
+                });
+                continue;
+            }
+            let Some(best) = runs.iter().min_by(|a, b| a.time.median.total_cmp(&b.time.median)) else { continue };
+            let fits = largest_register(device, top.precision, 0) >= top.qubits;
+            let (one_s, from) = match (measured_one, layout) {
+                (Some(m), _) => (Some(m.time.median), "measured".to_string()),
+                (None, Some(l)) => (
+                    one_rank_price(top, &l, spec),
+                    format!(
+                        "projected: this register's local classes × {} (a chunk {} times larger)",
+                        top.ranks, top.ranks
+                    ),
+                ),
+                (None, None) => (None, "unknown".into()),
             };
-            out.registers.push(r);
-            obs.part(out, out.registers.last().expect("pushed"));
+            let speedup = one_s.map(|o| o / best.time.median);
+            let how = format!(
+                "{} schedule over {}",
+                best.schedule.map_or("", |s| s.name()),
+                best.transport.as_deref().unwrap_or("-")
+            );
+            let verdict = match speedup {
+                None => {
+                    format!("{:.3} s on {} {unit}s ({how}); no one-{unit} time to compare", best.time.median, top.ranks)
+                }
+                Some(x) if x >= 1.05 => format!("spreading pays: ×{x:.2} faster on {} {unit}s ({how})", top.ranks),
+                Some(x) if x > 0.95 => format!("break-even: spreading neither pays nor costs ({how})"),
+                Some(x) if fits => format!("spreading costs ×{:.2}: run it on one {unit} ({how})", 1.0 / x),
+                Some(x) => format!(
+                    "spreading only buys memory: ×{:.2} slower than one {unit} would be, but {} qubits do not fit on one ({how})",
+                    1.0 / x,
+                    top.qubits
+                ),
+            };
+            out.push(Decision {
+                circuit: name.clone(),
+                qubits: top.qubits,
+                gpus: top.ranks,
+                one_gpu_s: one_s,
+                one_gpu_from: from,
+                one_gpu_fits: fits,
+                spread_s: best.time.median,
+                schedule: best.schedule,
+                transport: best.transport.clone(),
+                speedup,
+                verdict,
+            });
         }
     }
-    // The largest register measured on GPUs, spread when it was, with the
-    // same register on one GPU beside it.
-    let gpu: Vec<&RegisterRun> = out.registers.iter().filter(|r| r.memory == Memory::Gpu.name()).collect();
-    let spread = gpu.iter().rev().find(|r| r.ranks > 1 && !r.global_gates.is_empty());
-    out.verdict = match spread {
-        Some(r) => {
-            let one = gpu.iter().find(|o| o.ranks == 1 && o.qubits == r.qubits && o.precision == r.precision);
-            judge(r, gpu_memory, &plan.circuits, one.copied())
-        }
-        None => gpu
-            .last()
-            .filter(|r| r.ranks == 1 && !r.local_gates.is_empty())
-            .and_then(|r| judge(r, gpu_memory, &plan.circuits, None)),
-    };
-    Ok(())
+    out
+}
+
+/// The circuit on one rank, priced from the spread register's local classes.
+fn one_rank_price(top: &RegisterRun, spread: &Layout, spec: &CircuitSpec) -> Option<f64> {
+    let one = Layout::new(top.qubits, 1, top.precision).ok()?;
+    let steps = compile(&spec.build(top.qubits).ok()?, &one, Schedule::Quest);
+    let classes: Vec<ClassTime> = top.classes.iter().filter(|c| !c.class.exchanges()).cloned().collect();
+    projection::price(&steps, &one, None, Table { classes: &classes, layout: *spread })
 }

@@ -8,8 +8,6 @@
 use super::staging::{self, InProcess};
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
-use crate::fault::Fault;
-use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 
 /// Pipelined host transfers move pieces of this size through this many
@@ -59,9 +57,9 @@ impl GpuWire for Pipelined {
         across_processes(reg)
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(HOST_PIECE);
-        staging::pipelined(reg, &mut InProcess, pattern, t, fault, piece, HOST_SLOTS)
+        staging::pipelined(reg, &mut InProcess, piece, HOST_SLOTS)
     }
 }
 
@@ -70,8 +68,8 @@ impl GpuWire for Unpipelined {
         across_processes(reg)
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(UNPIPELINED_PIECE);
-        staging::unpipelined(reg, &mut InProcess, pattern, t, fault, piece)
+        staging::unpipelined(reg, &mut InProcess, piece)
     }
 }

@@ -14,19 +14,19 @@ pub mod peer;
 pub mod rdma_staged;
 pub mod staging;
 
-use super::{Kept, Register, Seconds, Wire};
+use super::{Kept, Local, Part, Register, Seconds, Wire};
 use crate::error::{Error, Result};
-use crate::fault::Fault;
 use crate::gpu::kernels::{grid, load, pair_groups, streaming};
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::record::RankInfo;
-use crate::statevec::layout::{GlobalOp, Layout, Precision, SLOW_PARTNER_BYTES};
+use crate::statevec::layout::{Layout, Precision, SLOW_PARTNER_BYTES};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
 use crate::world::World;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result,
 };
+use num_complex::Complex64;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -34,13 +34,14 @@ use std::sync::Arc;
 pub trait GpuWire: Sync {
     /// Why it cannot run for this register, if it cannot.
     fn unavailable(&self, reg: &GpuRegister) -> Option<String>;
-    /// Every rank's message to its partner for global qubit `t`.
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds>;
+    /// Every rank's part of the exchange the register holds ([`GpuRegister::part`]).
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds>;
 }
 
 /// The precision-suffixed kernels of kernels/statevec.cu this register
 /// launches (`sv_<kind>_single`, `sv_<kind>_double`).
-const KINDS: [&str; 6] = ["init", "check", "h", "h_warp", "h_4k", "combine"];
+const KINDS: [&str; 12] =
+    ["init", "check", "h", "h_warp", "h_4k", "combine", "u", "phase", "pairs", "pack", "unpack", "mix"];
 
 struct GpuRank {
     gpu: Gpu,
@@ -72,6 +73,8 @@ pub struct GpuRegister<'w> {
     shared: Option<String>,
     stages: Vec<staging::Stage>,
     piece: Option<u64>,
+    /// Each local rank's part of the exchange under way.
+    parts: Vec<Part>,
     /// Bytes of each rank's exchange buffer: a chunk, or less on one GPU.
     xbuf_bytes: u64,
 }
@@ -171,6 +174,7 @@ impl<'w> GpuRegister<'w> {
             shared,
             stages: Vec::new(),
             piece,
+            parts: Vec::new(),
             xbuf_bytes,
         })
     }
@@ -189,17 +193,6 @@ impl<'w> GpuRegister<'w> {
                 (r.mem.ptr(), self.layout.chunk_bytes() + self.xbuf_bytes, r.gpu.ordinal as u32, r.gpu.ctx.clone())
             })
             .collect()
-    }
-
-    /// What NVRTC built the state-vector kernels as, for the records.
-    pub fn kernel_build(&self) -> Option<String> {
-        let cc = self.ranks.first()?.gpu.compute_capability;
-        crate::gpu::kernels::built("kernels/statevec.cu", cc).map(|b| b.to_string())
-    }
-
-    /// The smallest total memory of this process's GPUs.
-    pub fn gpu_memory(&self) -> u64 {
-        self.ranks.iter().map(|r| r.gpu.total_mem).min().unwrap_or(0)
     }
 
     /// Amplitudes in one 16-byte vector of the streaming kernels.
@@ -271,12 +264,12 @@ impl<'w> GpuRegister<'w> {
         Ok((split, out))
     }
 
-    /// The ranks whose partner for `t` is local, as (local index, partner
-    /// local index), or why the transfer cannot be done in this process.
-    fn local_pairs(&self, t: u32, fault: Option<Fault>) -> Result<Vec<(usize, usize)>> {
+    /// The ranks of this exchange whose partner is local, as (local index,
+    /// partner local index), or why the transfer cannot be done in this process.
+    fn local_pairs(&self) -> Result<Vec<(usize, usize)>> {
         (0..self.ranks.len())
             .map(|i| {
-                let p = self.layout.peer(self.first_rank + i, t, fault);
+                let p = self.parts[i].peer;
                 p.checked_sub(self.first_rank)
                     .filter(|&j| j < self.ranks.len())
                     .map(|j| (i, j))
@@ -285,13 +278,15 @@ impl<'w> GpuRegister<'w> {
             .collect()
     }
 
-    /// (send offset in bytes, bytes) of rank `i`'s message for `t`.
-    pub(super) fn message(&self, i: usize, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> (u64, u64) {
-        let b = self.layout.precision.bytes();
-        match pattern {
-            GlobalOp::Gate => (0, self.layout.chunk_bytes()),
-            GlobalOp::Swap => (self.layout.swap_half(self.first_rank + i, t, fault) * b, self.layout.chunk_bytes() / 2),
-        }
+    /// Local rank `i`'s part of this exchange.
+    pub(super) fn part(&self, i: usize) -> Part {
+        self.parts[i]
+    }
+
+    /// The device addresses local rank `i` sends from and receives into.
+    pub(super) fn ends(&self, i: usize) -> (u64, u64) {
+        let (base, p) = (self.ranks[i].state, self.parts[i]);
+        (base + p.send, base + p.recv)
     }
 
     /// `slots` send slots (and as many receive slots when `receive`) of
@@ -392,6 +387,172 @@ fn copy_h2d(dst: u64, host: *const u8, len: u64, stream: &Arc<CudaStream>) -> Re
         .map_err(cuda_err("copying host to device"))
 }
 
+impl GpuRegister<'_> {
+    /// H on local qubit `q` of every rank (its own kernels).
+    fn local_h(&self, q: u32) -> Result<Vec<Launch>> {
+        let n = self.layout.local_amps();
+        let vectors = n / self.per_vector();
+        // sv_h_warp: partners within a warp, whole warps load contiguous
+        // amplitudes and trade them by shuffles. sv_h_4k: partners 4 KiB
+        // apart, where sv_h's two runs 4 KiB apart in each warp stream at
+        // 0.95 of the copy engine on an H200: a block for each contiguous
+        // pair group (docs/kernels-roofline.md). sv_h: each warp takes 16
+        // pairs as two runs of 256 bytes.
+        let groups = (q == self.layout.precision.qubit_with_partners(SLOW_PARTNER_BYTES))
+            .then(|| pair_groups(vectors))
+            .flatten();
+        let warp = q < 5 && n >= 32 * 4;
+        let kind = match (groups, warp) {
+            (Some(_), _) => "h_4k",
+            (None, true) => "h_warp",
+            (None, false) => "h",
+        };
+        // sv_h_warp counts amplitudes, sv_h pairs.
+        let count = if warp { n } else { n / 2 };
+        Ok(vec![match groups {
+            Some(cfg) => Launch::kernel(kind, cfg, vec![Arg::Amps]),
+            None => Launch::kernel(
+                kind,
+                streaming(&self.ranks[0].gpu, vectors),
+                vec![Arg::Amps, Arg::U64(count), Arg::U32(q)],
+            ),
+        }])
+    }
+
+    /// The launches of `op` on local rank `i`.
+    fn launches(&self, i: usize, op: Local) -> Result<Vec<Launch>> {
+        let n = self.layout.local_amps();
+        let gpu = &self.ranks[i].gpu;
+        let c = |z: Complex64| [Arg::F64(z.re), Arg::F64(z.im)];
+        let half = self.layout.chunk_bytes() / 2;
+        Ok(match op {
+            Local::Idle => Vec::new(),
+            Local::H(q) => self.local_h(q)?,
+            Local::U { q, m } => {
+                let mut args = vec![Arg::Amps, Arg::U64(n / 2), Arg::U32(q)];
+                args.extend(m.iter().flat_map(|&z| c(z)));
+                vec![Launch::kernel("u", grid(gpu, n / 2), args)]
+            }
+            Local::Phase { ones, phase } => {
+                let count = n >> ones.count_ones();
+                let [re, im] = c(phase);
+                vec![Launch::kernel(
+                    "phase",
+                    grid(gpu, count),
+                    vec![Arg::Amps, Arg::U64(count), Arg::U64(ones), re, im],
+                )]
+            }
+            Local::Pairs { ones, zeros, flip } => {
+                let count = n >> (ones | zeros).count_ones();
+                let args = vec![Arg::Amps, Arg::U64(count), Arg::U64(ones), Arg::U64(zeros), Arg::U64(flip)];
+                vec![Launch::kernel("pairs", grid(gpu, count), args)]
+            }
+            Local::Pack { bit, value } => {
+                let args = vec![Arg::Buffer(half), Arg::Amps, Arg::U64(n / 2), Arg::U32(bit), Arg::I32(value as i32)];
+                vec![Launch::kernel("pack", grid(gpu, n / 2), args)]
+            }
+            // The top local qubit's half is contiguous: a copy engine's copy.
+            Local::Unpack { bit, value } if bit == self.layout.local_qubits() - 1 => {
+                vec![Launch::Copy { to: value as u64 * half, from: self.layout.chunk_bytes(), bytes: half }]
+            }
+            Local::Unpack { bit, value } => {
+                let args = vec![Arg::Amps, Arg::Buffer(0), Arg::U64(n / 2), Arg::U32(bit), Arg::I32(value as i32)];
+                vec![Launch::kernel("unpack", grid(gpu, n / 2), args)]
+            }
+            Local::CombineH { one } => {
+                let args = vec![Arg::Amps, Arg::Buffer(0), Arg::U64(n), Arg::I32(one as i32)];
+                vec![Launch::kernel("combine", streaming(gpu, n.div_ceil(self.per_vector())), args)]
+            }
+            Local::Mix { own, received } => {
+                let mut args = vec![Arg::Amps, Arg::Buffer(0), Arg::U64(n)];
+                args.extend(c(own));
+                args.extend(c(received));
+                vec![Launch::kernel("mix", grid(gpu, n), args)]
+            }
+            Local::Take => {
+                vec![Launch::Copy { to: 0, from: self.layout.chunk_bytes(), bytes: self.layout.chunk_bytes() }]
+            }
+        })
+    }
+
+    /// Submits one launch on local rank `i`'s stream.
+    fn submit(&self, i: usize, l: &Launch) -> Result<()> {
+        let r = &self.ranks[i];
+        match l {
+            Launch::Copy { to, from, bytes } => {
+                r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+                // SAFETY: both ranges lie in this rank's allocation (chunk and
+                // exchange buffer, each `chunk` bytes; the callers copy at most
+                // a chunk between them) and do not overlap.
+                unsafe {
+                    result::memcpy_dtod_async(r.state + to, r.state + from, *bytes as usize, r.gpu.stream.cu_stream())
+                }
+                .map_err(cuda_err("copying within a GPU"))
+            }
+            Launch::Kernel { kind, cfg, args } => {
+                let name = self.fname(kind);
+                let mut k = self.kernel(i, &name)?;
+                // The values live until the launch below has been submitted.
+                let values: Vec<Value> = args
+                    .iter()
+                    .map(|a| match *a {
+                        Arg::Amps => Value::U64(r.state),
+                        Arg::Buffer(off) => Value::U64(r.xbuf + off),
+                        Arg::U64(v) => Value::U64(v),
+                        Arg::U32(v) => Value::U32(v),
+                        Arg::I32(v) => Value::I32(v),
+                        Arg::F64(v) => Value::F64(v),
+                    })
+                    .collect();
+                for v in &values {
+                    match v {
+                        Value::U64(x) => k.arg(x),
+                        Value::U32(x) => k.arg(x),
+                        Value::I32(x) => k.arg(x),
+                        Value::F64(x) => k.arg(x),
+                    };
+                }
+                go(k, *cfg, &name)
+            }
+        }
+    }
+}
+
+/// What a local operation launches on a rank.
+enum Launch {
+    /// A kernel of kernels/statevec.cu (`sv_<kind>_<precision>`).
+    Kernel { kind: &'static str, cfg: LaunchConfig, args: Vec<Arg> },
+    /// A copy within the rank's memory, byte offsets from its chunk's start.
+    Copy { to: u64, from: u64, bytes: u64 },
+}
+
+impl Launch {
+    fn kernel(kind: &'static str, cfg: LaunchConfig, args: Vec<Arg>) -> Launch {
+        Launch::Kernel { kind, cfg, args }
+    }
+}
+
+/// A kernel argument, made a rank's own when launched.
+#[derive(Debug, Clone, Copy)]
+enum Arg {
+    /// The rank's chunk.
+    Amps,
+    /// The rank's exchange buffer, this many bytes in.
+    Buffer(u64),
+    U64(u64),
+    U32(u32),
+    I32(i32),
+    F64(f64),
+}
+
+/// An argument's value, held for the launch.
+enum Value {
+    U64(u64),
+    U32(u32),
+    I32(i32),
+    F64(f64),
+}
+
 impl Register for GpuRegister<'_> {
     fn layout(&self) -> &Layout {
         &self.layout
@@ -399,6 +560,19 @@ impl Register for GpuRegister<'_> {
 
     fn ranks(&self) -> &[RankInfo] {
         &self.info
+    }
+
+    fn world(&self) -> &dyn World {
+        self.world
+    }
+
+    fn device_memory(&self) -> u64 {
+        self.ranks.iter().map(|r| r.gpu.total_mem).min().unwrap_or(0)
+    }
+
+    fn kernel_build(&self) -> Option<String> {
+        let cc = self.ranks.first()?.gpu.compute_capability;
+        crate::gpu::kernels::built("kernels/statevec.cu", cc).map(|b| b.to_string())
     }
 
     fn init(&mut self, state: &ProductState) -> Result<()> {
@@ -415,17 +589,18 @@ impl Register for GpuRegister<'_> {
         self.sync_all()
     }
 
-    fn count_wrong(&mut self, state: &ProductState) -> Result<u64> {
+    fn count_wrong(&mut self, state: &ProductState, floor: f64) -> Result<u64> {
         let (split, tables) = self.tables(state)?;
         let n = self.layout.local_amps();
         let rel = tolerance(self.layout.precision == Precision::Single);
+        let floor2 = floor * floor;
         let name = self.fname("check");
         for (i, r) in self.ranks.iter().enumerate() {
             let base = (self.first_rank + i) as u64 * n;
             let (amp, lo, hi, wrong) = (r.state, tables[i].0.ptr(), tables[i].1.ptr(), r.wrong.ptr());
             r.gpu.memset(wrong, 0, 8)?;
             let mut l = self.kernel(i, &name)?;
-            l.arg(&amp).arg(&n).arg(&base).arg(&lo).arg(&hi).arg(&split).arg(&rel).arg(&wrong);
+            l.arg(&amp).arg(&n).arg(&base).arg(&lo).arg(&hi).arg(&split).arg(&rel).arg(&floor2).arg(&wrong);
             go(l, grid(&r.gpu, n), &name)?;
         }
         self.sync_all()?;
@@ -441,41 +616,14 @@ impl Register for GpuRegister<'_> {
         Ok(self.world.sum_u64(total))
     }
 
-    fn local_h(&mut self, q: u32) -> Result<Seconds> {
-        let n = self.layout.local_amps();
-        let vectors = n / self.per_vector();
-        // sv_h_warp: partners within a warp, whole warps load contiguous
-        // amplitudes and trade them by shuffles. sv_h_4k: partners 4 KiB
-        // apart, where sv_h's two runs 4 KiB apart in each warp stream at
-        // 0.95 of the copy engine on an H200: a block for each contiguous
-        // pair group (docs/kernels-roofline.md). sv_h: each warp takes 16
-        // pairs as two runs of 256 bytes.
-        let groups = (q == self.layout.precision.qubit_with_partners(SLOW_PARTNER_BYTES))
-            .then(|| pair_groups(vectors))
-            .flatten();
-        let warp = q < 5 && n >= 32 * 4;
-        let name = self.fname(match (groups, warp) {
-            (Some(_), _) => "h_4k",
-            (None, true) => "h_warp",
-            (None, false) => "h",
-        });
-        // sv_h_warp counts amplitudes, sv_h pairs.
-        let count = if warp { n } else { n / 2 };
+    fn apply(&mut self, op: &dyn Fn(usize) -> Local) -> Result<Seconds> {
+        let launches: Vec<Vec<Launch>> =
+            (0..self.ranks.len()).map(|i| self.launches(i, op(self.first_rank + i))).collect::<Result<_>>()?;
         self.span(|me| {
-            for (i, r) in me.ranks.iter().enumerate() {
-                let amp = r.state;
-                let mut l = me.kernel(i, &name)?;
-                let cfg = match groups {
-                    Some(cfg) => {
-                        l.arg(&amp);
-                        cfg
-                    }
-                    None => {
-                        l.arg(&amp).arg(&count).arg(&q);
-                        streaming(&r.gpu, vectors)
-                    }
-                };
-                go(l, cfg, &name)?;
+            for (i, ls) in launches.iter().enumerate() {
+                for l in ls {
+                    me.submit(i, l)?;
+                }
             }
             Ok(())
         })
@@ -498,42 +646,17 @@ impl Register for GpuRegister<'_> {
         })
     }
 
-    fn exchange(&mut self, wire: Wire, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&mut self, wire: Wire, parts: &dyn Fn(usize) -> Part) -> Result<Seconds> {
         if let Some(why) = self.unavailable(wire) {
             return Err(Error::Usage(format!("{}: {why}", wire.name())));
         }
+        let memory = self.layout.chunk_bytes() + self.xbuf_bytes;
+        self.parts = (0..self.ranks.len()).map(|i| parts(self.first_rank + i)).collect();
+        if let Some(p) = self.parts.iter().find(|p| p.send.max(p.recv) + p.len > memory) {
+            return Err(Error::Runtime(format!("internal: an exchange part {p:?} overruns a rank's {memory} bytes")));
+        }
         let gpu = wire.imp().gpu().ok_or_else(|| Error::Runtime("internal: not a GPU wire".into()))?;
-        gpu.exchange(self, pattern, t, fault)
-    }
-
-    fn combine(&mut self, t: u32) -> Result<Seconds> {
-        let n = self.layout.local_amps();
-        let name = self.fname("combine");
-        self.span(|me| {
-            for (i, r) in me.ranks.iter().enumerate() {
-                let one = me.layout.holds_one(me.first_rank + i, t) as i32;
-                let (amp, peer) = (r.state, r.xbuf);
-                let mut l = me.kernel(i, &name)?;
-                l.arg(&amp).arg(&peer).arg(&n).arg(&one);
-                go(l, streaming(&r.gpu, n.div_ceil(me.per_vector())), &name)?;
-            }
-            Ok(())
-        })
-    }
-
-    fn place(&mut self, t: u32) -> Result<Seconds> {
-        let half = self.layout.chunk_bytes() / 2;
-        let b = self.layout.precision.bytes();
-        self.span(|me| {
-            for (i, r) in me.ranks.iter().enumerate() {
-                let at = me.layout.swap_half(me.first_rank + i, t, None) * b;
-                r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: half a chunk from the exchange buffer into a half of the chunk.
-                unsafe { result::memcpy_dtod_async(r.state + at, r.xbuf, half as usize, r.gpu.stream.cu_stream()) }
-                    .map_err(cuda_err("placing the received half"))?;
-            }
-            Ok(())
-        })
+        gpu.exchange(self)
     }
 
     fn unavailable(&self, wire: Wire) -> Option<String> {

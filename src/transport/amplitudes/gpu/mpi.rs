@@ -9,8 +9,6 @@ use super::host::{HOST_PIECE, HOST_SLOTS, UNPIPELINED_PIECE};
 use super::staging::{self, Hop, Piece};
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
-use crate::fault::Fault;
-use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 
 pub struct Pipelined;
@@ -69,9 +67,9 @@ impl GpuWire for Pipelined {
         unavailable(reg)
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(HOST_PIECE);
-        staging::pipelined(reg, &mut Sendrecv, pattern, t, fault, piece, HOST_SLOTS)
+        staging::pipelined(reg, &mut Sendrecv, piece, HOST_SLOTS)
     }
 }
 
@@ -80,9 +78,9 @@ impl GpuWire for Unpipelined {
         unavailable(reg)
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(UNPIPELINED_PIECE);
-        staging::unpipelined(reg, &mut Sendrecv, pattern, t, fault, piece)
+        staging::unpipelined(reg, &mut Sendrecv, piece)
     }
 }
 
@@ -93,17 +91,15 @@ impl GpuWire for CudaAware {
 
     /// The message straight from the chunk into the partner's exchange
     /// buffer; host-clock timed: MPI returns when the GPU buffers have moved.
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         reg.sync_all()?;
-        let (off, len) = reg.message(0, pattern, t, fault);
-        let peer = reg.layout.peer(reg.first_rank, t, fault);
-        let r = &reg.ranks[0];
+        let (p, (send, recv)) = (reg.part(0), reg.ends(0));
         let t0 = std::time::Instant::now();
-        // SAFETY: the message lies in the chunk and the exchange buffer
-        // holds it (a message never exceeds a chunk), disjoint parts of this
-        // GPU's allocation; the GPU is idle; the MPI says it is CUDA-aware
-        // (`unavailable`, checked before any exchange).
-        unsafe { reg.world.sendrecv_raw(peer, (r.state + off) as *const u8, r.xbuf as *mut u8, len as usize) }?;
+        // SAFETY: the parts lie in this GPU's allocation (the register
+        // checked them), sent and received regions disjoint; the GPU is
+        // idle; the MPI says it is CUDA-aware (`unavailable`, checked
+        // before any exchange).
+        unsafe { reg.world.sendrecv_raw(p.peer, send as *const u8, recv as *mut u8, p.len as usize) }?;
         Ok(reg.world.max_f64(&[t0.elapsed().as_secs_f64()])[0])
     }
 }

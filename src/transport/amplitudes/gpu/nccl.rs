@@ -3,9 +3,7 @@
 
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
-use crate::fault::Fault;
 use crate::libs::Library;
-use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 use crate::transport::nccl::Move;
 
@@ -31,13 +29,11 @@ impl GpuWire for Nccl {
         reg.shared.clone().or_else(|| reg.comms.is_none().then(|| "NCCL was not set up for this run".to_string()))
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         let moves: Vec<Move> = (0..reg.ranks.len())
             .map(|i| {
-                let (off, bytes) = reg.message(i, pattern, t, fault);
-                let r = &reg.ranks[i];
-                let peer = reg.layout.peer(reg.first_rank + i, t, fault);
-                Move { send: r.state + off, recv: r.xbuf, bytes, to: peer, from: peer }
+                let (p, (send, recv)) = (reg.part(i), reg.ends(i));
+                Move { send, recv, bytes: p.len, to: p.peer, from: p.peer }
             })
             .collect();
         let piece = reg.piece.unwrap_or((1 << 28) * reg.layout.precision.bytes());

@@ -4,10 +4,8 @@
 
 use super::{GpuRegister, GpuWire, go};
 use crate::error::Result;
-use crate::fault::Fault;
 use crate::gpu::cuda_err;
 use crate::gpu::kernels::streaming;
-use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 use cudarc::driver::{PushKernelArg, result};
 
@@ -43,13 +41,13 @@ impl GpuWire for Kernel {
         reg.no_peer.clone()
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
-        let pairs = reg.local_pairs(t, fault)?;
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
+        let pairs = reg.local_pairs()?;
         reg.span(|me| {
             for &(i, j) in &pairs {
-                let (off, len) = me.message(i, pattern, t, fault);
-                let (src, dst) = (&me.ranks[i], &me.ranks[j]);
-                let (from, to) = (src.state + off, dst.xbuf);
+                // Into the partner's memory where it receives.
+                let (len, (from, _), (_, to)) = (me.part(i).len, me.ends(i), me.ends(j));
+                let src = &me.ranks[i];
                 let words = len / 16;
                 let mut l = me.kernel(i, "sv_copy16")?;
                 l.arg(&to).arg(&from).arg(&words);
@@ -65,13 +63,13 @@ impl GpuWire for CopyEngine {
         reg.no_peer.clone()
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
-        let pairs = reg.local_pairs(t, fault)?;
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
+        let pairs = reg.local_pairs()?;
         reg.span(|me| {
             for &(i, j) in &pairs {
-                let (off, len) = me.message(i, pattern, t, fault);
+                // Into the partner's memory where it receives.
+                let (len, (from, _), (_, to)) = (me.part(i).len, me.ends(i), me.ends(j));
                 let (src, dst) = (&me.ranks[i], &me.ranks[j]);
-                let (from, to) = (src.state + off, dst.xbuf);
                 src.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
                 // SAFETY: source and destination ranges lie in the two GPUs'
                 // buffers (a message never exceeds a chunk); the contexts own them.

@@ -8,8 +8,6 @@ use super::host::{HOST_PIECE, HOST_SLOTS};
 use super::staging::{self, Hop, Piece};
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
-use crate::fault::Fault;
-use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::rdma::{self, Peers, Put, Span};
 use crate::transport::amplitudes::{Seconds, Wire, WireImpl};
 
@@ -38,13 +36,13 @@ impl GpuWire for Pipelined {
         rdma::unavailable(reg.world, reg.local())
     }
 
-    fn exchange(&self, reg: &mut GpuRegister, pattern: GlobalOp, t: u32, fault: Option<Fault>) -> Result<Seconds> {
+    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(HOST_PIECE);
         // The stages first, so that the connections cover them; they keep
         // their shape through the exchange.
         reg.ensure_stages(HOST_SLOTS, piece, true)?;
         let mut hop = Writes { peers: reg.kept.slot::<Peers>(Wire::RdmaStaged).take() };
-        let r = staging::pipelined(reg, &mut hop, pattern, t, fault, piece, HOST_SLOTS);
+        let r = staging::pipelined(reg, &mut hop, piece, HOST_SLOTS);
         *reg.kept.slot(Wire::RdmaStaged) = hop.peers;
         r
     }

@@ -9,9 +9,7 @@
 
 use super::{GpuRegister, copy_d2h, copy_h2d, record};
 use crate::error::{Error, Result};
-use crate::fault::Fault;
 use crate::gpu::{self, Gpu, Pinned, cuda_err};
-use crate::statevec::layout::GlobalOp;
 use crate::transport::amplitudes::Seconds;
 use cudarc::driver::CudaEvent;
 use std::time::Instant;
@@ -106,33 +104,25 @@ fn piece_bounds(k: u64, len: u64, piece: u64, slots: usize) -> (usize, u64, u64)
     ((k % slots as u64) as usize, k * piece, piece.min(len - k * piece))
 }
 
-/// Each local rank's partner for `t`, as a rank of the job.
-fn peers(reg: &GpuRegister, t: u32, fault: Option<Fault>) -> Vec<usize> {
-    (0..reg.ranks.len()).map(|i| reg.layout.peer(reg.first_rank + i, t, fault)).collect()
+/// Each local rank's partner in this exchange, as a rank of the job.
+fn peers(reg: &GpuRegister) -> Vec<usize> {
+    (0..reg.ranks.len()).map(|i| reg.part(i).peer).collect()
 }
 
 /// Every rank's message in pieces of `piece` bytes through `slots` slots,
 /// so that copies out of the GPUs, the hops and copies into the GPUs
 /// overlap; timed with events on the GPUs. A direct hop leaves all the
 /// ordering to the GPUs; any other is called once a piece is in host memory.
-pub fn pipelined(
-    reg: &mut GpuRegister,
-    hop: &mut dyn Hop,
-    pattern: GlobalOp,
-    t: u32,
-    fault: Option<Fault>,
-    piece: u64,
-    slots: usize,
-) -> Result<Seconds> {
-    let peers = peers(reg, t, fault);
+pub fn pipelined(reg: &mut GpuRegister, hop: &mut dyn Hop, piece: u64, slots: usize) -> Result<Seconds> {
+    let peers = peers(reg);
     // The local index of each rank's partner, for a direct hop.
     let partner: Vec<usize> = match hop.direct() {
-        true => reg.local_pairs(t, fault)?.into_iter().map(|(_, j)| j).collect(),
+        true => reg.local_pairs()?.into_iter().map(|(_, j)| j).collect(),
         false => Vec::new(),
     };
     reg.ensure_stages(slots, piece, partner.is_empty())?;
-    let msgs: Vec<(u64, u64)> = (0..reg.ranks.len()).map(|i| reg.message(i, pattern, t, fault)).collect();
-    let len = msgs[0].1;
+    let ends: Vec<(u64, u64)> = (0..reg.ranks.len()).map(|i| reg.ends(i)).collect();
+    let len = reg.part(0).len;
     let pieces = len.div_ceil(piece);
     let bounds = |k: u64| piece_bounds(k, len, piece, slots);
     reg.span(|me| {
@@ -150,7 +140,7 @@ pub fn pipelined(
                 if let Some(&j) = partner.get(i) {
                     r.d2h.wait(&me.stages[j].emptied[s]).map_err(cuda_err("ordering streams"))?;
                 }
-                copy_d2h(st.send(s), r.state + msgs[i].0 + off, n, &r.d2h)?;
+                copy_d2h(st.send(s), ends[i].0 + off, n, &r.d2h)?;
                 st.filled[s].record(&r.d2h).map_err(cuda_err("recording an event"))?;
             }
             Ok(())
@@ -172,7 +162,7 @@ pub fn pipelined(
             }
             for (j, (r, st)) in me.ranks.iter().zip(&me.stages).enumerate() {
                 let from = partner.get(j).map_or(st.recv(s), |&i| me.stages[i].send(s));
-                copy_h2d(r.xbuf + off, from, n, &r.h2d)?;
+                copy_h2d(ends[j].1 + off, from, n, &r.h2d)?;
                 st.emptied[s].record(&r.h2d).map_err(cuda_err("recording an event"))?;
             }
         }
@@ -187,17 +177,10 @@ pub fn pipelined(
 /// Every rank's message in pieces of up to `piece` bytes, one step after
 /// the other: out of every GPU, the hop, into every GPU. Host-clock timed,
 /// since the hop is part of it.
-pub fn unpipelined(
-    reg: &mut GpuRegister,
-    hop: &mut dyn Hop,
-    pattern: GlobalOp,
-    t: u32,
-    fault: Option<Fault>,
-    piece: u64,
-) -> Result<Seconds> {
-    let peers = peers(reg, t, fault);
-    let msgs: Vec<(u64, u64)> = (0..reg.ranks.len()).map(|i| reg.message(i, pattern, t, fault)).collect();
-    let len = msgs[0].1;
+pub fn unpipelined(reg: &mut GpuRegister, hop: &mut dyn Hop, piece: u64) -> Result<Seconds> {
+    let peers = peers(reg);
+    let ends: Vec<(u64, u64)> = (0..reg.ranks.len()).map(|i| reg.ends(i)).collect();
+    let len = reg.part(0).len;
     let piece = piece.min(len);
     reg.ensure_stages(1, piece, true)?;
     reg.sync_all()?;
@@ -205,12 +188,12 @@ pub fn unpipelined(
     for k in 0..len.div_ceil(piece) {
         let (_, off, n) = piece_bounds(k, len, piece, 1);
         for (i, (r, st)) in reg.ranks.iter().zip(&reg.stages).enumerate() {
-            copy_d2h(st.send(0), r.state + msgs[i].0 + off, n, &r.d2h)?;
+            copy_d2h(st.send(0), ends[i].0 + off, n, &r.d2h)?;
         }
         reg.sync_streams(|r| &r.d2h)?;
         hop.carry(reg, &Piece { slot: 0, len: n, peers: &peers })?;
-        for (r, st) in reg.ranks.iter().zip(&reg.stages) {
-            copy_h2d(r.xbuf + off, st.recv(0), n, &r.h2d)?;
+        for ((r, st), e) in reg.ranks.iter().zip(&reg.stages).zip(&ends) {
+            copy_h2d(e.1 + off, st.recv(0), n, &r.h2d)?;
         }
         reg.sync_streams(|r| &r.h2d)?;
     }

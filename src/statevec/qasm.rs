@@ -1,0 +1,663 @@
+//! OpenQASM 2 circuits, so that users can time their own: `qreg`s, the
+//! gates of `qelib1.inc` and the file's own `gate` definitions, expanded
+//! into the gates a register runs. `measure` and `barrier` are skipped (the
+//! register runs the unitary part); `creg` is accepted; anything else, an
+//! unknown gate or a qubit out of range is one line naming the file and
+//! line, exit 2. A global phase (rz's e^{-iθ/2}) is dropped: it changes no
+//! measurement, and a mirrored circuit undoes it anyway.
+
+use super::circuit::{Circuit, Gate, hadamard};
+use super::state::ProductState;
+use crate::error::{Error, Result};
+use num_complex::Complex64;
+use std::collections::HashMap;
+use std::f64::consts::PI;
+use std::path::Path;
+
+/// The largest file read: a circuit of a few million gates.
+const MAX_BYTES: u64 = 64 << 20;
+
+/// qelib1.inc's gates that are not built in, as the standard library
+/// defines them (OpenQASM 2.0, arXiv:1707.03429, its appendix).
+const QELIB1: &str = "
+gate cy a,b { sdg b; cx a,b; s b; }
+gate ch a,b { h b; sdg b; cx a,b; h b; t b; cx a,b; t b; h b; s b; x b; s a; }
+gate ccx a,b,c { h c; cx b,c; tdg c; cx a,c; t c; cx b,c; tdg c; cx a,c; t b; t c; h c; cx a,b; t a; tdg b; cx a,b; }
+gate crz(lambda) a,b { u1(lambda/2) b; cx a,b; u1(-lambda/2) b; cx a,b; }
+gate crx(lambda) a,b { u1(pi/2) b; cx a,b; u3(-lambda/2,0,0) b; cx a,b; u3(lambda/2,-pi/2,0) b; }
+gate cry(lambda) a,b { u3(lambda/2,0,0) b; cx a,b; u3(-lambda/2,0,0) b; cx a,b; }
+gate cu3(theta,phi,lambda) c,t { u1((lambda+phi)/2) c; u1((lambda-phi)/2) t; cx c,t; u3(-theta/2,0,-(phi+lambda)/2) t; cx c,t; u3(theta/2,phi,0) t; }
+gate cswap a,b,c { cx c,b; ccx a,b,c; cx c,b; }
+gate rzz(theta) a,b { cx a,b; u1(theta) b; cx a,b; }
+gate rxx(theta) a,b { u3(pi/2,theta,0) a; h b; cx a,b; u1(-theta) b; cx a,b; h b; u2(-pi,pi-theta) a; }
+";
+
+/// Reads an OpenQASM 2 file (at most 64 MiB, a regular file).
+pub fn read(path: &Path) -> Result<Circuit> {
+    let name = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| Error::Usage(format!("cannot read {name}: {e}")))?;
+    if !meta.is_file() {
+        return Err(Error::Usage(format!("{name} is not a regular file")));
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(Error::Usage(format!("{name} is larger than {} MiB", MAX_BYTES >> 20)));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("cannot read {name}: {e}")))?;
+    parse(&text, &name)
+}
+
+/// A gate a file defines: its parameters, its qubit arguments and its body.
+#[derive(Debug, Clone)]
+struct Definition {
+    params: Vec<String>,
+    args: Vec<String>,
+    body: Vec<Statement>,
+}
+
+/// One gate application: `name(params) args;`.
+#[derive(Debug, Clone)]
+struct Statement {
+    name: String,
+    params: Vec<Expr>,
+    args: Vec<Arg>,
+    line: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Arg {
+    /// `q[i]`, or `q` (a whole register; inside a definition, an argument).
+    Bit(String, Option<usize>),
+}
+
+#[derive(Debug, Clone)]
+enum Expr {
+    Num(f64),
+    Var(String),
+    Neg(Box<Expr>),
+    Bin(char, Box<Expr>, Box<Expr>),
+    Call(String, Box<Expr>),
+}
+
+impl Expr {
+    fn eval(&self, vars: &HashMap<String, f64>) -> std::result::Result<f64, String> {
+        Ok(match self {
+            Expr::Num(x) => *x,
+            Expr::Var(v) if v == "pi" => PI,
+            Expr::Var(v) => *vars.get(v).ok_or_else(|| format!("unknown parameter '{v}'"))?,
+            Expr::Neg(e) => -e.eval(vars)?,
+            Expr::Bin(op, a, b) => {
+                let (a, b) = (a.eval(vars)?, b.eval(vars)?);
+                match op {
+                    '+' => a + b,
+                    '-' => a - b,
+                    '*' => a * b,
+                    '/' => a / b,
+                    _ => a.powf(b),
+                }
+            }
+            Expr::Call(f, e) => {
+                let x = e.eval(vars)?;
+                match f.as_str() {
+                    "sin" => x.sin(),
+                    "cos" => x.cos(),
+                    "tan" => x.tan(),
+                    "exp" => x.exp(),
+                    "ln" => x.ln(),
+                    "sqrt" => x.sqrt(),
+                    _ => return Err(format!("unknown function '{f}'")),
+                }
+            }
+        })
+    }
+}
+
+/// The tokens of a file, each with its line.
+fn tokens(text: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split("//").next().unwrap_or("");
+        let mut chars = line.chars().peekable();
+        while let Some(&c) = chars.peek() {
+            if c.is_whitespace() {
+                chars.next();
+            } else if c.is_ascii_alphabetic() || c == '_' {
+                let mut w = String::new();
+                while let Some(&c) = chars.peek().filter(|c| c.is_ascii_alphanumeric() || **c == '_') {
+                    w.push(c);
+                    chars.next();
+                }
+                out.push((w, n + 1));
+            } else if c.is_ascii_digit() || c == '.' {
+                let mut w = String::new();
+                while let Some(&c) = chars.peek() {
+                    let exponent_sign = (c == '-' || c == '+') && w.ends_with(['e', 'E']);
+                    if !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || exponent_sign) {
+                        break;
+                    }
+                    w.push(c);
+                    chars.next();
+                }
+                out.push((w, n + 1));
+            } else if c == '"' {
+                let mut w = String::from('"');
+                chars.next();
+                for c in chars.by_ref() {
+                    w.push(c);
+                    if c == '"' {
+                        break;
+                    }
+                }
+                out.push((w, n + 1));
+            } else {
+                chars.next();
+                if c == '-' && chars.peek() == Some(&'>') {
+                    chars.next();
+                    out.push(("->".into(), n + 1));
+                } else if c == '=' && chars.peek() == Some(&'=') {
+                    chars.next();
+                    out.push(("==".into(), n + 1));
+                } else {
+                    out.push((c.to_string(), n + 1));
+                }
+            }
+        }
+    }
+    out
+}
+
+struct Parser<'a> {
+    toks: Vec<(String, usize)>,
+    at: usize,
+    file: &'a str,
+}
+
+impl Parser<'_> {
+    fn line(&self) -> usize {
+        self.toks.get(self.at).or(self.toks.last()).map_or(1, |t| t.1)
+    }
+
+    fn err(&self, what: impl std::fmt::Display) -> Error {
+        Error::Usage(format!("{}:{}: {what}", self.file, self.line()))
+    }
+
+    fn peek(&self) -> Option<&str> {
+        self.toks.get(self.at).map(|t| t.0.as_str())
+    }
+
+    fn next(&mut self) -> Result<String> {
+        let t = self.toks.get(self.at).map(|t| t.0.clone()).ok_or_else(|| self.err("unexpected end of file"))?;
+        self.at += 1;
+        Ok(t)
+    }
+
+    fn expect(&mut self, want: &str) -> Result<()> {
+        let got = self.next()?;
+        if got != want {
+            self.at -= 1;
+            return Err(self.err(format!("expected '{want}', found '{got}'")));
+        }
+        Ok(())
+    }
+
+    fn name(&mut self) -> Result<String> {
+        let w = self.next()?;
+        if !w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            self.at -= 1;
+            return Err(self.err(format!("expected a name, found '{w}'")));
+        }
+        Ok(w)
+    }
+
+    fn index(&mut self) -> Result<usize> {
+        let w = self.next()?;
+        w.parse().map_err(|_| {
+            self.at -= 1;
+            self.err(format!("expected an index, found '{w}'"))
+        })
+    }
+
+    /// A comma-separated list up to `end`, each item read by `item`.
+    fn list<T>(&mut self, end: &str, mut item: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        if self.peek() == Some(end) {
+            self.next()?;
+            return Ok(out);
+        }
+        loop {
+            out.push(item(self)?);
+            let sep = self.next()?;
+            if sep == end {
+                return Ok(out);
+            }
+            if sep != "," {
+                self.at -= 1;
+                return Err(self.err(format!("expected ',' or '{end}', found '{sep}'")));
+            }
+        }
+    }
+
+    fn expr(&mut self) -> Result<Expr> {
+        let mut e = self.term()?;
+        while let Some(op) = self.peek().filter(|p| *p == "+" || *p == "-").map(|p| p.chars().next().unwrap_or('+')) {
+            self.next()?;
+            e = Expr::Bin(op, Box::new(e), Box::new(self.term()?));
+        }
+        Ok(e)
+    }
+
+    fn term(&mut self) -> Result<Expr> {
+        let mut e = self.power()?;
+        while let Some(op) = self.peek().filter(|p| *p == "*" || *p == "/").map(|p| p.chars().next().unwrap_or('*')) {
+            self.next()?;
+            e = Expr::Bin(op, Box::new(e), Box::new(self.power()?));
+        }
+        Ok(e)
+    }
+
+    fn power(&mut self) -> Result<Expr> {
+        let base = self.atom()?;
+        if self.peek() == Some("^") {
+            self.next()?;
+            return Ok(Expr::Bin('^', Box::new(base), Box::new(self.power()?)));
+        }
+        Ok(base)
+    }
+
+    fn atom(&mut self) -> Result<Expr> {
+        let t = self.next()?;
+        if t == "-" {
+            return Ok(Expr::Neg(Box::new(self.atom()?)));
+        }
+        if t == "+" {
+            return self.atom();
+        }
+        if t == "(" {
+            let e = self.expr()?;
+            self.expect(")")?;
+            return Ok(e);
+        }
+        if let Ok(x) = t.parse::<f64>() {
+            return Ok(Expr::Num(x));
+        }
+        if t.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            if self.peek() == Some("(") {
+                self.next()?;
+                let e = self.expr()?;
+                self.expect(")")?;
+                return Ok(Expr::Call(t, Box::new(e)));
+            }
+            return Ok(Expr::Var(t));
+        }
+        self.at -= 1;
+        Err(self.err(format!("expected an expression, found '{t}'")))
+    }
+
+    fn arg(&mut self) -> Result<Arg> {
+        let name = self.name()?;
+        if self.peek() == Some("[") {
+            self.next()?;
+            let i = self.index()?;
+            self.expect("]")?;
+            return Ok(Arg::Bit(name, Some(i)));
+        }
+        Ok(Arg::Bit(name, None))
+    }
+
+    /// `name(params) args;` with the name read already.
+    fn statement(&mut self, name: String) -> Result<Statement> {
+        let line = self.toks[self.at - 1].1;
+        let params = if self.peek() == Some("(") {
+            self.next()?;
+            self.list(")", Self::expr)?
+        } else {
+            Vec::new()
+        };
+        let args = self.list(";", Self::arg)?;
+        Ok(Statement { name, params, args, line })
+    }
+
+    /// Skips to the end of the statement.
+    fn skip(&mut self) -> Result<()> {
+        while self.next()? != ";" {}
+        Ok(())
+    }
+}
+
+/// What the file declares and applies.
+struct Program<'a> {
+    file: &'a str,
+    regs: Vec<(String, usize, u32)>,
+    defs: HashMap<String, Definition>,
+    gates: Vec<Gate>,
+}
+
+impl Program<'_> {
+    fn err(&self, line: usize, what: impl std::fmt::Display) -> Error {
+        Error::Usage(format!("{}:{line}: {what}", self.file))
+    }
+
+    fn qubits(&self) -> u32 {
+        self.regs.iter().map(|r| r.2).sum()
+    }
+
+    /// The qubits an argument names at top level: one, or a whole register.
+    fn resolve(&self, a: &Arg, line: usize) -> Result<Vec<u32>> {
+        let Arg::Bit(name, index) = a;
+        let (_, first, size) =
+            self.regs.iter().find(|r| &r.0 == name).ok_or_else(|| self.err(line, format!("no qreg named '{name}'")))?;
+        match index {
+            Some(i) if (*i as u32) < *size => Ok(vec![*first as u32 + *i as u32]),
+            Some(i) => Err(self.err(line, format!("qubit {name}[{i}] is out of range: {name} has {size}"))),
+            None => Ok((0..*size).map(|i| *first as u32 + i).collect()),
+        }
+    }
+
+    /// Applies `s` with its arguments bound to qubits and its parameters to values.
+    fn apply(&mut self, s: &Statement, qubits: &[u32], vars: &HashMap<String, f64>, depth: usize) -> Result<()> {
+        let params: Vec<f64> =
+            s.params.iter().map(|e| e.eval(vars).map_err(|why| self.err(s.line, why))).collect::<Result<_>>()?;
+        let want = |p: usize, q: usize| -> Result<()> {
+            if params.len() != p || qubits.len() != q {
+                return Err(self.err(
+                    s.line,
+                    format!(
+                        "'{}' takes {p} parameter{} and {q} qubit{}, not {} and {}",
+                        s.name,
+                        if p == 1 { "" } else { "s" },
+                        if q == 1 { "" } else { "s" },
+                        params.len(),
+                        qubits.len()
+                    ),
+                ));
+            }
+            let mut sorted = qubits.to_vec();
+            sorted.sort_unstable();
+            if sorted.windows(2).any(|w| w[0] == w[1]) {
+                return Err(self.err(s.line, format!("'{}' names a qubit twice", s.name)));
+            }
+            Ok(())
+        };
+        let phase = |q: Vec<u32>, angle: f64| Gate::Phase { qubits: q, phase: Complex64::from_polar(1.0, angle) };
+        let gate = match s.name.as_str() {
+            "id" | "u0" => {
+                want(params.len(), 1)?;
+                return Ok(());
+            }
+            "h" => {
+                want(0, 1)?;
+                Gate::H(qubits[0])
+            }
+            "x" => {
+                want(0, 1)?;
+                Gate::U { q: qubits[0], m: u3(PI, 0.0, PI) }
+            }
+            "y" => {
+                want(0, 1)?;
+                let i = Complex64::new(0.0, 1.0);
+                Gate::U { q: qubits[0], m: [0.0.into(), -i, i, 0.0.into()] }
+            }
+            "z" => {
+                want(0, 1)?;
+                phase(vec![qubits[0]], PI)
+            }
+            "s" | "sdg" | "t" | "tdg" => {
+                want(0, 1)?;
+                let a = match s.name.as_str() {
+                    "s" => PI / 2.0,
+                    "sdg" => -PI / 2.0,
+                    "t" => PI / 4.0,
+                    _ => -PI / 4.0,
+                };
+                phase(vec![qubits[0]], a)
+            }
+            "u1" | "p" | "rz" => {
+                want(1, 1)?;
+                phase(vec![qubits[0]], params[0])
+            }
+            "u2" => {
+                want(2, 1)?;
+                Gate::U { q: qubits[0], m: u3(PI / 2.0, params[0], params[1]) }
+            }
+            "u3" | "u" | "U" => {
+                want(3, 1)?;
+                Gate::U { q: qubits[0], m: u3(params[0], params[1], params[2]) }
+            }
+            "rx" => {
+                want(1, 1)?;
+                Gate::U { q: qubits[0], m: u3(params[0], -PI / 2.0, PI / 2.0) }
+            }
+            "ry" => {
+                want(1, 1)?;
+                Gate::U { q: qubits[0], m: u3(params[0], 0.0, 0.0) }
+            }
+            "sx" | "sxdg" => {
+                want(0, 1)?;
+                let (a, b) = (Complex64::new(0.5, 0.5), Complex64::new(0.5, -0.5));
+                let m = if s.name == "sx" { [a, b, b, a] } else { [b, a, a, b] };
+                Gate::U { q: qubits[0], m }
+            }
+            "cx" | "CX" => {
+                want(0, 2)?;
+                Gate::Cx { c: qubits[0], t: qubits[1] }
+            }
+            "cz" => {
+                want(0, 2)?;
+                phase(qubits.to_vec(), PI)
+            }
+            "cu1" | "cp" => {
+                want(1, 2)?;
+                phase(qubits.to_vec(), params[0])
+            }
+            "swap" => {
+                want(0, 2)?;
+                Gate::Swap(qubits[0], qubits[1])
+            }
+            name => {
+                let Some(d) = self.defs.get(name).cloned() else {
+                    return Err(self.err(s.line, format!("unknown gate '{name}'")));
+                };
+                want(d.params.len(), d.args.len())?;
+                if depth > 64 {
+                    return Err(self.err(s.line, format!("'{name}' is defined in terms of itself")));
+                }
+                let inner: HashMap<String, f64> = d.params.iter().cloned().zip(params).collect();
+                let bound: HashMap<&str, u32> = d.args.iter().map(String::as_str).zip(qubits.iter().copied()).collect();
+                for b in &d.body {
+                    let qs = b
+                        .args
+                        .iter()
+                        .map(|Arg::Bit(a, i)| match (bound.get(a.as_str()), i) {
+                            (Some(&q), None) => Ok(q),
+                            _ => Err(self.err(b.line, format!("'{a}' is not an argument of gate '{name}'"))),
+                        })
+                        .collect::<Result<Vec<u32>>>()?;
+                    self.apply(b, &qs, &inner, depth + 1)?;
+                }
+                return Ok(());
+            }
+        };
+        self.gates.push(gate);
+        Ok(())
+    }
+}
+
+/// U(θ, φ, λ) of OpenQASM 2, up to its global phase.
+fn u3(theta: f64, phi: f64, lambda: f64) -> [Complex64; 4] {
+    let (c, s) = ((theta / 2.0).cos(), (theta / 2.0).sin());
+    let e = |a: f64| Complex64::from_polar(1.0, a);
+    let m = [Complex64::new(c, 0.0), -e(lambda) * s, e(phi) * s, e(phi + lambda) * c];
+    // H as OpenQASM writes it, u2(0, π), is H itself: keep its fast kernels.
+    if m.iter().zip(hadamard()).all(|(a, h)| (a - h).norm() < 1e-15) {
+        return hadamard();
+    }
+    m
+}
+
+/// Parses OpenQASM 2 text; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Circuit> {
+    let mut library = Program { file: "qelib1.inc", regs: Vec::new(), defs: HashMap::new(), gates: Vec::new() };
+    parse_into(QELIB1, &mut library, false)?;
+    let mut prog = Program { file, regs: Vec::new(), defs: library.defs, gates: Vec::new() };
+    parse_into(text, &mut prog, true)?;
+    let n = prog.qubits();
+    if n == 0 {
+        return Err(Error::Usage(format!("{file}: no qreg: the circuit has no qubits")));
+    }
+    if n > 60 {
+        return Err(Error::Usage(format!("{file}: {n} qubits is beyond any machine")));
+    }
+    Ok(Circuit { name: file.into(), qubits: n, gates: prog.gates, start: ProductState::new(n), end: None })
+}
+
+/// Reads the definitions of `text` into `prog`, and where `applies` (a
+/// circuit, not the library) its registers and gates too.
+fn parse_into(text: &str, prog: &mut Program, applies: bool) -> Result<()> {
+    let mut p = Parser { toks: tokens(text), at: 0, file: prog.file };
+    while let Some(t) = p.peek().map(str::to_string) {
+        p.next()?;
+        match t.as_str() {
+            "OPENQASM" => {
+                let v = p.next()?;
+                if !v.starts_with('2') {
+                    return Err(p.err(format!("OpenQASM {v}: qbench reads OpenQASM 2")));
+                }
+                p.expect(";")?;
+            }
+            "include" => {
+                let f = p.next()?;
+                if f != "\"qelib1.inc\"" {
+                    return Err(p.err(format!("include {f}: only qelib1.inc is known")));
+                }
+                p.expect(";")?;
+            }
+            "qreg" | "creg" => {
+                let name = p.name()?;
+                p.expect("[")?;
+                let size = p.index()?;
+                p.expect("]")?;
+                p.expect(";")?;
+                if t == "qreg" {
+                    let first = prog.qubits() as usize;
+                    prog.regs.push((name, first, size as u32));
+                }
+            }
+            "gate" | "opaque" => {
+                let name = p.name()?;
+                let params = if p.peek() == Some("(") {
+                    p.next()?;
+                    p.list(")", Parser::name)?
+                } else {
+                    Vec::new()
+                };
+                let mut args = vec![p.name()?];
+                while p.peek() == Some(",") {
+                    p.next()?;
+                    args.push(p.name()?);
+                }
+                if t == "opaque" {
+                    p.expect(";")?;
+                    continue;
+                }
+                p.expect("{")?;
+                let mut body = Vec::new();
+                while p.peek() != Some("}") {
+                    let g = p.name()?;
+                    if g == "barrier" {
+                        p.skip()?;
+                        continue;
+                    }
+                    body.push(p.statement(g)?);
+                }
+                p.expect("}")?;
+                prog.defs.insert(name, Definition { params, args, body });
+            }
+            "barrier" => p.skip()?,
+            "measure" => p.skip()?,
+            "reset" | "if" => return Err(p.err(format!("'{t}' is not a unitary step: qbench runs unitary circuits"))),
+            _ => {
+                let s = p.statement(t)?;
+                if !applies {
+                    return Err(p.err("a gate applied in the library"));
+                }
+                let sets: Vec<Vec<u32>> = s.args.iter().map(|a| prog.resolve(a, s.line)).collect::<Result<_>>()?;
+                // A register as an argument applies the gate to each of its qubits in turn.
+                let width = sets.iter().map(Vec::len).max().unwrap_or(0);
+                if sets.iter().any(|q| q.len() != 1 && q.len() != width) {
+                    return Err(prog.err(s.line, "registers of different sizes in one statement"));
+                }
+                for i in 0..width {
+                    let qs: Vec<u32> = sets.iter().map(|q| if q.len() == 1 { q[0] } else { q[i] }).collect();
+                    prog.apply(&s, &qs, &HashMap::new(), 0)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::circuit::reference;
+    use super::*;
+
+    fn run(text: &str) -> Vec<Complex64> {
+        let c = parse(text, "t.qasm").unwrap();
+        let mut start = vec![Complex64::new(0.0, 0.0); 1 << c.qubits];
+        start[0] = Complex64::new(1.0, 0.0);
+        reference::run(&c, start)
+    }
+
+    fn close(a: &[Complex64], b: &[Complex64]) -> bool {
+        // Equal up to a global phase.
+        let k = a.iter().zip(b).find(|(x, _)| x.norm() > 1e-6).map_or(Complex64::new(1.0, 0.0), |(x, y)| y / x);
+        a.iter().zip(b).all(|(x, y)| (x * k - y).norm() < 1e-9)
+    }
+
+    #[test]
+    fn a_bell_pair_and_a_toffoli() {
+        let v = run(
+            "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[2];\ncreg c[2];\nh q[0];\ncx q[0],q[1];\nmeasure q -> c;\n",
+        );
+        let r = std::f64::consts::FRAC_1_SQRT_2;
+        assert!(close(&v, &[r.into(), 0.0.into(), 0.0.into(), r.into()]), "{v:?}");
+        // ccx from the library flips the third qubit when both others are 1.
+        let v = run("OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[3];\nx q[0]; x q[1];\nccx q[0],q[1],q[2];\n");
+        assert!((v[7].norm() - 1.0).abs() < 1e-9, "{v:?}");
+    }
+
+    #[test]
+    fn parameters_definitions_and_registers() {
+        let text = "OPENQASM 2.0;\ninclude \"qelib1.inc\";\ngate mine(a) x, y { rz(a/2) x; cx x, y; }\nqreg a[1];\nqreg b[2];\nh b;\nmine(pi*2^2/8 - -0.5) a[0], b[1];\nu3(1e-1, 2.0E0, -pi) b[0];\n";
+        let c = parse(text, "t.qasm").unwrap();
+        assert_eq!(c.qubits, 3);
+        assert_eq!(c.gates.len(), 5);
+        assert_eq!(c.gates[0], Gate::H(1));
+        assert!(
+            matches!(&c.gates[2], Gate::Phase { qubits, phase } if qubits == &[0] && (phase.arg() - (PI / 4.0 + 0.25)).abs() < 1e-12)
+        );
+        assert_eq!(c.gates[3], Gate::Cx { c: 0, t: 2 });
+        // rx(θ) = u3(θ, −π/2, π/2) against its matrix.
+        let m = u3(0.3, -PI / 2.0, PI / 2.0);
+        assert!((m[1] - Complex64::new(0.0, -(0.15f64).sin())).norm() < 1e-12);
+    }
+
+    #[test]
+    fn what_cannot_run_is_one_line_naming_file_and_line() {
+        for (text, want) in [
+            ("qreg q[2];\nfoo q[0];\n", "t.qasm:2: unknown gate 'foo'"),
+            ("qreg q[2];\nh q[2];\n", "t.qasm:2: qubit q[2] is out of range"),
+            ("qreg q[2];\ncx q[0],q[0];\n", "names a qubit twice"),
+            ("qreg q[2];\nrz q[0];\n", "takes 1 parameter and 1 qubit"),
+            ("qreg q[1];\nreset q[0];\n", "not a unitary step"),
+            ("OPENQASM 3;\n", "qbench reads OpenQASM 2"),
+            ("h q[0];\n", "no qreg named 'q'"),
+            ("qreg q[2];\nh q[0]\n", "unexpected end of file"),
+            ("creg c[1];\n", "no qreg"),
+        ] {
+            let e = parse(text, "t.qasm").unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.message().contains(want), "{text:?}: {e}");
+            assert_eq!(e.message().lines().count(), 1);
+        }
+    }
+}
