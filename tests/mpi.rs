@@ -204,7 +204,7 @@ fn wires_that_cannot_run_here_say_why_in_one_line() {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     // The GPU wires need a GPU: without one, the driver's absence in one line (exit 3), not a hang.
     let gpu = std::path::Path::new("/dev/nvidia0").exists();
-    for wire in ["mpi", "mpi-unpipelined", "mpi-cuda-aware", "rdma-staged"] {
+    for wire in ["mpi", "quest", "mpi-cuda-aware", "rdma-staged"] {
         let o = mpirun(2, &["exchange", "-g", "1", "--transport", wire, "--qubits", "12"], &[]);
         let err = String::from_utf8_lossy(&o.stderr);
         if !gpu {

@@ -45,6 +45,23 @@ pub trait World {
     /// ranges must not overlap, and nothing else may touch them until this
     /// returns.
     unsafe fn sendrecv_raw(&self, peer: usize, send: *const u8, recv: *mut u8, len: usize) -> Result<()>;
+    /// Exchanges `len` bytes with process `peer` as QuEST v4 does: cut into
+    /// messages of `message` bytes of `unit`-byte elements, every message's
+    /// send and receive posted at once, then one wait for all. A partner
+    /// silent for [`PEER_TIMEOUT`] ends the job.
+    ///
+    /// # Safety
+    ///
+    /// As [`World::sendrecv_raw`].
+    unsafe fn exchange_messages_raw(
+        &self,
+        peer: usize,
+        send: *const u8,
+        recv: *mut u8,
+        len: usize,
+        message: usize,
+        unit: usize,
+    ) -> Result<()>;
     /// [`World::sendrecv_raw`] of two host slices of one length.
     fn sendrecv(&self, peer: usize, send: &[u8], recv: &mut [u8]) -> Result<()> {
         if send.len() != recv.len() {
@@ -128,6 +145,18 @@ impl World for Solo {
         // SAFETY: the caller vouches for two disjoint host ranges of `len` bytes.
         unsafe { std::ptr::copy_nonoverlapping(send, recv, len) };
         Ok(())
+    }
+    unsafe fn exchange_messages_raw(
+        &self,
+        peer: usize,
+        send: *const u8,
+        recv: *mut u8,
+        len: usize,
+        _message: usize,
+        _unit: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller's promise is sendrecv_raw's.
+        unsafe { self.sendrecv_raw(peer, send, recv, len) }
     }
     fn cuda_aware(&self) -> std::result::Result<(), String> {
         Err("this process runs alone, without MPI".into())

@@ -40,14 +40,14 @@ impl Mpi {
         &self.comm
     }
 
-    /// Tests `reqs` until both have completed; past [`PEER_TIMEOUT`], or
+    /// Tests `reqs` until all have completed; past [`PEER_TIMEOUT`], or
     /// when interrupted, ends the job.
-    fn complete(&self, reqs: &mut [ffi::MPI_Request; 2], peer: usize) {
+    fn complete(&self, reqs: &mut [ffi::MPI_Request], peer: usize) {
         let start = Instant::now();
         loop {
             let mut done: c_int = 0;
-            // SAFETY: two live requests of this process; statuses ignored.
-            unsafe { ffi::MPI_Testall(2, reqs.as_mut_ptr(), &mut done, ffi::RSMPI_STATUSES_IGNORE) };
+            // SAFETY: live requests of this process; statuses ignored.
+            unsafe { ffi::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut done, ffi::RSMPI_STATUSES_IGNORE) };
             if done != 0 {
                 return;
             }
@@ -154,6 +154,71 @@ impl World for Mpi {
             self.complete(&mut reqs, peer);
             at += n;
         }
+        Ok(())
+    }
+    /// As QuEST v4's exchangeArrays: the messages of `unit`-byte elements
+    /// (a derived datatype, so that a count fits MPI's int), each message's
+    /// MPI_Isend and MPI_Irecv posted in turn with its index as the tag,
+    /// then one wait for all of them.
+    unsafe fn exchange_messages_raw(
+        &self,
+        peer: usize,
+        send: *const u8,
+        recv: *mut u8,
+        len: usize,
+        message: usize,
+        unit: usize,
+    ) -> Result<()> {
+        if peer >= self.size()
+            || unit == 0
+            || message == 0
+            || !message.is_multiple_of(unit)
+            || !len.is_multiple_of(unit)
+        {
+            return Err(Error::Runtime(format!(
+                "internal: messages of {message} bytes in units of {unit} for {len} bytes to process {peer}"
+            )));
+        }
+        let comm = self.comm.as_raw();
+        // SAFETY: MPI's own byte type; `elem` is made, committed and freed here.
+        let mut elem = unsafe { ffi::RSMPI_DATATYPE_NULL };
+        // SAFETY: a contiguous type of `unit` bytes, written into `elem`.
+        unsafe {
+            ffi::MPI_Type_contiguous(unit as c_int, ffi::RSMPI_UINT8_T, &mut elem);
+            ffi::MPI_Type_commit(&mut elem);
+        }
+        let messages = len.div_ceil(message);
+        // SAFETY: MPI's own null request.
+        let mut reqs = vec![unsafe { ffi::RSMPI_REQUEST_NULL }; 2 * messages];
+        for m in 0..messages {
+            let (at, n) = (m * message, message.min(len - m * message));
+            let count = (n / unit) as c_int;
+            // SAFETY: the caller vouches for both ranges; `at + n <= len`.
+            // Every request is completed below before the ranges are left.
+            unsafe {
+                ffi::MPI_Isend(
+                    send.add(at).cast::<c_void>(),
+                    count,
+                    elem,
+                    peer as c_int,
+                    m as c_int,
+                    comm,
+                    &mut reqs[2 * m],
+                );
+                ffi::MPI_Irecv(
+                    recv.add(at).cast::<c_void>(),
+                    count,
+                    elem,
+                    peer as c_int,
+                    m as c_int,
+                    comm,
+                    &mut reqs[2 * m + 1],
+                );
+            }
+        }
+        self.complete(&mut reqs, peer);
+        // SAFETY: no request uses the type any more.
+        unsafe { ffi::MPI_Type_free(&mut elem) };
         Ok(())
     }
     /// Whether this MPI takes GPU memory in its calls (CUDA-aware), asked

@@ -1,9 +1,10 @@
 //! The host-staging wires between GPUs of one process: `host`, GPU →
 //! pinned host → partner GPU in pieces through several slots so that the
 //! device-to-host and host-to-device copies overlap; and `host-unpipelined`,
-//! QuEST's path without GPU-aware MPI: device to host, the host hand-over
-//! (a copy, as MPI would make), host to device, one after the other. Both
-//! are the shared staging of staging.rs with the in-process hop.
+//! the same in pieces of up to 1 GiB one step after the other: device to
+//! host, the host hand-over (a copy, as MPI would make), host to device,
+//! what staging costs when nothing overlaps. Both are the shared staging of
+//! staging.rs with the in-process hop.
 
 use super::staging::{self, InProcess};
 use super::{GpuRegister, GpuWire};
@@ -14,9 +15,9 @@ use crate::transport::amplitudes::{Seconds, WireImpl};
 /// pinned slots per rank (the mpi and rdma-staged wires too).
 pub const HOST_PIECE: u64 = 64 << 20;
 pub const HOST_SLOTS: usize = 4;
-/// The unpipelined path stages whole pieces of up to this size (QuEST
-/// copies the whole chunk; the bound keeps pinned memory reasonable).
-pub const UNPIPELINED_PIECE: u64 = 1 << 30;
+/// The unpipelined path stages pieces of up to this size (the bound keeps
+/// pinned memory reasonable).
+const UNPIPELINED_PIECE: u64 = 1 << 30;
 
 pub struct Pipelined;
 pub struct Unpipelined;
@@ -45,7 +46,7 @@ impl WireImpl for Unpipelined {
         "host-unpipelined"
     }
     fn how(&self) -> &'static str {
-        "GPU→host, host copy, host→GPU, one after the other (QuEST)"
+        "GPU→host, host copy, host→GPU, one after the other"
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)

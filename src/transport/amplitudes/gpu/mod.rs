@@ -11,6 +11,7 @@ pub mod host;
 pub mod mpi;
 pub mod nccl;
 pub mod peer;
+pub mod quest;
 pub mod rdma_staged;
 pub mod staging;
 

@@ -1,18 +1,16 @@
-//! The MPI wires between GPUs of different processes (one GPU each), as
-//! QuEST moves amplitudes: `mpi` and `mpi-unpipelined` stage them through
-//! pinned host memory (GPU → host → MPI_Sendrecv → host → GPU), the one in
-//! pieces that overlap the copies with MPI, the other one step after the
-//! other as QuEST does when MPI is not CUDA-aware; `mpi-cuda-aware` hands
-//! the GPU buffers straight to MPI, where the MPI says it takes them.
+//! The MPI wires between GPUs of different processes (one GPU each): `mpi`
+//! stages amplitudes through pinned host memory (GPU → host → MPI_Sendrecv
+//! → host → GPU) in pieces that overlap the copies with MPI;
+//! `mpi-cuda-aware` hands the GPU buffers straight to MPI, where the MPI
+//! says it takes them. QuEST's own way is the `quest` wire (quest.rs).
 
-use super::host::{HOST_PIECE, HOST_SLOTS, UNPIPELINED_PIECE};
+use super::host::{HOST_PIECE, HOST_SLOTS};
 use super::staging::{self, Hop, Piece};
 use super::{GpuRegister, GpuWire};
 use crate::error::Result;
 use crate::transport::amplitudes::{Seconds, WireImpl};
 
 pub struct Pipelined;
-pub struct Unpipelined;
 pub struct CudaAware;
 
 impl WireImpl for Pipelined {
@@ -27,24 +25,12 @@ impl WireImpl for Pipelined {
     }
 }
 
-impl WireImpl for Unpipelined {
-    fn name(&self) -> &'static str {
-        "mpi-unpipelined"
-    }
-    fn how(&self) -> &'static str {
-        "GPU→host, MPI_Sendrecv, host→GPU, one after the other (QuEST without CUDA-aware MPI)"
-    }
-    fn gpu(&self) -> Option<&dyn GpuWire> {
-        Some(self)
-    }
-}
-
 impl WireImpl for CudaAware {
     fn name(&self) -> &'static str {
         "mpi-cuda-aware"
     }
     fn how(&self) -> &'static str {
-        "MPI_Sendrecv of the GPU buffers themselves (CUDA-aware MPI, as QuEST with it)"
+        "MPI_Sendrecv of the GPU buffers themselves (CUDA-aware MPI)"
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
@@ -52,7 +38,7 @@ impl WireImpl for CudaAware {
 }
 
 /// Why MPI cannot move this register's amplitudes, if it cannot.
-fn unavailable(reg: &GpuRegister) -> Option<String> {
+pub(super) fn unavailable(reg: &GpuRegister) -> Option<String> {
     if reg.world.size() == 1 {
         let build = if cfg!(feature = "mpi") { "" } else { " (with a qbench built with --features mpi)" };
         return Some(format!(
@@ -70,17 +56,6 @@ impl GpuWire for Pipelined {
     fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
         let piece = reg.piece.unwrap_or(HOST_PIECE);
         staging::pipelined(reg, &mut Sendrecv, piece, HOST_SLOTS)
-    }
-}
-
-impl GpuWire for Unpipelined {
-    fn unavailable(&self, reg: &GpuRegister) -> Option<String> {
-        unavailable(reg)
-    }
-
-    fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
-        let piece = reg.piece.unwrap_or(UNPIPELINED_PIECE);
-        staging::unpipelined(reg, &mut Sendrecv, piece)
     }
 }
 

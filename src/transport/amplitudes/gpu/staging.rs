@@ -1,5 +1,5 @@
 //! Host staging, shared by every wire that moves GPU amplitudes through
-//! host memory (host, host-unpipelined, mpi, mpi-unpipelined, rdma-staged):
+//! host memory (host, host-unpipelined, mpi, rdma-staged):
 //! each rank copies its message out of the GPU into pinned send slots, a
 //! [`Hop`] carries each piece to the partner's receive slot (nothing within
 //! a process, MPI_Sendrecv, RDMA WRITE), and the partner copies it into its
