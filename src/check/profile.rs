@@ -67,6 +67,9 @@ pub struct Profile {
     pub baseline: Tolerance,
     #[serde(default, rename = "step")]
     pub steps: Vec<Step>,
+    /// The machine's figures, for `qbench exchange --plan --profile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::workload::exchange::forecast::MachineFigures>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,12 +2,15 @@
 //! options, the wires named from the list of wires.
 
 use super::{OutputArgs, size_arg};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::statevec::schedule::Schedule;
 use crate::transport::amplitudes::Wire;
-use crate::workload::exchange::plan::{ComparePlan, ExchangePlan, check_chunk, memories, parse_qubits, parse_wires};
+use crate::workload::exchange::forecast::Machine;
+use crate::workload::exchange::plan::{
+    ComparePlan, ExchangePlan, check_chunk, memories, parse_counts, parse_qubits, parse_wires,
+};
 use clap::Args;
 
 /// `--transport`'s help, from the list of wires.
@@ -21,9 +24,9 @@ pub struct ExchangeArgs {
     /// Qubits of the register: N, or a range A..B to run every size from A to B
     #[arg(long, value_name = "N|A..B")]
     pub qubits: String,
-    /// GPUs per process (host ranks for --transport cpu); the total must be a power of two
-    #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub ngpus: u32,
+    /// GPUs per process (host ranks for --transport cpu), or several counts, 1,2,4,8: each measured where this node can, projected where not (with --plan, total GPUs, all projected); a power of two
+    #[arg(short = 'g', long = "ngpus", default_value = "1", value_name = "N|N,N,...")]
+    pub ngpus: String,
     /// Bytes per amplitude: single (complex<float>, 8) or double (complex<double>, 16)
     #[arg(long, default_value = "double", value_parser = ["single", "double"])]
     pub precision: String,
@@ -56,17 +59,56 @@ pub struct ExchangeArgs {
     /// Times each circuit runs (the median is reported)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
+    /// Measure nothing: project every -g count from --profile's machine figures or --from records
+    #[arg(long, requires = "qubits")]
+    pub plan: bool,
+    /// With --plan: a built-in profile or a TOML file whose [machine] figures the projection uses
+    #[arg(long, value_name = "NAME|FILE", requires = "plan", conflicts_with = "from")]
+    pub profile: Option<String>,
+    /// With --plan: exchange records (-J) whose measured classes and wires the projection uses
+    #[arg(long, value_name = "RUN.json", num_args = 1.., requires = "plan")]
+    pub from: Vec<std::path::PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
 
 impl ExchangeArgs {
+    /// The figures `--plan` projects from.
+    fn machine(&self) -> Result<Option<Machine>> {
+        if !self.plan {
+            return Ok(None);
+        }
+        if let Some(spec) = &self.profile {
+            let (p, from) = crate::check::profile::load(spec)?;
+            let m = p.machine.as_ref().ok_or_else(|| {
+                Error::Usage(format!(
+                    "profile {from} has no [machine] figures to project from: use another, or --from a run"
+                ))
+            })?;
+            return Ok(Some(Machine::of_profile(&p.profile.name, m)));
+        }
+        if self.from.is_empty() {
+            return Err(Error::Usage(
+                "--plan projects from something: --profile NAME (a machine's figures) or --from RUN.json (a measured run)".into(),
+            ));
+        }
+        let mut runs = Vec::new();
+        for f in &self.from {
+            match crate::record::read(f)? {
+                crate::record::AnyRecord::Exchange(r) => runs.push((f.display().to_string(), r)),
+                _ => return Err(Error::Usage(format!("--from {}: not the record of a qbench exchange", f.display()))),
+            }
+        }
+        Machine::of_runs(&runs).map(Some)
+    }
+
     pub fn plan(&self) -> Result<ExchangePlan> {
         let ops = GlobalOp::parse_list(&self.pattern)?;
         let wires = parse_wires(&self.transport, self.no_pipeline)?;
         Ok(ExchangePlan {
             qubits: parse_qubits(&self.qubits)?,
-            ngpus: self.ngpus as usize,
+            ngpus: parse_counts(&self.ngpus)?,
+            forecast: self.machine()?,
             precision: Precision::parse(&self.precision)?,
             memories: memories(&wires, self.memory.as_deref())?,
             wires,

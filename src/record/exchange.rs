@@ -160,6 +160,35 @@ pub struct Decision {
     pub verdict: String,
 }
 
+/// What a circuit would cost on a number of GPUs this run did not
+/// measure: projected, from measured runs or a profile's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Forecast {
+    pub circuit: String,
+    pub qubits: u32,
+    pub gpus: usize,
+    /// The precision the circuit is priced in.
+    pub precision: Precision,
+    /// Whether a GPU holds its part in each precision, QuEST's way (the
+    /// chunk and a buffer as large) and the swap schedule's (half a buffer).
+    pub fits_double_quest: bool,
+    pub fits_double_swap: bool,
+    pub fits_single_quest: bool,
+    pub fits_single_swap: bool,
+    /// Bytes a GPU holds QuEST's way, in `precision`.
+    pub bytes_per_gpu: u64,
+    /// The circuit's projected seconds on the fastest schedule and wire;
+    /// None where it does not fit or no wire is known.
+    pub projected_s: Option<f64>,
+    pub schedule: Option<Schedule>,
+    pub transport: Option<String>,
+    /// The projected time on one GPU over this one.
+    pub speedup: Option<f64>,
+    pub verdict: String,
+    /// Where every figure of the row comes from.
+    pub source: String,
+}
+
 /// One register size on one kind of memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisterRun {
@@ -303,6 +332,14 @@ pub struct ExchangeRun {
     /// Whether spreading pays, circuit by circuit, from the circuits run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<Decision>,
+    /// Bytes of one rank's device (a GPU's memory), for forecasts made
+    /// from this record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_memory: Option<u64>,
+    /// GPU counts this run did not measure, projected (`--plan`, or `-g`
+    /// counts beyond this node).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forecasts: Vec<Forecast>,
 }
 
 impl Streamed for ExchangeRun {

@@ -44,7 +44,7 @@ impl Keys {
         let wires = self.wires()?;
         Ok(ExchangePlan {
             qubits: vec![self.qubits],
-            ngpus: g,
+            ngpus: vec![g],
             precision: Precision::Double,
             ops: vec![GlobalOp::Gate],
             memories: memories(&wires, None)?,
@@ -56,6 +56,7 @@ impl Keys {
             schedules: Vec::new(),
             rounds: 1,
             fault: None,
+            forecast: None,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! What an exchange or a comparison runs, resolved and checked before any
 //! GPU is touched.
 
+use super::forecast::Machine;
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
@@ -13,8 +14,9 @@ use crate::transport::amplitudes::{Memory, Wire};
 #[derive(Debug, Clone)]
 pub struct ExchangePlan {
     pub qubits: Vec<u32>,
-    /// GPUs (or host ranks) per process.
-    pub ngpus: usize,
+    /// GPUs (or host ranks) per process: each count measured, or projected
+    /// where this node cannot (several counts given).
+    pub ngpus: Vec<usize>,
     pub precision: Precision,
     pub ops: Vec<GlobalOp>,
     pub wires: Vec<Wire>,
@@ -31,6 +33,8 @@ pub struct ExchangePlan {
     /// Times each circuit runs (the median is reported).
     pub rounds: u32,
     pub fault: Option<Fault>,
+    /// `--plan`: measure nothing, project every count from these figures.
+    pub forecast: Option<Machine>,
 }
 
 /// `qbench compare`.
@@ -45,6 +49,15 @@ pub struct ComparePlan {
     pub iters: u32,
     pub warmup: u32,
     pub fault: Option<Fault>,
+}
+
+/// "4" or "1,2,4,8": counts of GPUs (ranks) of at least 1.
+pub fn parse_counts(text: &str) -> Result<Vec<usize>> {
+    let bad = || Error::Usage(format!("invalid -g '{text}': use a count or counts, 1,2,4,8"));
+    let mut out: Vec<usize> =
+        text.split(',').map(|c| c.trim().parse().ok().filter(|&n| n >= 1).ok_or_else(bad)).collect::<Result<_>>()?;
+    out.dedup();
+    Ok(out)
 }
 
 /// "33" or "20..33" (also "20-33").

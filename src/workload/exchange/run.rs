@@ -7,6 +7,7 @@
 
 use super::circuits;
 use super::classes::{self, Probe};
+use super::forecast;
 use super::plan::{ExchangePlan, gpu_libraries};
 use super::projection::{self, Table};
 use crate::error::{Error, Result};
@@ -105,12 +106,14 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
     }
     let table = Table { classes: &classes, layout };
     let mut runs = Vec::new();
+    // On one rank too each schedule runs: the swap schedule relabels SWAP
+    // gates there instead of moving amplitudes.
     for c in s.circuits {
-        if layout.ranks() == 1 {
-            runs.push(circuits::run(reg, c, None, None, s.rounds, None, table)?);
-            continue;
-        }
         for &schedule in s.schedules {
+            if layout.ranks() == 1 {
+                runs.push(circuits::run(reg, c, Some(schedule), None, s.rounds, None, table)?);
+                continue;
+            }
             for &wire in &wires {
                 runs.push(circuits::run(reg, c, Some(schedule), Some(wire), s.rounds, s.fault, table)?);
             }
@@ -136,8 +139,12 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
 impl Job for ExchangePlan {
     type Record = ExchangeRun;
 
+    /// None for --plan, which measures nothing.
     fn libraries(&self) -> Vec<Library> {
-        gpu_libraries(&self.wires_on(Memory::Gpu))
+        match self.forecast {
+            Some(_) => Vec::new(),
+            None => gpu_libraries(&self.wires_on(Memory::Gpu)),
+        }
     }
 
     fn fault(&self) -> Option<Fault> {
@@ -183,6 +190,8 @@ fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRu
         registers: Vec::new(),
         verdict: None,
         decisions: Vec::new(),
+        device_memory: None,
+        forecasts: Vec::new(),
     };
     let result = exchange(plan, session, obs, &mut out);
     Outcome::new(out, result)
@@ -210,93 +219,145 @@ fn exchange(
     obs: &mut dyn Observer<ExchangeRun>,
     out: &mut ExchangeRun,
 ) -> Result<()> {
-    let world = session.world();
-    let ranks = world.size() * plan.ngpus;
-    if let (Some(f), true) = (plan.fault, ranks < 2) {
-        return Err(Error::Usage(format!(
-            "{}: one rank has no partner to exchange with, so the fault cannot show; use -g 2 or more",
-            f.describe()
-        )));
+    if let Some(m) = &plan.forecast {
+        // --plan: nothing measured, every count projected.
+        obs.begin(out);
+        out.device_memory = Some(m.gpu_memory);
+        for &n in &plan.qubits {
+            out.forecasts.extend(forecast::forecast(
+                n,
+                &plan.ngpus,
+                plan.precision,
+                &plan.circuits,
+                &plan.schedules,
+                m,
+            )?);
+        }
+        return Ok(());
     }
+    let world = session.world();
     let gpu_wires = plan.wires_on(Memory::Gpu);
     // Communicators for the wires that move amplitudes through NCCL.
     let nccl = gpu_wires.iter().any(|w| w.imp().libraries().contains(&Library::Nccl));
     if !gpu_wires.is_empty() {
         session.need(&Job::libraries(plan))?;
     }
+    let several = plan.ngpus.len() > 1;
     let mut begun = false;
     let mut memory_of = Vec::new();
+    let mut unmeasured: Vec<(u32, usize, String)> = Vec::new();
     for &n in &plan.qubits {
-        interrupt::check()?;
-        let layout = Layout::new(n, ranks, plan.precision)?;
         let circuits: Vec<Circuit> = plan.circuits.iter().map(|c| c.build(n)).collect::<Result<_>>()?;
-        for &memory in &plan.memories {
-            let wires = plan.wires_on(memory);
-            let settings = |wires| Settings {
-                ops: &plan.ops,
-                wires,
-                iters: plan.iters,
-                warmup: plan.warmup,
-                fault: plan.fault,
-                circuits: &circuits,
-                schedules: &plan.schedules,
-                rounds: plan.rounds,
-            };
-            if memory == Memory::Host
-                && let Some(reason) = does_not_fit(&layout, plan.ngpus)
-            {
-                out.registers.push(not_held(&layout, memory, reason));
-                obs.part(out, out.registers.last().expect("pushed"));
-                continue;
+        for &g in &plan.ngpus {
+            interrupt::check()?;
+            let ranks = world.size() * g;
+            if let (Some(f), true) = (plan.fault, ranks < 2) {
+                return Err(Error::Usage(format!(
+                    "{}: one rank has no partner to exchange with, so the fault cannot show; use -g 2 or more",
+                    f.describe()
+                )));
             }
-            interrupt::step(format!("{n} qubits: opening the {} ranks", memory.name()));
-            let mut reg = held(plan, layout, plan.ngpus, memory, world, nccl && memory == Memory::Gpu)?;
-            if !begun {
-                out.devices = crate::world::all_ranks(world, reg.ranks())?;
-                out.library =
-                    if nccl && memory == Memory::Gpu { Some(crate::transport::nccl::library_info()?) } else { None };
-                obs.begin(out);
-                begun = true;
-            }
-            if out.kernels.is_none() {
-                out.kernels = reg.kernel_build();
-            }
-            if !memory_of.iter().any(|(m, _)| *m == memory) {
-                memory_of.push((memory, reg.device_memory().saturating_sub(1 << 30)));
-            }
-            let r = measure(reg.as_mut(), memory, &settings(&wires))?;
-            drop(reg);
-            out.registers.push(r);
-            obs.part(out, out.registers.last().expect("pushed"));
-            if ranks > 1 && world.size() == 1 {
-                // The same register on one rank, when one holds it, so
-                // that the verdict compares with circuits measured there.
-                interrupt::step(format!("{n} qubits on one {} rank", memory.name()));
-                let whole = Layout::new(n, 1, plan.precision)?;
-                let fits = memory == Memory::Gpu || does_not_fit(&whole, 1).is_none();
-                match fits.then(|| held(plan, whole, 1, memory, world, false)) {
-                    Some(Ok(mut one)) => {
-                        let r = measure(one.as_mut(), memory, &settings(&[]))?;
-                        out.registers.push(r);
-                        obs.part(out, out.registers.last().expect("pushed"));
+            let layout = Layout::new(n, ranks, plan.precision)?;
+            for &memory in &plan.memories {
+                let wires = plan.wires_on(memory);
+                let settings = |wires| Settings {
+                    ops: &plan.ops,
+                    wires,
+                    iters: plan.iters,
+                    warmup: plan.warmup,
+                    fault: plan.fault,
+                    circuits: &circuits,
+                    schedules: &plan.schedules,
+                    rounds: plan.rounds,
+                };
+                if memory == Memory::Host
+                    && let Some(reason) = does_not_fit(&layout, g)
+                {
+                    out.registers.push(not_held(&layout, memory, reason));
+                    obs.part(out, out.registers.last().expect("pushed"));
+                    continue;
+                }
+                interrupt::step(format!("{n} qubits: opening the {} ranks", memory.name()));
+                let mut reg = match held(plan, layout, g, memory, world, nccl && memory == Memory::Gpu) {
+                    Ok(reg) => reg,
+                    // Of several counts, the ones this node cannot hold are projected.
+                    Err(e @ (Error::Usage(_) | Error::Missing(_))) if several && memory == Memory::Gpu => {
+                        unmeasured.push((n, ranks, e.message()));
+                        continue;
                     }
-                    Some(Err(Error::Usage(_))) | None => {}
-                    Some(Err(e)) => return Err(e),
+                    Err(e) => return Err(e),
+                };
+                if !begun {
+                    out.devices = crate::world::all_ranks(world, reg.ranks())?;
+                    out.library = if nccl && memory == Memory::Gpu {
+                        Some(crate::transport::nccl::library_info()?)
+                    } else {
+                        None
+                    };
+                    obs.begin(out);
+                    begun = true;
+                }
+                if out.kernels.is_none() {
+                    out.kernels = reg.kernel_build();
+                }
+                if memory == Memory::Gpu {
+                    out.device_memory = Some(reg.device_memory());
+                }
+                if !memory_of.iter().any(|(m, _)| *m == memory) {
+                    memory_of.push((memory, reg.device_memory().saturating_sub(1 << 30)));
+                }
+                let r = measure(reg.as_mut(), memory, &settings(&wires))?;
+                drop(reg);
+                out.registers.push(r);
+                obs.part(out, out.registers.last().expect("pushed"));
+                if ranks > 1 && world.size() == 1 && !plan.ngpus.contains(&1) {
+                    // The same register on one rank, when one holds it, so
+                    // that the verdict compares with circuits measured there.
+                    interrupt::step(format!("{n} qubits on one {} rank", memory.name()));
+                    let whole = Layout::new(n, 1, plan.precision)?;
+                    let fits = memory == Memory::Gpu || does_not_fit(&whole, 1).is_none();
+                    match fits.then(|| held(plan, whole, 1, memory, world, false)) {
+                        Some(Ok(mut one)) => {
+                            let r = measure(one.as_mut(), memory, &settings(&[]))?;
+                            out.registers.push(r);
+                            obs.part(out, out.registers.last().expect("pushed"));
+                        }
+                        Some(Err(Error::Usage(_))) | None => {}
+                        Some(Err(e)) => return Err(e),
+                    }
                 }
             }
         }
     }
     out.decisions = decide(&out.registers, &memory_of, &plan.circuits);
     if out.registers.iter().all(|r| r.classes.is_empty()) {
-        let why: Vec<String> = out
+        let mut why: Vec<String> = out
             .registers
             .iter()
             .flat_map(|r| r.unavailable.iter().map(|u| format!("{}: {}", u.transport, u.reason)))
             .collect();
+        why.extend(unmeasured.iter().map(|(_, _, e)| e.clone()));
         return Err(Error::Missing(format!(
             "no register could be held here ({}); `qbench exchange --plan` answers for hardware this node does not have",
             why.join("; ")
         )));
+    }
+    if !unmeasured.is_empty() {
+        // The counts this node could not hold, projected from what it measured.
+        let m = forecast::Machine::of_runs(&[("this run".to_string(), out.clone())])?;
+        for &n in &plan.qubits {
+            let counts: Vec<usize> = unmeasured.iter().filter(|u| u.0 == n).map(|u| u.1).collect();
+            if !counts.is_empty() {
+                out.forecasts.extend(forecast::forecast(
+                    n,
+                    &counts,
+                    plan.precision,
+                    &plan.circuits,
+                    &plan.schedules,
+                    &m,
+                )?);
+            }
+        }
     }
     Ok(())
 }
@@ -318,10 +379,15 @@ fn decide(registers: &[RegisterRun], memory_of: &[(Memory, u64)], specs: &[Circu
         for spec in specs {
             let name = spec.name();
             let runs: Vec<&CircuitRun> = top.circuits.iter().filter(|c| c.circuit == name && c.wrong == 0).collect();
-            let measured_one = one.and_then(|o| o.circuits.iter().find(|c| c.circuit == name && c.wrong == 0));
+            let measured_one = one.and_then(|o| {
+                o.circuits
+                    .iter()
+                    .filter(|c| c.circuit == name && c.wrong == 0)
+                    .min_by(|a, b| a.time.median.total_cmp(&b.time.median))
+            });
             let unit = if memory == Memory::Gpu { "GPU" } else { "host rank" };
             if top.ranks == 1 {
-                let Some(c) = runs.first() else { continue };
+                let Some(c) = runs.iter().min_by(|a, b| a.time.median.total_cmp(&b.time.median)) else { continue };
                 out.push(Decision {
                     circuit: name.clone(),
                     qubits: top.qubits,
@@ -388,9 +454,14 @@ fn decide(registers: &[RegisterRun], memory_of: &[(Memory, u64)], specs: &[Circu
 }
 
 /// The circuit on one rank, priced from the spread register's local classes.
+/// (the faster schedule's).
 fn one_rank_price(top: &RegisterRun, spread: &Layout, spec: &CircuitSpec) -> Option<f64> {
     let one = Layout::new(top.qubits, 1, top.precision).ok()?;
-    let steps = compile(&spec.build(top.qubits).ok()?, &one, Schedule::Quest);
+    let circuit = spec.build(top.qubits).ok()?;
     let classes: Vec<ClassTime> = top.classes.iter().filter(|c| !c.class.exchanges()).cloned().collect();
-    projection::price(&steps, &one, None, Table { classes: &classes, layout: *spread })
+    let table = Table { classes: &classes, layout: *spread };
+    Schedule::ALL
+        .iter()
+        .filter_map(|&s| projection::price(&compile(&circuit, &one, s), &one, None, table))
+        .min_by(f64::total_cmp)
 }
