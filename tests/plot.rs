@@ -232,3 +232,55 @@ fn other_tools_json_garbage_and_missing_files_are_refused_with_the_reason() {
     refused(&["plot", &r("h200x2-copy.json"), "--test", "nonesuch", "-o", out], "nothing to draw");
     assert!(!Path::new(out).exists(), "no picture is written for bad input");
 }
+
+#[test]
+fn exchange_circuits_draw_measured_lines_and_a_plan_draws_projected_ones() {
+    let dir = scratch("circuits");
+    let run = dir.join("run.json");
+    let o = qbench(&[
+        "exchange",
+        "--transport",
+        "cpu",
+        "--qubits",
+        "12",
+        "-g",
+        "1,2",
+        "--circuit",
+        "qft",
+        "-n",
+        "1",
+        "-w",
+        "0",
+        "-J",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = dir.join("run.svg");
+    assert!(plot(&[&run], &svg, &[]).contains("in 2 panels"));
+    let texts = svg_texts(&svg);
+    for want in ["circuits: time against GPUs", "quest over cpu", "swap over cpu", "circuit time (s)", "qft(12)"] {
+        assert!(has(&texts, want), "no {want}: {texts:?}");
+    }
+
+    let plan = dir.join("plan.json");
+    let o = qbench(&[
+        "exchange",
+        "--plan",
+        "--profile",
+        "h200x8-ndr",
+        "--qubits",
+        "34",
+        "-g",
+        "4,8",
+        "--circuit",
+        "qft",
+        "-J",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = dir.join("plan.svg");
+    assert!(plot(&[&plan], &svg, &[]).contains("in 1 panel"));
+    let texts = svg_texts(&svg);
+    assert!(has(&texts, "qft(34) projected"), "{texts:?}");
+    assert!(!has(&texts, "bandwidth per direction"), "a plan measured no exchange: {texts:?}");
+}

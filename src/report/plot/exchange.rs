@@ -2,13 +2,63 @@
 //! references the run measured (the host link, nccl-tests' sendrecv, a
 //! local copy). One register size per run: a group of bars per transport.
 //! A sweep over register sizes: a line per transport and pattern against
-//! qubits, the references dashed.
+//! qubits, the references dashed. Runs with circuits add a panel of each
+//! circuit's time against the GPU count, per schedule and wire: the
+//! measured ones solid, the projected ones (`--plan`, counts this node did
+//! not hold) dashed.
 
 use super::figure::{Axis, BarSeries, Bars, Chart, Dash, Figure, Lines, Marker, Panel, Reference, Scale, Series};
 use super::{Metric, Options, Plot, Source, bandwidth_scale, groups};
 use crate::error::Result;
-use crate::record::exchange::{ExchangeRun, GlobalGate, RegisterRun};
+use crate::record::exchange::{ExchangeRun, RegisterRun};
 use crate::statevec::layout::GlobalOp;
+use crate::statevec::step::Class;
+
+/// A global gate as the bars and lines draw it: from the gate classes of
+/// a register, or its global gates in records before them.
+struct Gate {
+    transport: String,
+    pattern: GlobalOp,
+    gbps: f64,
+    /// Exchange seconds, median and 99th percentile.
+    median: f64,
+    p99: f64,
+}
+
+fn gates(g: &RegisterRun) -> Vec<Gate> {
+    if g.classes.is_empty() {
+        return g
+            .global_gates
+            .iter()
+            .map(|x| Gate {
+                transport: x.transport.clone(),
+                pattern: x.pattern,
+                gbps: x.gbps_per_direction,
+                median: x.exchange.median,
+                p99: x.exchange.p99,
+            })
+            .collect();
+    }
+    g.classes
+        .iter()
+        .filter_map(|c| {
+            let pattern = match c.class {
+                Class::GlobalGate => GlobalOp::Gate,
+                // The swap pattern: with the top local qubit, straight from the chunk.
+                Class::GlobalSwap if c.qubits.contains(&(g.local_qubits - 1)) => GlobalOp::Swap,
+                _ => return None,
+            };
+            let e = c.exchange?;
+            Some(Gate {
+                transport: c.transport.clone()?,
+                pattern,
+                gbps: c.bytes as f64 / e.median / 1e9,
+                median: e.median,
+                p99: e.p99,
+            })
+        })
+        .collect()
+}
 
 /// The group and line of a register's local gates (read + write, as the local copy).
 const LOCAL: &str = "local gate (r+w)";
@@ -50,14 +100,108 @@ impl Plot for ExchangeRun {
             };
             (bars(runs, what), format!("Amplitude exchange of a {}-qubit register, {hosts}", q.join("/")))
         };
-        Ok(Figure { title, panels: vec![Panel { title: String::new(), chart }], columns: 1 })
+        let measured = runs.iter().any(|r| !drawn(r.record).is_empty());
+        let mut panels = if measured { vec![Panel { title: String::new(), chart }] } else { Vec::new() };
+        if runs
+            .iter()
+            .any(|r| !r.record.forecasts.is_empty() || r.record.registers.iter().any(|g| !g.circuits.is_empty()))
+        {
+            panels
+                .push(Panel { title: "circuits: time against GPUs (dashed: projected)".into(), chart: circuits(runs) });
+        }
+        let title = if measured { title } else { format!("Circuits against the GPU count, projected ({hosts})") };
+        let columns = panels.len();
+        Ok(Figure { title, panels, columns })
     }
+}
+
+/// Each circuit's time against the GPU (rank) count: a line per run,
+/// circuit, schedule and wire (the one-rank time starts each wire's line),
+/// measured solid; the projected counts dashed.
+fn circuits(runs: &[Source<'_, ExchangeRun>]) -> Chart {
+    let mut series = Vec::new();
+    for run in runs {
+        // (circuit and qubits, schedule, wire or None on one rank, ranks, seconds)
+        let mut measured: Vec<(String, &str, Option<&str>, f64, f64)> = Vec::new();
+        for g in &run.record.registers {
+            for c in g.circuits.iter().filter(|c| c.wrong == 0) {
+                let schedule = c.schedule.map_or("-", |s| s.name());
+                measured.push((
+                    format!("{}({})", c.circuit, g.qubits),
+                    schedule,
+                    c.transport.as_deref(),
+                    g.ranks as f64,
+                    c.time.median,
+                ));
+            }
+        }
+        let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for (name, schedule, wire, ranks, t) in &measured {
+            let Some(w) = wire else { continue };
+            let label = format!("{} {name} {schedule} over {w}", run.label);
+            match lines.iter_mut().find(|l| l.0 == label) {
+                Some(l) => l.1.push((*ranks, *t)),
+                None => {
+                    // The same circuit and schedule on one rank starts the line.
+                    let mut pts: Vec<(f64, f64)> = measured
+                        .iter()
+                        .filter(|m| &m.0 == name && m.1 == *schedule && m.2.is_none())
+                        .map(|m| (m.3, m.4))
+                        .collect();
+                    pts.push((*ranks, *t));
+                    lines.push((label, pts));
+                }
+            }
+        }
+        for (name, schedule, wire, ranks, t) in &measured {
+            let alone = wire.is_none() && !measured.iter().any(|m| &m.0 == name && m.1 == *schedule && m.2.is_some());
+            if alone {
+                lines.push((format!("{} {name} {schedule}, one rank", run.label), vec![(*ranks, *t)]));
+            }
+        }
+        for (label, mut points) in lines {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            series.push(Series {
+                label,
+                points,
+                colour: series.len(),
+                dash: Dash::Solid,
+                marker: Marker::Circle,
+                reference: false,
+            });
+        }
+        let mut projected: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for f in &run.record.forecasts {
+            let Some(t) = f.projected_s else { continue };
+            let label = format!("{} {}({}) projected", run.label, f.circuit, f.qubits);
+            match projected.iter_mut().find(|l| l.0 == label) {
+                Some(l) => l.1.push((f.gpus as f64, t)),
+                None => projected.push((label, vec![(f.gpus as f64, t)])),
+            }
+        }
+        for (label, points) in projected {
+            series.push(Series {
+                label,
+                points,
+                colour: series.len(),
+                dash: Dash::Dashed,
+                marker: Marker::Triangle,
+                reference: false,
+            });
+        }
+    }
+    Chart::Lines(Lines {
+        x: Axis::new("GPUs (ranks)", Scale::Integer),
+        y: Axis::new("circuit time (s)", Scale::Log10),
+        series,
+        references: Vec::new(),
+    })
 }
 
 /// The registers of a run that have gates to draw.
 fn drawn(r: &ExchangeRun) -> Vec<&RegisterRun> {
     let mut v: Vec<&RegisterRun> =
-        r.registers.iter().filter(|g| !g.global_gates.is_empty() || !g.local_gates.is_empty()).collect();
+        r.registers.iter().filter(|g| !gates(g).is_empty() || !g.local_rates().is_empty()).collect();
     // A one-GPU run records its register twice: spread (over one) and whole.
     v.dedup_by(|a, b| a == b);
     v
@@ -70,11 +214,11 @@ fn pattern_name(p: GlobalOp) -> &'static str {
     }
 }
 
-fn value(g: &GlobalGate, what: Quantity) -> f64 {
+fn value(g: &Gate, what: Quantity) -> f64 {
     match what {
-        Quantity::Bandwidth => g.gbps_per_direction,
-        Quantity::Time(false) => g.exchange.median * 1e3,
-        Quantity::Time(true) => g.exchange.p99 * 1e3,
+        Quantity::Bandwidth => g.gbps,
+        Quantity::Time(false) => g.median * 1e3,
+        Quantity::Time(true) => g.p99 * 1e3,
     }
 }
 
@@ -88,7 +232,8 @@ fn y_title(what: Quantity) -> &'static str {
 
 /// The register's description when runs hold several kinds of them.
 fn register_name(g: &RegisterRun, memories: bool) -> String {
-    let mut s = format!("{} qubits, {}", g.qubits, g.precision.name());
+    let mut s =
+        format!("{} qubits, {}, {} rank{}", g.qubits, g.precision.name(), g.ranks, if g.ranks == 1 { "" } else { "s" });
     if memories {
         s.push_str(&format!(" {} memory", g.memory));
     }
@@ -104,25 +249,24 @@ fn bars(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
         m.dedup();
         m.len() > 1
     };
+    let all: Vec<(usize, &RegisterRun, Vec<Gate>)> = registers.iter().map(|&(i, g)| (i, g, gates(g))).collect();
     let mut wires = groups(
-        registers.iter().flat_map(|(_, g)| {
-            g.global_gates
-                .iter()
-                .map(|x| x.transport.as_str())
-                .chain(g.unavailable.iter().map(|u| u.transport.as_str()))
+        all.iter().flat_map(|(_, g, gs)| {
+            gs.iter().map(|x| x.transport.as_str()).chain(g.unavailable.iter().map(|u| u.transport.as_str()))
         }),
         |_| true,
     );
-    let local = matches!(what, Quantity::Bandwidth) && registers.iter().any(|(_, g)| !g.local_gates.is_empty());
+    let local = matches!(what, Quantity::Bandwidth) && registers.iter().any(|(_, g)| !g.local_rates().is_empty());
     if local {
         wires.push(LOCAL.into());
     }
     let mut series = Vec::new();
     let mut references = Vec::new();
-    for &(i, g) in &registers {
+    for (i, g, gs) in &all {
+        let (i, g) = (*i, *g);
         let name = format!("{} {}", runs[i].label, register_name(g, memories));
         let patterns: Vec<GlobalOp> = {
-            let mut p: Vec<GlobalOp> = g.global_gates.iter().map(|x| x.pattern).collect();
+            let mut p: Vec<GlobalOp> = gs.iter().map(|x| x.pattern).collect();
             p.dedup();
             p.sort_by_key(|p| pattern_name(*p));
             p.dedup();
@@ -131,11 +275,11 @@ fn bars(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
         for p in patterns {
             let values = wires
                 .iter()
-                .map(|w| g.global_gates.iter().find(|x| &x.transport == w && x.pattern == p).map(|x| value(x, what)))
+                .map(|w| gs.iter().find(|x| &x.transport == w && x.pattern == p).map(|x| value(x, what)))
                 .collect();
             series.push(BarSeries { label: format!("{name}, {}", pattern_name(p)), values, colour: series.len() });
         }
-        if local && !g.local_gates.is_empty() {
+        if local && !g.local_rates().is_empty() {
             let values = wires.iter().map(|w| (w == LOCAL).then(|| mean_local(g))).collect();
             series.push(BarSeries { label: format!("{name}, local gates"), values, colour: series.len() });
         }
@@ -157,7 +301,8 @@ fn bars(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
 }
 
 fn mean_local(g: &RegisterRun) -> f64 {
-    g.local_gates.iter().map(|l| l.gbps).sum::<f64>() / g.local_gates.len().max(1) as f64
+    let rates = g.local_rates();
+    rates.iter().map(|l| l.1).sum::<f64>() / rates.len().max(1) as f64
 }
 
 /// The references of one register: host link, sendrecv, local copy.
@@ -201,17 +346,16 @@ fn lines(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
             if memories {
                 name.push_str(&format!(" {memory} memory"));
             }
-            let wires =
-                groups(of_kind.iter().flat_map(|g| g.global_gates.iter().map(|x| x.transport.as_str())), |_| true);
+            let of_gates: Vec<(&&RegisterRun, Vec<Gate>)> = of_kind.iter().map(|g| (*g, gates(g))).collect();
+            let wires = groups(of_gates.iter().flat_map(|(_, gs)| gs.iter().map(|x| x.transport.as_str())), |_| true);
             for w in &wires {
                 for (p, dash, marker) in
                     [(GlobalOp::Gate, Dash::Solid, Marker::Circle), (GlobalOp::Swap, Dash::Dotted, Marker::Triangle)]
                 {
-                    let points: Vec<(f64, f64)> = of_kind
+                    let points: Vec<(f64, f64)> = of_gates
                         .iter()
-                        .filter_map(|g| {
-                            g.global_gates
-                                .iter()
+                        .filter_map(|(g, gs)| {
+                            gs.iter()
                                 .find(|x| &x.transport == w && x.pattern == p)
                                 .map(|x| (g.qubits as f64, value(x, what)))
                         })
@@ -232,7 +376,7 @@ fn lines(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
             if matches!(what, Quantity::Bandwidth) {
                 let local: Vec<(f64, f64)> = of_kind
                     .iter()
-                    .filter(|g| !g.local_gates.is_empty())
+                    .filter(|g| !g.local_rates().is_empty())
                     .map(|g| (g.qubits as f64, mean_local(g)))
                     .collect();
                 if !local.is_empty() {
