@@ -240,14 +240,56 @@ fn rdma_facts_are_judged_against_the_fixture_trees() {
 }
 
 /// A profile of one rdma step, `body` its keys after `kind = "rdma"`.
-fn rdma_profile(dir: &Path, name: &str, body: &str) -> PathBuf {
+/// A profile of one step named `step` whose keys are `body`.
+fn one_step_profile(dir: &Path, name: &str, step: &str, body: &str) -> PathBuf {
     let p = dir.join(name);
     let text = format!(
-        "[profile]\nname = \"rdma\"\ndescription = \"adapters\"\nsource = \"a test\"\nmeasured_here = false\n\n\
-         [levels]\nquick = 60\nstandard = 60\nfull = 60\n\n[[step]]\nname = \"RDMA write\"\nkind = \"rdma\"\n{body}\n"
+        "[profile]\nname = \"one\"\ndescription = \"one step\"\nsource = \"a test\"\nmeasured_here = false\n\n\
+         [levels]\nquick = 60\nstandard = 60\nfull = 60\n\n[[step]]\nname = \"{step}\"\n{body}\n"
     );
     std::fs::write(&p, text).unwrap();
     p
+}
+
+fn rdma_profile(dir: &Path, name: &str, body: &str) -> PathBuf {
+    one_step_profile(dir, name, "RDMA write", &format!("kind = \"rdma\"\n{body}"))
+}
+
+#[test]
+fn a_circuit_step_times_the_circuit_under_a_ceiling_every_amplitude_checked() {
+    let dir = scratch("circuit");
+    let step = |ceiling: &str| {
+        format!(
+            "kind = \"exchange\"\nqubits = 12\ntransport = \"cpu\"\ngpus = 2\ncircuit = \"qft\"\nrounds = 2\n\
+             metric = \"circuit_s\"\n{ceiling}"
+        )
+    };
+    // Expected alone: a time's bound is a ceiling above it, not a floor below.
+    let p = one_step_profile(&dir, "loose.toml", "qft(12)", &step("expected = 5.0\nexpected_from = \"projected\""));
+    let o = check(&["--profile", p.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let row = json(&o)["rows"][0].clone();
+    assert_eq!(row["status"], "PASS", "{row}");
+    assert_eq!(row["unit"], "s");
+    assert_eq!(row["expected_from"], "projected");
+    assert!(row["floor"].is_null() && row["ceiling"].as_f64().unwrap() > 5.0, "{row}");
+    assert!(row["measured"].as_f64().unwrap() > 0.0, "{row}");
+    let p = one_step_profile(&dir, "tight.toml", "qft(12)", &step("ceiling = 1e-9"));
+    let o = check(&["--profile", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("qft(12)") && stdout(&o).contains("FAIL"), "{}", stdout(&o));
+    for (name, body, want) in [
+        ("nocircuit.toml", step("floor = 1.0").replace("circuit = \"qft\"\n", ""), "circuit_s times a `circuit`"),
+        ("othermetric.toml", step("floor = 1.0").replace("circuit_s", "local_gbps"), "only the circuit_s metric"),
+        ("schedule.toml", step("ceiling = 1.0\nschedule = \"fast\""), "unknown schedule"),
+        ("gates.toml", step("ceiling = 1.0").replace("\"qft\"", "\"random:0\""), "unknown circuit"),
+    ] {
+        let p = one_step_profile(&dir, name, "qft(12)", &body);
+        let o = check(&["--profile", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{name}: no '{want}' in {}", stderr(&o));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -19,6 +19,7 @@ fn row(c: Check, node: &str) -> Row {
         measured: None,
         unit: String::new(),
         expected: None,
+        expected_from: None,
         floor: None,
         ceiling: None,
         ratio: None,

@@ -88,6 +88,7 @@ mod tests {
             measured: Some(value),
             unit: "GB/s".into(),
             expected: None,
+            expected_from: None,
             floor: None,
             ceiling,
             ratio: None,

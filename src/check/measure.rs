@@ -20,6 +20,7 @@ fn row(step: &Step, node: &str, found: String, status: Status, fix: String) -> R
         measured: None,
         unit: step.unit().into(),
         expected: step.expected,
+        expected_from: step.expected_from.map(|f| f.name().into()),
         floor: None,
         ceiling: step.ceiling,
         ratio: None,
@@ -106,9 +107,9 @@ pub fn run(step: &Step, profile: &Profile, session: &Session, node: &str, short_
 }
 
 fn judged(step: &Step, profile: &Profile, node: &str, f: &Figure, attempts: u32) -> Row {
-    let floor = step.floor(&profile.profile);
+    let (floor, ceiling) = (step.floor(&profile.profile), step.ceiling(&profile.profile));
     let unit = step.unit();
-    let mut status = bound(f.value, floor, step.ceiling, profile.profile.warn);
+    let mut status = bound(f.value, floor, ceiling, profile.profile.warn);
     let mut found = match &f.place {
         Some(p) => format!("{p}: {:.3} {unit}", f.value),
         None => format!("{:.3} {unit}", f.value),
@@ -124,6 +125,7 @@ fn judged(step: &Step, profile: &Profile, node: &str, f: &Figure, attempts: u32)
     r.place = f.place.clone();
     r.measured = Some(f.value);
     r.floor = floor;
+    r.ceiling = ceiling;
     r.ratio = step.expected.map(|e| f.value / e);
     r.attempts = attempts;
     r

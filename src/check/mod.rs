@@ -18,7 +18,7 @@ use crate::record::check::{CheckRun, KIND, Row, Status};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::workload::Job;
-use profile::{Level, Profile};
+use profile::{ExpectedFrom, Level, Profile};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -224,13 +224,14 @@ fn write_profile(path: &PathBuf, plan: &CheckPlan, run: &CheckRun) -> Result<()>
     };
     for s in &mut p.steps {
         let measured = run.rows.iter().filter(|r| r.step == s.name).filter_map(|r| r.measured);
-        let worst = if s.ceiling.is_some() { measured.reduce(f64::max) } else { measured.reduce(f64::min) };
+        let worst = if s.lower_is_better() { measured.reduce(f64::max) } else { measured.reduce(f64::min) };
         let Some(m) = worst.filter(|m| *m > 0.0) else { continue };
         s.ceiling = s.ceiling.map(|c| match s.expected {
             Some(e) if e > 0.0 => round(m * c / e),
             _ => round(m / p.profile.floor_fraction),
         });
         s.expected = Some(round(m));
+        s.expected_from = Some(ExpectedFrom::Measured);
         s.floor = None;
     }
     let text = toml::to_string(&p).map_err(|e| Error::Runtime(format!("cannot write the profile: {e}")))?;

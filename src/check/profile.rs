@@ -192,10 +192,13 @@ pub struct Step {
     /// What a ready node measures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<f64>,
+    /// Whether `expected` was measured or projected (`qbench exchange --plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_from: Option<ExpectedFrom>,
     /// At least this (bandwidths); default: floor_fraction × expected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<f64>,
-    /// At most this (times, latencies).
+    /// At most this (times, latencies); default: expected / floor_fraction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<f64>,
     /// Runs again before it FAILs.
@@ -214,12 +217,43 @@ fn quick() -> Level {
     Level::Quick
 }
 
+/// Where a step's expected value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExpectedFrom {
+    /// A run on such a machine (the profile's `source` names it).
+    Measured,
+    /// `qbench exchange --plan` from the profile's `[machine]` figures.
+    Projected,
+}
+
+impl ExpectedFrom {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExpectedFrom::Measured => "measured",
+            ExpectedFrom::Projected => "projected",
+        }
+    }
+}
+
 impl Step {
-    /// The floor: given, or the profile's fraction of the expected value,
-    /// unless the step is bounded by a ceiling.
+    /// The floor: given, or for a rate the profile's fraction of the
+    /// expected value, unless the step is bounded by a ceiling.
     pub fn floor(&self, about: &About) -> Option<f64> {
-        self.floor
-            .or_else(|| if self.ceiling.is_some() { None } else { self.expected.map(|e| e * about.floor_fraction) })
+        let derived = !self.lower_is_better() && self.ceiling.is_none();
+        self.floor.or_else(|| self.expected.filter(|_| derived).map(|e| e * about.floor_fraction))
+    }
+
+    /// The ceiling: given, or for a time the expected value over the
+    /// profile's fraction, unless the step is bounded by a floor.
+    pub fn ceiling(&self, about: &About) -> Option<f64> {
+        let derived = self.lower_is_better() && self.floor.is_none();
+        self.ceiling.or_else(|| self.expected.filter(|_| derived).map(|e| e / about.floor_fraction))
+    }
+
+    /// Whether the step's metric is a time.
+    pub fn lower_is_better(&self) -> bool {
+        self.kind().metrics().iter().any(|m| m.name == self.metric && m.lower_is_better)
     }
 
     pub fn kind(&self) -> &dyn StepKind {
@@ -330,7 +364,7 @@ fn line_in_block(text: &str, at: usize, hit: impl Fn(&str) -> bool) -> Option<us
 fn validate(p: &Profile) -> std::result::Result<(), (String, BadKey)> {
     for s in &p.steps {
         let bad = |key, why: String| (s.name.clone(), BadKey { key, why });
-        s.kind().validate().map_err(|b| (s.name.clone(), b))?;
+        s.kind().validate(&s.metric).map_err(|b| (s.name.clone(), b))?;
         let metrics: Vec<&str> = s.kind().metrics().iter().map(|m| m.name).collect();
         if !metrics.contains(&s.metric.as_str()) {
             return Err(bad("metric", format!("'{}' is not one of {}", s.metric, metrics.join(", "))));

@@ -118,6 +118,7 @@ impl ExchangeArgs {
             circuits: self.circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?,
             schedules: Schedule::parse_list(&self.schedule)?,
             rounds: self.rounds,
+            one_rank_too: true,
             fault: ExchangePlan::fault_for(&ops)?,
             ops,
         })

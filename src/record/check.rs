@@ -53,6 +53,9 @@ pub struct Row {
     pub measured: Option<f64>,
     pub unit: String,
     pub expected: Option<f64>,
+    /// "measured" or "projected", where the profile says which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_from: Option<String>,
     pub floor: Option<f64>,
     pub ceiling: Option<f64>,
     /// measured / expected (above 1 is better for a bandwidth, worse for a time).

@@ -11,16 +11,21 @@ fn number(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), figure)
 }
 
-/// The expected value and the bound beside it: "55.5 (≥ 49.95)".
+/// The expected value, where it comes from and the bound beside it:
+/// "55.5 (≥ 49.95)", "2.49 projected (≤ 2.77)".
 fn expected(r: &Row) -> String {
     let bound = match (r.floor, r.ceiling) {
         (Some(f), _) => format!("≥ {}", number(Some(f))),
         (None, Some(c)) => format!("≤ {}", number(Some(c))),
         _ => String::new(),
     };
-    match (r.expected, bound.is_empty()) {
-        (Some(e), true) => number(Some(e)),
-        (Some(e), false) => format!("{} ({bound})", number(Some(e))),
+    let value = r.expected.map(|e| match &r.expected_from {
+        Some(from) => format!("{} {from}", number(Some(e))),
+        None => number(Some(e)),
+    });
+    match (value, bound.is_empty()) {
+        (Some(e), true) => e,
+        (Some(e), false) => format!("{e} ({bound})"),
         (None, _) => bound,
     }
 }

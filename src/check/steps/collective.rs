@@ -68,16 +68,18 @@ impl Keys {
     }
 }
 
+const METRICS: &[Metric] = &[
+            Metric::rate("busbw", "GB/s"),
+            Metric::rate("algbw", "GB/s"),
+            Metric::time("time_us", "us"),
+        ];
+
 impl StepKind for Keys {
     fn metrics(&self) -> &'static [Metric] {
-        &[
-            Metric { name: "busbw", unit: "GB/s" },
-            Metric { name: "algbw", unit: "GB/s" },
-            Metric { name: "time_us", unit: "us" },
-        ]
+        METRICS
     }
 
-    fn validate(&self) -> std::result::Result<(), BadKey> {
+    fn validate(&self, _metric: &str) -> std::result::Result<(), BadKey> {
         if Kind::from_command(&self.collective).is_none() {
             return Err(BadKey { key: "collective", why: format!("unknown collective '{}'", self.collective) });
         }

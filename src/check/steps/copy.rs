@@ -23,12 +23,14 @@ pub struct Keys {
     pub iters: Option<u32>,
 }
 
+const METRICS: &[Metric] = &[Metric::rate("gbps", "GB/s"), Metric::time("latency_us", "us")];
+
 impl StepKind for Keys {
     fn metrics(&self) -> &'static [Metric] {
-        &[Metric { name: "gbps", unit: "GB/s" }, Metric { name: "latency_us", unit: "us" }]
+        METRICS
     }
 
-    fn validate(&self) -> std::result::Result<(), BadKey> {
+    fn validate(&self, _metric: &str) -> std::result::Result<(), BadKey> {
         if !TESTS.iter().any(|t| t.name == self.test) {
             return Err(BadKey { key: "test", why: format!("unknown copy test '{}' (qbench copy --list)", self.test) });
         }

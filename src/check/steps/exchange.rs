@@ -1,14 +1,18 @@
 //! The amplitude exchange of a register (`qubits`; `transport`, `gpus`,
-//! `iters`), as `qbench exchange --qubits N --pattern gate` runs it: the
-//! local gate's bandwidth (or its share of a copy), or the slowest global
-//! gate over the step's wires, every amplitude checked.
+//! `iters`), as `qbench exchange --qubits N` runs it: the slowest local
+//! gate's bandwidth (or its share of a copy), the slowest global gate over
+//! the step's wires, or with `circuit` (and `schedule`, `rounds`) the
+//! circuit's median time end to end, the slowest of the wires; every
+//! amplitude checked.
 
 use super::{BadKey, Figure, Metric, Scope, StepKind, done, per_process};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::record::Quiet;
 use crate::session::Session;
+use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
+use crate::statevec::schedule::Schedule;
 use crate::transport::amplitudes::{Memory, Wire};
 use crate::workload::Job;
 use crate::workload::exchange::plan::{ExchangePlan, memories, parse_wires};
@@ -27,6 +31,16 @@ pub struct Keys {
     pub gpus: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iters: Option<u32>,
+    /// The circuit the `circuit_s` metric times, as `--circuit` takes it:
+    /// qft, random[:GATES[:SEED]] or an OpenQASM 2 file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub circuit: Option<String>,
+    /// quest (default) or swap: how the circuit meets global qubits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// Times the circuit runs; the median is judged (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
 }
 
 impl Keys {
@@ -39,9 +53,24 @@ impl Keys {
         Ok(memories(&self.wires()?, None)? == [Memory::Host])
     }
 
-    /// The exchange of `g` ranks a process.
+    fn schedule(&self) -> Result<Schedule> {
+        match Schedule::parse_list(self.schedule.as_deref().unwrap_or("quest"))?[..] {
+            [one] => Ok(one),
+            _ => Err(Error::Usage("name one schedule, quest or swap".into())),
+        }
+    }
+
+    /// The exchange of `g` ranks a process: the gate classes, and the
+    /// circuit where there is one.
     fn plan(&self, g: usize) -> Result<ExchangePlan> {
         let wires = self.wires()?;
+        let circuits = match &self.circuit {
+            Some(c) => vec![CircuitSpec::parse(c)?],
+            None => Vec::new(),
+        };
+        if let Some(c) = circuits.first() {
+            c.build(self.qubits)?;
+        }
         Ok(ExchangePlan {
             qubits: vec![self.qubits],
             ngpus: vec![g],
@@ -52,26 +81,42 @@ impl Keys {
             chunk: None,
             iters: self.iters.unwrap_or(5),
             warmup: 1,
-            circuits: Vec::new(),
-            schedules: Vec::new(),
-            rounds: 1,
+            circuits,
+            schedules: vec![self.schedule()?],
+            rounds: self.rounds.unwrap_or(3),
+            one_rank_too: false,
             fault: None,
             forecast: None,
         })
     }
 }
 
+const METRICS: &[Metric] = &[
+    Metric::rate("gbps_per_direction", "GB/s"),
+    Metric::rate("local_of_copy", ""),
+    Metric::rate("local_gbps", "GB/s"),
+    Metric::time("circuit_s", "s"),
+];
+
 impl StepKind for Keys {
     fn metrics(&self) -> &'static [Metric] {
-        &[
-            Metric { name: "gbps_per_direction", unit: "GB/s" },
-            Metric { name: "local_of_copy", unit: "" },
-            Metric { name: "local_gbps", unit: "GB/s" },
-        ]
+        METRICS
     }
 
-    fn validate(&self) -> std::result::Result<(), BadKey> {
-        self.plan(self.gpus.unwrap_or(1)).map(|_| ()).map_err(|e| BadKey::new("transport", e))
+    fn validate(&self, metric: &str) -> std::result::Result<(), BadKey> {
+        self.wires().map_err(|e| BadKey::new("transport", e))?;
+        self.schedule().map_err(|e| BadKey::new("schedule", e))?;
+        if self.rounds == Some(0) {
+            return Err(BadKey { key: "rounds", why: "at least 1".into() });
+        }
+        match (&self.circuit, metric == "circuit_s") {
+            (None, true) => return Err(BadKey { key: "metric", why: "circuit_s times a `circuit`: name one".into() }),
+            (Some(_), false) => {
+                return Err(BadKey { key: "circuit", why: format!("only the circuit_s metric runs it, not {metric}") });
+            }
+            _ => {}
+        }
+        self.plan(self.gpus.unwrap_or(1)).map(|_| ()).map_err(|e| BadKey::new("circuit", e))
     }
 
     fn libraries(&self) -> Vec<Library> {
@@ -99,7 +144,7 @@ impl StepKind for Keys {
             .iter()
             .find(|r| r.ranks == ranks)
             .ok_or_else(|| Error::Runtime("the exchange measured no register".into()))?;
-        if let (Some(u), "gbps_per_direction") = (r.unavailable.first(), metric) {
+        if let (Some(u), "gbps_per_direction" | "circuit_s") = (r.unavailable.first(), metric) {
             return Err(Error::Missing(format!("{}: {}", u.transport, u.reason)));
         }
         let names: Vec<&str> = plan.wires.iter().map(|w| w.name()).collect();
@@ -111,6 +156,8 @@ impl StepKind for Keys {
                 .filter(|(w, _)| names.contains(&w.as_str()))
                 .map(|(_, g)| g)),
             "local_of_copy" => min(&mut r.local_rates().into_iter().map(|(_, _, share)| share)),
+            // The slowest wire's circuit (one rank: the circuit alone).
+            "circuit_s" => r.circuits.iter().map(|c| c.time.median).fold(f64::NAN, f64::max),
             _ => min(&mut r.local_rates().into_iter().map(|(_, gbps, _)| gbps)),
         };
         if !value.is_finite() {

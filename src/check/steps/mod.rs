@@ -25,6 +25,20 @@ pub struct Figure {
 pub struct Metric {
     pub name: &'static str,
     pub unit: &'static str,
+    /// A time or a latency: a ready node stays under a ceiling, not above a floor.
+    pub lower_is_better: bool,
+}
+
+impl Metric {
+    /// A bandwidth or a share: the more the better.
+    pub const fn rate(name: &'static str, unit: &'static str) -> Metric {
+        Metric { name, unit, lower_is_better: false }
+    }
+
+    /// A time: the less the better.
+    pub const fn time(name: &'static str, unit: &'static str) -> Metric {
+        Metric { name, unit, lower_is_better: true }
+    }
 }
 
 /// Which processes of an MPI job measure a step, and whose rows it gives.
@@ -56,8 +70,9 @@ impl BadKey {
 pub trait StepKind {
     /// The metrics it can judge.
     fn metrics(&self) -> &'static [Metric];
-    /// Refuses keys that cannot run as written (an unknown collective, a bad size).
-    fn validate(&self) -> std::result::Result<(), BadKey>;
+    /// Refuses keys that cannot run as written (an unknown collective, a
+    /// bad size), or that `metric` (one of `metrics`) does not read.
+    fn validate(&self, metric: &str) -> std::result::Result<(), BadKey>;
     /// The GPU libraries its measurement needs.
     fn libraries(&self) -> Vec<Library>;
     fn scope(&self) -> Scope;

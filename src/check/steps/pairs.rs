@@ -26,12 +26,14 @@ fn partner(me: usize, n: usize, round: usize) -> Option<usize> {
     (other < n && other != shifted).then_some((other + round) % n).filter(|&p| p != me)
 }
 
+const METRICS: &[Metric] = &[Metric::rate("gbps", "GB/s")];
+
 impl StepKind for Keys {
     fn metrics(&self) -> &'static [Metric] {
-        &[Metric { name: "gbps", unit: "GB/s" }]
+        METRICS
     }
 
-    fn validate(&self) -> std::result::Result<(), BadKey> {
+    fn validate(&self, _metric: &str) -> std::result::Result<(), BadKey> {
         bytes(&self.size).map(|_| ()).map_err(|e| BadKey::new("size", e))
     }
 

@@ -25,8 +25,8 @@ pub struct Keys {
     pub iters: Option<u32>,
 }
 
-const BANDWIDTH: &[Metric] = &[Metric { name: "gbits", unit: "Gb/s" }];
-const LATENCY: &[Metric] = &[Metric { name: "latency_us", unit: "us" }];
+const BANDWIDTH: &[Metric] = &[Metric::rate("gbits", "Gb/s")];
+const LATENCY: &[Metric] = &[Metric::time("latency_us", "us")];
 
 impl Keys {
     fn test(&self) -> Result<Test> {
@@ -54,7 +54,7 @@ impl StepKind for Keys {
         }
     }
 
-    fn validate(&self) -> std::result::Result<(), BadKey> {
+    fn validate(&self, _metric: &str) -> std::result::Result<(), BadKey> {
         self.test().map_err(|e| BadKey::new("test", e))?;
         if let Some(s) = &self.size {
             bytes(s).map_err(|e| BadKey::new("size", e))?;

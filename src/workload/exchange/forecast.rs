@@ -78,7 +78,7 @@ impl Machine {
             links.push(Link { transport: "p2p-ce".into(), node_gbps: m.nvlink_gbps, fabric_gbps: None });
         }
         Machine {
-            source: format!("profile {name}'s machine figures ({}; not measured here)", m.source),
+            source: format!("profile {name}'s machine figures ({})", m.source),
             gpu_memory: m.gpu_memory,
             gpus_per_node: m.gpus_per_node,
             hbm_gbps: m.hbm_gbps,

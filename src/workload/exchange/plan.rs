@@ -32,6 +32,9 @@ pub struct ExchangePlan {
     pub schedules: Vec<Schedule>,
     /// Times each circuit runs (the median is reported).
     pub rounds: u32,
+    /// Also run a spread register on one rank, where one holds it, so that
+    /// the verdict compares with circuits measured there.
+    pub one_rank_too: bool,
     pub fault: Option<Fault>,
     /// `--plan`: measure nothing, project every count from these figures.
     pub forecast: Option<Machine>,

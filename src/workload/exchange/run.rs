@@ -310,9 +310,7 @@ fn exchange(
                 drop(reg);
                 out.registers.push(r);
                 obs.part(out, out.registers.last().expect("pushed"));
-                if ranks > 1 && world.size() == 1 && !plan.ngpus.contains(&1) {
-                    // The same register on one rank, when one holds it, so
-                    // that the verdict compares with circuits measured there.
+                if plan.one_rank_too && ranks > 1 && world.size() == 1 && !plan.ngpus.contains(&1) {
                     interrupt::step(format!("{n} qubits on one {} rank", memory.name()));
                     let whole = Layout::new(n, 1, plan.precision)?;
                     let fits = memory == Memory::Gpu || does_not_fit(&whole, 1).is_none();
