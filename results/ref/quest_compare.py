@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Sets qbench's exchange records beside QuEST v4's own times (quest_time's
+JSON lines) taken in the same job, and judges the goals of qbench's
+simulator verdict: one GPU, QFT measured by qbench at most 1.10x QuEST's
+and qbench's projection from its gate classes within 10% of its own
+measured QFT; two processes sharing the GPU, the quest wire's global H and
+global swap within 10% of QuEST's and QFT with QuEST's wire and schedule
+within 15%. Every figure is read from a file; nothing is estimated.
+
+    quest_compare.py --quest quest-*.jsonl --qbench qbench-*.json [--out OUT.json]
+
+Prints a table and writes OUT.json (the rows, each goal and whether it
+held); exits 1 when a goal failed, 2 on bad input.
+"""
+import argparse
+import json
+import sys
+
+ONE_GPU_QFT_MAX = 1.10
+PROJECTION_TOLERANCE = 0.10
+WIRE_TOLERANCE = 0.10
+SPREAD_QFT_TOLERANCE = 0.15
+
+
+def read_quest(paths):
+    """QuEST's ops by (ranks, qubits, op name): the JSON line of each."""
+    out = {}
+    for p in paths:
+        with open(p) as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                r = json.loads(line)
+                out[(r["ranks"], r["qubits"], r["op"])] = r
+    return out
+
+
+def read_qbench(paths):
+    """qbench's registers by (processes x ranks, qubits), with the run's args."""
+    out = {}
+    for p in paths:
+        with open(p) as f:
+            run = json.load(f)
+        for reg in run.get("registers", []):
+            if reg.get("classes"):
+                out[(reg["ranks"], reg["qubits"])] = (reg, run, p)
+    return out
+
+
+def class_time(reg, kind, qubits, transport=None):
+    """The time of qbench's class `kind` on exactly `qubits` (as a set), and
+    the qubits it was measured on; else the nearest measured one of the
+    kind by its lowest qubit (what a memory-bound kernel's traffic follows)."""
+    same = [c for c in reg["classes"] if c["class"] == kind and c.get("transport") == transport]
+    exact = [c for c in same if set(c["qubits"]) == set(qubits)]
+    if exact:
+        return exact[0]["time_s"], exact[0]["qubits"]
+    if not same:
+        return None, None
+    near = min(same, key=lambda c: (len(c["qubits"]) != len(qubits), abs(min(c["qubits"]) - min(qubits))))
+    return near["time_s"], near["qubits"]
+
+
+def qft_run(reg, schedule, transport):
+    for c in reg.get("circuits", []):
+        if c["circuit"] == "qft" and c.get("schedule") == schedule and c.get("transport") == transport and c["wrong"] == 0:
+            return c
+    return None
+
+
+def op_class(op, local_qubits):
+    """qbench's class for one of quest_time's ops, and its qubits."""
+    kind, _, args = op.partition(":")
+    q = [int(a) for a in args.split(",")] if args else []
+    glob = [x >= local_qubits for x in q]
+    if kind == "h":
+        return ("global_gate" if glob[0] else "h"), q
+    if kind == "cphase":
+        return "phase", q
+    if kind == "swap":
+        if all(glob):
+            return "global_swap2", q
+        return ("global_swap" if any(glob) else "swap"), q
+    return None, q
+
+
+def compare(quest, qbench, wire="quest"):
+    rows, goals = [], []
+    for (ranks, n, op), qr in sorted(quest.items()):
+        entry = qbench.get((ranks, n))
+        if entry is None:
+            continue
+        reg, _, path = entry
+        local = reg["local_qubits"]
+        row = {"ranks": ranks, "qubits": n, "op": op, "quest_s": qr["median_s"], "qbench_file": path}
+        transport = None if ranks == 1 else wire
+        if op == "qft":
+            c = qft_run(reg, "quest", transport)
+            if c is None:
+                continue
+            row.update(qbench="qft circuit, quest schedule" + (f" over {wire}" if transport else ""),
+                       qbench_s=c["time"]["median"], qbench_projected_s=c.get("projected_s"),
+                       qbench_rounds=c["time"]["samples"], quest_rounds=len(qr["times_s"]), quest_max_err=qr.get("max_err"))
+        else:
+            kind, q = op_class(op, local)
+            if kind is None:
+                continue
+            t, measured_on = class_time(reg, kind, q, transport if kind.startswith("global") else None)
+            if t is None:
+                continue
+            row.update(qbench=f"{kind} on qubits {measured_on}" + (f" over {wire}" if kind.startswith("global") else ""),
+                       qbench_s=t)
+        row["ratio"] = row["qbench_s"] / row["quest_s"]
+        rows.append(row)
+        if op == "qft" and ranks == 1:
+            goals.append(goal(f"QFT({n}) on one GPU: qbench / QuEST <= {ONE_GPU_QFT_MAX}", row["ratio"],
+                              row["ratio"] <= ONE_GPU_QFT_MAX))
+            p = row.get("qbench_projected_s")
+            if p is not None:
+                r = p / row["qbench_s"]
+                goals.append(goal(f"QFT({n}) on one GPU: qbench's projection / its measured time within "
+                                  f"{PROJECTION_TOLERANCE:.0%}", r, abs(r - 1) <= PROJECTION_TOLERANCE))
+        elif op == "qft":
+            goals.append(goal(f"QFT({n}) over {ranks} processes, QuEST's wire and schedule: qbench / QuEST within "
+                              f"{SPREAD_QFT_TOLERANCE:.0%}", row["ratio"], abs(row["ratio"] - 1) <= SPREAD_QFT_TOLERANCE))
+        elif ranks > 1 and row["qbench"].startswith(("global_gate", "global_swap ")):
+            what = "global H" if op.startswith("h") else "global-local swap"
+            goals.append(goal(f"{what} ({op}) over {ranks} processes: the {wire} wire / QuEST within "
+                              f"{WIRE_TOLERANCE:.0%}", row["ratio"], abs(row["ratio"] - 1) <= WIRE_TOLERANCE))
+    spread = spreading(rows)
+    return {"rows": rows, "goals": goals, "spreading": spread}
+
+
+def goal(what, value, held):
+    return {"goal": what, "value": value, "held": bool(held)}
+
+
+def spreading(rows):
+    """QFT over several processes against one GPU, as each tool measured it."""
+    out = []
+    one = {r["qubits"]: r for r in rows if r["op"] == "qft" and r["ranks"] == 1}
+    for r in rows:
+        if r["op"] == "qft" and r["ranks"] > 1 and r["qubits"] in one:
+            o = one[r["qubits"]]
+            q, b = r["quest_s"] / o["quest_s"], r["qbench_s"] / o["qbench_s"]
+            out.append({"qubits": r["qubits"], "ranks": r["ranks"], "quest_factor": q, "qbench_factor": b,
+                        "ratio": b / q})
+    return out
+
+
+def table(result):
+    lines = [f"{'ranks':>5} {'qubits':>6} {'op':<14} {'QuEST s':>10} {'qbench s':>10} {'ratio':>6}  qbench"]
+    for r in result["rows"]:
+        lines.append(f"{r['ranks']:>5} {r['qubits']:>6} {r['op']:<14} {r['quest_s']:>10.4f} {r['qbench_s']:>10.4f} "
+                     f"{r['ratio']:>6.3f}  {r['qbench']}")
+    for s in result["spreading"]:
+        lines.append(f"QFT({s['qubits']}) over {s['ranks']} processes against one GPU: QuEST x{s['quest_factor']:.2f}, "
+                     f"qbench x{s['qbench_factor']:.2f} (ratio {s['ratio']:.3f})")
+    for g in result["goals"]:
+        lines.append(f"{'held' if g['held'] else 'MISSED':<6} {g['goal']}: {g['value']:.3f}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quest", nargs="+", required=True, help="quest_time's JSON lines")
+    ap.add_argument("--qbench", nargs="+", required=True, help="qbench exchange -J records")
+    ap.add_argument("--wire", default="quest", help="the wire held against QuEST's exchange")
+    ap.add_argument("--out", help="the comparison as JSON")
+    a = ap.parse_args(argv)
+    try:
+        result = compare(read_quest(a.quest), read_qbench(a.qbench), a.wire)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"quest_compare: {e}", file=sys.stderr)
+        return 2
+    if not result["rows"]:
+        print("quest_compare: no op of QuEST's has a qbench figure beside it", file=sys.stderr)
+        return 2
+    print(table(result))
+    if a.out:
+        result["inputs"] = {"quest": a.quest, "qbench": a.qbench}
+        with open(a.out, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+    return 0 if all(g["held"] for g in result["goals"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

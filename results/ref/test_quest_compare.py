@@ -1,0 +1,103 @@
+"""Tests of quest_compare.py on quest_time lines and qbench records laid out
+as the two tools write them.
+
+    python3 -m unittest discover -s results/ref -p 'test_*.py'
+"""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import quest_compare as qc  # noqa: E402
+
+
+def quest_line(ranks, op, t):
+    return json.dumps({"tool": "quest", "qubits": 30, "ranks": ranks, "gpu": True, "op": op,
+                       "times_s": [t, t, t], "median_s": t})
+
+
+def summary(t):
+    return {"samples": 3, "min": t, "median": t, "mean": t, "p99": t, "p999": t, "max": t}
+
+
+def cls(kind, qubits, t, transport=None):
+    c = {"class": kind, "qubits": qubits, "time_s": t, "wrong": 0}
+    if transport:
+        c["transport"] = transport
+    return c
+
+
+def register(ranks, classes, circuits):
+    return {"ranks": ranks, "qubits": 30, "local_qubits": 30 - (ranks.bit_length() - 1),
+            "classes": classes, "circuits": circuits}
+
+
+def qft(t, projected, schedule="quest", transport=None, wrong=0):
+    return {"circuit": "qft", "schedule": schedule, "transport": transport, "time": summary(t),
+            "projected_s": projected, "wrong": wrong}
+
+
+class Compare(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def write(self, name, text):
+        p = os.path.join(self.dir, name)
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def run_compare(self, one_qft=2.4, projected=2.5, spread_qft=10.0, global_h=5.2):
+        quest = self.write("q.jsonl", "\n".join([
+            "not json: a warning QuEST printed",
+            quest_line(1, "h:0", 0.0085), quest_line(1, "cphase:1,0", 0.0085), quest_line(1, "qft", 2.49),
+            quest_line(2, "h:29", 5.08), quest_line(2, "swap:0,29", 2.39), quest_line(2, "qft", 9.95)]) + "\n")
+        one = {"registers": [register(1, [cls("h", [0], 0.0081), cls("phase", [1, 0], 0.0040)],
+                                      [qft(one_qft, projected), qft(2.6, 2.6, "swap")])]}
+        two = {"registers": [register(2, [cls("h", [0], 0.004), cls("global_gate", [29], global_h, "quest"),
+                                          cls("global_swap", [29, 0], 2.40, "quest"),
+                                          cls("global_gate", [29], 3.0, "nccl")],
+                                      [qft(spread_qft, 10.1, "quest", "quest"), qft(6.0, 6.0, "quest", "nccl")])]}
+        files = [self.write("one.json", json.dumps(one)), self.write("two.json", json.dumps(two))]
+        out = os.path.join(self.dir, "out.json")
+        rc = qc.main(["--quest", quest, "--qbench", *files, "--out", out])
+        with open(out) as f:
+            return rc, json.load(f)
+
+    def test_the_goals_hold_when_the_figures_do(self):
+        rc, r = self.run_compare()
+        self.assertEqual(rc, 0, r["goals"])
+        ops = {(x["ranks"], x["op"]): x for x in r["rows"]}
+        self.assertAlmostEqual(ops[(1, "qft")]["ratio"], 2.4 / 2.49)
+        # The wire held against QuEST is the quest wire, not nccl.
+        self.assertAlmostEqual(ops[(2, "h:29")]["qbench_s"], 5.2)
+        self.assertAlmostEqual(ops[(2, "qft")]["qbench_s"], 10.0)
+        self.assertEqual(len(r["goals"]), 5)
+        s = r["spreading"][0]
+        self.assertAlmostEqual(s["quest_factor"], 9.95 / 2.49)
+        self.assertAlmostEqual(s["qbench_factor"], 10.0 / 2.4)
+
+    def test_each_goal_can_fail(self):
+        for kwargs, missed in [({"one_qft": 2.8, "projected": 2.8}, "QFT(30) on one GPU: qbench / QuEST"),
+                               ({"projected": 3.0}, "projection"),
+                               ({"global_h": 6.0}, "global H"),
+                               ({"spread_qft": 12.0}, "over 2 processes, QuEST's wire")]:
+            rc, r = self.run_compare(**kwargs)
+            self.assertEqual(rc, 1, kwargs)
+            bad = [g["goal"] for g in r["goals"] if not g["held"]]
+            self.assertEqual(len(bad), 1, (kwargs, bad))
+            self.assertIn(missed, bad[0])
+
+    def test_nothing_to_compare_is_an_error(self):
+        quest = self.write("q.jsonl", quest_line(1, "qft", 2.49) + "\n")
+        empty = self.write("e.json", json.dumps({"registers": []}))
+        self.assertEqual(qc.main(["--quest", quest, "--qbench", empty]), 2)
+        self.assertEqual(qc.main(["--quest", os.path.join(self.dir, "missing"), "--qbench", empty]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
