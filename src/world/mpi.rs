@@ -64,8 +64,12 @@ impl Mpi {
                     )),
                 );
             }
+            // Open MPI moves a large host message between processes only
+            // while it is polled (shared-memory fragments), as MPI_Waitall
+            // polls: sleeping here would slow the transfer itself. Yielding
+            // leaves the core to a process that shares it.
             if waited > Duration::from_millis(10) {
-                std::thread::sleep(Duration::from_micros(20));
+                std::thread::yield_now();
             }
         }
     }
