@@ -19,6 +19,13 @@ fn shape(class: Class, qubits: &[u32], l: u32) -> (Class, usize, bool, u32) {
     (class, globals, packed, lowest)
 }
 
+/// The second-lowest local qubit of `qubits` below `l`, or `l` where there is none.
+fn second(qubits: &[u32], l: u32) -> u32 {
+    let mut local: Vec<u32> = qubits.iter().copied().filter(|&q| q < l).collect();
+    local.sort_unstable();
+    local.get(1).copied().unwrap_or(l)
+}
+
 /// What a projection prices from: a register's gate-class table and the
 /// layout it was measured on.
 #[derive(Debug, Clone, Copy)]
@@ -45,9 +52,12 @@ pub fn nearest<'a>(step: &Step, layout: &Layout, wire: Option<&str>, table: Tabl
         .min_by_key(|c| {
             let (_, _, _, low) = shape(c.class, &c.qubits, l);
             // The same number of local qubits first (a one-qubit phase
-            // touches half the amplitudes, a two-qubit one a quarter).
+            // touches half the amplitudes, a two-qubit one a quarter),
+            // then the lowest local qubit, then the one above it: two low
+            // qubits share the memory's lines, a high one only halves them.
             let same = (c.qubits.len() - globals != locals) as u32;
-            (same, low.abs_diff(lowest), low)
+            let above = second(&c.qubits, l).abs_diff(second(&step.qubits(), layout.local_qubits()));
+            (same, low.abs_diff(lowest), above, low)
         })
 }
 

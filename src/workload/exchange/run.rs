@@ -327,7 +327,7 @@ fn exchange(
             }
         }
     }
-    out.decisions = decide(&out.registers, &memory_of, &plan.circuits);
+    out.decisions = decide(&out.registers, &memory_of, &plan.circuits, sharing(&out.devices));
     if out.registers.iter().all(|r| r.classes.is_empty()) {
         let mut why: Vec<String> = out
             .registers
@@ -363,8 +363,14 @@ fn exchange(
 /// Whether spreading pays, circuit by circuit, in each memory: the largest
 /// spread register's fastest run against the same register on one rank
 /// (measured, else priced from the spread register's local classes).
-/// `device` is the memory of one rank's device in each memory.
-fn decide(registers: &[RegisterRun], memory_of: &[(Memory, u64)], specs: &[CircuitSpec]) -> Vec<Decision> {
+/// `device` is the memory of one rank's device in each memory; `sharing`
+/// how many GPU ranks shared each GPU.
+fn decide(
+    registers: &[RegisterRun],
+    memory_of: &[(Memory, u64)],
+    specs: &[CircuitSpec],
+    sharing: usize,
+) -> Vec<Decision> {
     let mut out = Vec::new();
     for &(memory, device) in memory_of {
         let mine: Vec<&RegisterRun> = registers.iter().filter(|r| r.memory == memory.name()).collect();
@@ -405,6 +411,16 @@ fn decide(registers: &[RegisterRun], memory_of: &[(Memory, u64)], specs: &[Circu
             let fits = largest_register(device, top.precision, 0) >= top.qubits;
             let (one_s, from) = match (measured_one, layout) {
                 (Some(m), _) => (Some(m.time.median), "measured".to_string()),
+                // Ranks that shared a GPU timed each class with the others'
+                // kernels time-sliced beside theirs: those times do not
+                // scale to one rank alone.
+                (None, _) if memory == Memory::Gpu && sharing > 1 => (
+                    None,
+                    format!(
+                        "not measured: {sharing} ranks shared each GPU, so their classes do not scale to one rank \
+                         alone; `qbench exchange -g 1` without mpirun measures it"
+                    ),
+                ),
                 (None, Some(l)) => (
                     one_rank_price(top, &l, spec),
                     format!(
@@ -421,9 +437,10 @@ fn decide(registers: &[RegisterRun], memory_of: &[(Memory, u64)], specs: &[Circu
                 best.transport.as_deref().unwrap_or("-")
             );
             let verdict = match speedup {
-                None => {
-                    format!("{:.3} s on {} {unit}s ({how}); no one-{unit} time to compare", best.time.median, top.ranks)
-                }
+                None => format!(
+                    "{:.3} s on {} {unit}s ({how}); no one-{unit} time to compare ({from})",
+                    best.time.median, top.ranks
+                ),
                 Some(x) if x >= 1.05 => format!("spreading pays: ×{x:.2} faster on {} {unit}s ({how})", top.ranks),
                 Some(x) if x > 0.95 => format!("break-even: spreading neither pays nor costs ({how})"),
                 Some(x) if fits => format!("spreading costs ×{:.2}: run it on one {unit} ({how})", 1.0 / x),
@@ -449,6 +466,15 @@ fn decide(registers: &[RegisterRun], memory_of: &[(Memory, u64)], specs: &[Circu
         }
     }
     out
+}
+
+/// The most GPU ranks of the run on one GPU (1 where each has its own).
+fn sharing(devices: &[crate::record::RankInfo]) -> usize {
+    let mut on: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    for d in devices.iter().filter(|d| d.bus_id != "host") {
+        *on.entry((d.host.as_str(), d.bus_id.as_str())).or_default() += 1;
+    }
+    on.into_values().max().unwrap_or(1)
 }
 
 /// The circuit on one rank, priced from the spread register's local classes.
