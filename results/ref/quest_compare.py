@@ -51,14 +51,18 @@ def read_qbench(paths):
 def class_time(reg, kind, qubits, transport=None):
     """The time of qbench's class `kind` on exactly `qubits` (as a set), and
     the qubits it was measured on; else the nearest measured one of the
-    kind by its lowest qubit (what a memory-bound kernel's traffic follows)."""
+    kind: as many qubits, as many of them global, then by its lowest qubit
+    (what a memory-bound kernel's traffic follows)."""
+    local = reg["local_qubits"]
     same = [c for c in reg["classes"] if c["class"] == kind and c.get("transport") == transport]
     exact = [c for c in same if set(c["qubits"]) == set(qubits)]
     if exact:
         return exact[0]["time_s"], exact[0]["qubits"]
     if not same:
         return None, None
-    near = min(same, key=lambda c: (len(c["qubits"]) != len(qubits), abs(min(c["qubits"]) - min(qubits))))
+    globals_of = lambda qs: sum(q >= local for q in qs)  # noqa: E731
+    near = min(same, key=lambda c: (len(c["qubits"]) != len(qubits), globals_of(c["qubits"]) != globals_of(qubits),
+                                    abs(min(c["qubits"]) - min(qubits))))
     return near["time_s"], near["qubits"]
 
 
@@ -129,6 +133,13 @@ def compare(quest, qbench, wire="quest"):
             goals.append(goal(f"{what} ({op}) over {ranks} processes: the {wire} wire / QuEST within "
                               f"{WIRE_TOLERANCE:.0%}", row["ratio"], abs(row["ratio"] - 1) <= WIRE_TOLERANCE))
     spread = spreading(rows)
+    for sp in spread:
+        # What the spread run's own verdict said, from its one-GPU figure.
+        _, run, _ = qbench[(sp["ranks"], sp["qubits"])]
+        for d in run.get("decisions", []):
+            if d["circuit"] == "qft" and d["qubits"] == sp["qubits"] and d.get("one_gpu_s"):
+                sp.update(verdict_factor=d["spread_s"] / d["one_gpu_s"], verdict_one_gpu_s=d["one_gpu_s"],
+                          verdict_one_gpu_from=d["one_gpu_from"], verdict=d["verdict"])
     return {"rows": rows, "goals": goals, "spreading": spread}
 
 
@@ -157,6 +168,9 @@ def table(result):
     for s in result["spreading"]:
         lines.append(f"QFT({s['qubits']}) over {s['ranks']} processes against one GPU: QuEST x{s['quest_factor']:.2f}, "
                      f"qbench x{s['qbench_factor']:.2f} (ratio {s['ratio']:.3f})")
+        if "verdict" in s:
+            lines.append(f"  qbench's verdict on the spread run: x{s['verdict_factor']:.2f} from one GPU at "
+                         f"{s['verdict_one_gpu_s']:.3f} s ({s['verdict_one_gpu_from']})")
     for g in result["goals"]:
         lines.append(f"{'held' if g['held'] else 'MISSED':<6} {g['goal']}: {g['value']:.3f}")
     return "\n".join(lines)
