@@ -41,7 +41,7 @@ pub struct ExchangeArgs {
     /// Largest message piece for nccl and host transfers (default: 2^28 amplitudes for nccl, as QuEST; 64M for host)
     #[arg(long, value_parser = size_arg)]
     pub chunk: Option<u64>,
-    /// Use the QuEST-style unpipelined host path for --transport host
+    /// Stage --transport host one step after the other, nothing overlapping (host-unpipelined; QuEST's own exchange between processes is --transport quest)
     #[arg(long)]
     pub no_pipeline: bool,
     /// Timed repetitions of each operation (the median is reported)

@@ -233,6 +233,15 @@ fn seconds(steps: &[Step], layout: &Layout, m: &Machine, link: Option<&Link>) ->
         .sum()
 }
 
+/// A count's fastest price: seconds, the schedule, the wire when spread.
+type Best = (f64, Option<Schedule>, Option<String>);
+
+/// Whether the register fits on `gpus` GPUs under `schedule`, with 1 GiB
+/// left for the runtime.
+fn fits(qubits: u32, gpus: usize, precision: Precision, schedule: Schedule, m: &Machine) -> bool {
+    Layout::new(qubits, gpus, precision).is_ok_and(|l| bytes_per_gpu(&l, schedule) + (1 << 30) <= m.gpu_memory)
+}
+
 /// The forecast rows: per GPU count, per circuit, the fit, and the fastest
 /// schedule and wire with their price against one GPU.
 pub fn forecast(
@@ -246,15 +255,12 @@ pub fn forecast(
     let mut out = Vec::new();
     for spec in circuits {
         let circuit = spec.build(qubits)?;
-        let mut one: Option<f64> = None;
-        for &g in gpus {
+        // The fastest schedule (and wire, when spread), and whether the
+        // register fits at that count; one GPU too may relabel SWAP gates
+        // instead of moving amplitudes.
+        let price = |g: usize| -> Result<(Option<Best>, bool)> {
             let layout = Layout::new(qubits, g, precision)?;
-            let fits = |p: Precision, s: Schedule| {
-                Layout::new(qubits, g, p).is_ok_and(|l| bytes_per_gpu(&l, s) + (1 << 30) <= m.gpu_memory)
-            };
-            // The fastest schedule (and wire, when spread): one GPU too
-            // may relabel SWAP gates instead of moving amplitudes.
-            let mut best: Option<(f64, Option<Schedule>, Option<String>)> = None;
+            let mut best: Option<Best> = None;
             for &s in schedules {
                 let steps = compile(&circuit, &layout, s);
                 let links: Vec<Option<&Link>> = if g == 1 { vec![None] } else { m.links.iter().map(Some).collect() };
@@ -266,10 +272,18 @@ pub fn forecast(
                     }
                 }
             }
-            let fits_here = fits(precision, Schedule::Quest) || (g > 1 && fits(precision, Schedule::Swap));
-            if g == 1 && fits_here {
-                one = best.as_ref().map(|b| b.0);
-            }
+            let fits = fits(qubits, g, precision, Schedule::Quest, m)
+                || (g > 1 && fits(qubits, g, precision, Schedule::Swap, m));
+            Ok((best, fits))
+        };
+        // What every count is held against, whether or not -g names 1.
+        let one = match price(1)? {
+            (Some(b), true) => Some(b.0),
+            _ => None,
+        };
+        for &g in gpus {
+            let layout = Layout::new(qubits, g, precision)?;
+            let (best, fits_here) = price(g)?;
             let speedup = match (&best, one) {
                 (Some((t, ..)), Some(o)) if g > 1 => Some(o / t),
                 _ => None,
@@ -293,10 +307,10 @@ pub fn forecast(
                 qubits,
                 gpus: g,
                 precision,
-                fits_double_quest: fits(Precision::Double, Schedule::Quest),
-                fits_double_swap: fits(Precision::Double, Schedule::Swap),
-                fits_single_quest: fits(Precision::Single, Schedule::Quest),
-                fits_single_swap: fits(Precision::Single, Schedule::Swap),
+                fits_double_quest: fits(qubits, g, Precision::Double, Schedule::Quest, m),
+                fits_double_swap: fits(qubits, g, Precision::Double, Schedule::Swap, m),
+                fits_single_quest: fits(qubits, g, Precision::Single, Schedule::Quest, m),
+                fits_single_swap: fits(qubits, g, Precision::Single, Schedule::Swap, m),
                 bytes_per_gpu: bytes_per_gpu(&layout, Schedule::Quest),
                 projected_s: best.as_ref().filter(|_| fits_here).map(|b| b.0),
                 schedule: best.as_ref().filter(|_| fits_here).and_then(|b| b.1),
@@ -341,6 +355,10 @@ mod tests {
         let one = rows[0].projected_s.unwrap();
         assert!(one > 0.5 && one < 4.0, "{one}");
         assert!(rows[1].speedup.is_some() && rows[1].transport.as_deref() == Some("nccl"));
+        // Without 1 among the counts, two GPUs are still held against one.
+        let two = forecast(30, &[2], Precision::Double, &[CircuitSpec::Qft], &Schedule::ALL, &h200()).unwrap();
+        assert_eq!(two[0].speedup, rows[1].speedup);
+        assert!(two[0].verdict.starts_with("spreading"), "{}", two[0].verdict);
     }
 
     #[test]

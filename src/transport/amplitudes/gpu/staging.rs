@@ -4,8 +4,9 @@
 //! [`Hop`] carries each piece to the partner's receive slot (nothing within
 //! a process, MPI_Sendrecv, RDMA WRITE), and the partner copies it into its
 //! exchange buffer. [`pipelined`] keeps several pieces in flight so that the
-//! three overlap; [`unpipelined`] does one step after the other, as QuEST
-//! does without GPU-aware MPI.
+//! three overlap; [`unpipelined`] does one step after the other, in the
+//! order QuEST's exchange follows without GPU-aware MPI (QuEST's exact
+//! exchange, with its pageable buffers and message sizes, is quest.rs).
 
 use super::{GpuRegister, copy_d2h, copy_h2d, record};
 use crate::error::{Error, Result};
