@@ -26,6 +26,10 @@ pub enum Fault {
     /// buffer this process sends from, after filling it, so that the wrong
     /// byte crosses the link.
     SourceByte(u64),
+    /// `slow:RANK`: qbench check takes every figure RANK measures as a million
+    /// times worse (a bandwidth divided, a time multiplied), so that its node
+    /// fails while the others stay ready.
+    Slow(usize),
 }
 
 /// The kinds of fault, for a command to say which it applies.
@@ -36,6 +40,7 @@ pub enum Kind {
     WrongPartner,
     WrongHalf,
     SourceByte,
+    Slow,
 }
 
 impl Kind {
@@ -46,6 +51,7 @@ impl Kind {
             Kind::WrongPartner => "partner",
             Kind::WrongHalf => "half",
             Kind::SourceByte => "rdma[:BYTE]",
+            Kind::Slow => "slow:RANK",
         }
     }
 }
@@ -58,6 +64,7 @@ impl Fault {
             Fault::WrongPartner => Kind::WrongPartner,
             Fault::WrongHalf => Kind::WrongHalf,
             Fault::SourceByte(_) => Kind::SourceByte,
+            Fault::Slow(_) => Kind::Slow,
         }
     }
 
@@ -66,7 +73,7 @@ impl Fault {
         let v = value.trim();
         let bad = || {
             Error::Usage(format!(
-                "{VAR}={value}: expected RANK[:ELEMENT] (collectives), copy[:WORD] (copy), partner or half (exchange, compare), rdma[:BYTE] (rdma)"
+                "{VAR}={value}: expected RANK[:ELEMENT] (collectives), copy[:WORD] (copy), partner or half (exchange, compare), rdma[:BYTE] (rdma), slow:RANK (check)"
             ))
         };
         let number = |s: &str| s.trim().parse::<u64>().map_err(|_| bad());
@@ -81,6 +88,7 @@ impl Fault {
             ("copy", Some(w)) => Fault::Word(number(w)?),
             ("rdma", None) => Fault::SourceByte(0),
             ("rdma", Some(b)) => Fault::SourceByte(number(b)?),
+            ("slow", Some(r)) => Fault::Slow(number(r)? as usize),
             (r, i) if !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()) => {
                 Fault::Element { rank: number(r)? as usize, index: i.map(number).transpose()?.unwrap_or(0) }
             }
@@ -117,6 +125,9 @@ impl Fault {
             Fault::SourceByte(b) => {
                 format!("{VAR}=rdma:{b}: byte {b} of every buffer this process sends from is flipped")
             }
+            Fault::Slow(r) => {
+                format!("{VAR}=slow:{r}: every figure rank {r} measures is taken as a million times worse")
+            }
         }
     }
 }
@@ -135,7 +146,10 @@ mod tests {
         assert_eq!(Fault::parse("half").unwrap(), Fault::WrongHalf);
         assert_eq!(Fault::parse("rdma").unwrap(), Fault::SourceByte(0));
         assert_eq!(Fault::parse("rdma:4095").unwrap(), Fault::SourceByte(4095));
-        for bad in ["", "x", "1:x", "copy:", "cpy", "-1", "partner:2", ":3", "rdma:", "rdma:x", "rdmax"] {
+        assert_eq!(Fault::parse("slow:3").unwrap(), Fault::Slow(3));
+        for bad in
+            ["", "x", "1:x", "copy:", "cpy", "-1", "partner:2", ":3", "rdma:", "rdma:x", "rdmax", "slow", "slow:x"]
+        {
             assert_eq!(Fault::parse(bad).unwrap_err().exit_code(), 2, "{bad}");
         }
     }

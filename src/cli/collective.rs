@@ -156,6 +156,6 @@ impl CollArgs {
             root: self.root,
             seed: self.seed,
         };
-        CollectivePlan::new(kind, self.transport, config)
+        CollectivePlan::new(kind, self.transport, config, CollectivePlan::fault_asked(kind)?)
     }
 }

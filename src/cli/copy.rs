@@ -49,19 +49,22 @@ pub struct CopyArgs {
 impl CopyArgs {
     pub fn plan(&self) -> Result<CopyPlan> {
         crate::workload::copy::alone_on_this_node()?;
-        CopyPlan::new(Config {
-            tests: self.test.split(',').map(|t| t.trim().to_string()).collect(),
-            ngpus: self.ngpus.map_or(0, |n| n as usize),
-            minbytes: self.minbytes,
-            maxbytes: self.maxbytes,
-            stepfactor: self.stepfactor,
-            iters: self.iters,
-            warmup_iters: self.warmup_iters,
-            samples: self.samples,
-            lat_iters: self.lat_iters,
-            lat_sizes: latency_sizes(),
-            seed: self.seed,
-            corrupt_word: None,
-        })
+        CopyPlan::new(
+            Config {
+                tests: self.test.split(',').map(|t| t.trim().to_string()).collect(),
+                ngpus: self.ngpus.map_or(0, |n| n as usize),
+                minbytes: self.minbytes,
+                maxbytes: self.maxbytes,
+                stepfactor: self.stepfactor,
+                iters: self.iters,
+                warmup_iters: self.warmup_iters,
+                samples: self.samples,
+                lat_iters: self.lat_iters,
+                lat_sizes: latency_sizes(),
+                seed: self.seed,
+                corrupt_word: None,
+            },
+            CopyPlan::fault_asked()?,
+        )
     }
 }

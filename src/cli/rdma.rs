@@ -116,6 +116,7 @@ impl RdmaArgs {
             cuda_device: self.cuda_device,
             timeout_s: self.timeout,
             seed: self.seed,
+            fault: Plan::fault_asked()?,
         })
     }
 

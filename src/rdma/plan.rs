@@ -359,6 +359,8 @@ pub struct Options {
     /// Seconds to wait for the peer and for a completion; 0 for ever.
     pub timeout_s: u64,
     pub seed: u64,
+    /// What the run injects (`qbench rdma`'s `QBENCH_CORRUPT`, see [`Plan::fault_asked`]).
+    pub fault: Option<Fault>,
 }
 
 impl Options {
@@ -381,13 +383,13 @@ impl Options {
             cuda_device: 0,
             timeout_s: 30,
             seed: crate::pattern::DEFAULT_SEED,
+            fault: None,
         }
     }
 }
 
 impl Plan {
-    /// The plan `o` describes, with every range checked and the fault
-    /// `QBENCH_CORRUPT` asks for.
+    /// The plan `o` describes, with every range checked.
     pub fn new(o: &Options) -> Result<Plan> {
         let tests = Test::parse_list(&o.tests)?;
         let sizes = match (o.all, o.size) {
@@ -438,8 +440,13 @@ impl Plan {
             ib_port: o.ib_port,
             gid_index: o.gid_index,
             report_gbits: o.report_gbits,
-            fault: Fault::requested("rdma", &[crate::fault::Kind::SourceByte])?,
+            fault: o.fault,
         })
+    }
+
+    /// The fault `QBENCH_CORRUPT` asks of rdma, if it can apply it.
+    pub fn fault_asked() -> Result<Option<Fault>> {
+        Fault::requested("rdma", &[crate::fault::Kind::SourceByte])
     }
 
     /// The byte flipped in every buffer this side sends from, if any.

@@ -62,8 +62,8 @@ impl Keys {
             root: 0,
             seed: crate::pattern::DEFAULT_SEED,
         };
-        let mut plan = CollectivePlan::new(kind, self.transport()?, config)?;
-        (plan.fault, plan.min_bw) = (None, None);
+        let mut plan = CollectivePlan::new(kind, self.transport()?, config, None)?;
+        plan.min_bw = None;
         Ok(plan)
     }
 }

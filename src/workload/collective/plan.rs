@@ -22,7 +22,9 @@ pub struct CollectivePlan {
 }
 
 impl CollectivePlan {
-    pub fn new(kind: Kind, transport: TransportKind, config: Config) -> Result<CollectivePlan> {
+    /// The plan of `config`, checked; `fault` is what it injects (the
+    /// command line's `QBENCH_CORRUPT`, see [`CollectivePlan::fault_asked`]).
+    pub fn new(kind: Kind, transport: TransportKind, config: Config, fault: Option<Fault>) -> Result<CollectivePlan> {
         if config.root < -1 {
             return Err(Error::Usage(format!(
                 "invalid root {} (-r): use a rank number, or -1 for every rank",
@@ -48,8 +50,12 @@ impl CollectivePlan {
                 crate::transport::cpu::MAX_RANKS
             )));
         }
-        let fault = Fault::requested(kind.spec().command(), &[fault::Kind::Element])?;
         Ok(CollectivePlan { kind, transport, config, fault, min_bw: min_bandwidth()? })
+    }
+
+    /// The fault `QBENCH_CORRUPT` asks of collective `kind`, if it can apply it.
+    pub fn fault_asked(kind: Kind) -> Result<Option<Fault>> {
+        Fault::requested(kind.spec().command(), &[fault::Kind::Element])
     }
 
     /// The ops the sweep walks: None for collectives that ignore `-o`.

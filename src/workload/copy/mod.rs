@@ -56,9 +56,16 @@ pub struct CopyPlan {
 }
 
 impl CopyPlan {
+    /// The fault `QBENCH_CORRUPT` asks of copy, if it can apply it.
+    pub fn fault_asked() -> Result<Option<Fault>> {
+        Fault::requested("copy", &[fault::Kind::Word])
+    }
+
     /// The plan of a run configured as `config` says: its `tests` are names
     /// or families (or all), its `ngpus` 0 for every GPU.
-    pub fn new(mut config: record::Config) -> Result<CopyPlan> {
+    /// `fault`: what it injects (the command line's `QBENCH_CORRUPT`, see
+    /// [`CopyPlan::fault_asked`]).
+    pub fn new(mut config: record::Config, fault: Option<Fault>) -> Result<CopyPlan> {
         let tests = select(&config.tests.join(","))?;
         if config.minbytes == 0 {
             return Err(Error::Usage("the smallest size (-b) must be at least 1 byte".into()));
@@ -68,7 +75,6 @@ impl CopyPlan {
         } else {
             crate::units::sweep(config.minbytes, config.maxbytes, crate::units::Step::Factor(config.stepfactor))?
         };
-        let fault = Fault::requested("copy", &[fault::Kind::Word])?;
         config.tests = tests.iter().map(|t| t.name.to_string()).collect();
         config.corrupt_word = match fault {
             Some(Fault::Word(w)) => Some(w),
@@ -99,7 +105,7 @@ impl Job for CopyPlan {
         run_tests(self, session, obs)
     }
 
-    fn verdict(&self, record: &CopyRun) -> Result<()> {
+    fn verdict(&self, record: &CopyRun, _rank: usize) -> Result<()> {
         record.verdict()
     }
 }
