@@ -1,7 +1,7 @@
 //! `qbench plot` as a user runs it: every committed record in results/
 //! drawn, the SVG parsed back (axis titles, a legend entry per run), runs
-//! overlaid, the floor of a held run dashed, PNG, and bad input refused in
-//! one line with exit 2.
+//! overlaid, the floor of a held run dashed, check steps coloured by their
+//! status, PNG, and bad input refused in one line with exit 2.
 
 mod common;
 
@@ -83,7 +83,7 @@ fn every_committed_record_plots_as_svg_with_its_axes_and_runs() {
             "compare" => (&["transport"], "bandwidth per direction (GB/s)"),
             "exchange" => (&["transport (wire)", "register size (qubits)"], "bandwidth per direction (GB/s)"),
             "copy" => (&["GPU", "copy size (bytes; K, M binary)"], ""),
-            "check" => (&["run"], "step"),
+            "check" => (&["measured / expected"], "step"),
             other => panic!("{name}: a {other} record: add its axes here"),
         };
         assert!(x.iter().any(|t| texts.iter().any(|s| s == t)), "{name}: no x axis title {x:?} in {texts:?}");
@@ -283,4 +283,106 @@ fn exchange_circuits_draw_measured_lines_and_a_plan_draws_projected_ones() {
     let texts = svg_texts(&svg);
     assert!(has(&texts, "qft(34) projected"), "{texts:?}");
     assert!(!has(&texts, "bandwidth per direction"), "a plan measured no exchange: {texts:?}");
+}
+
+/// The fills draw.rs gives a check step's bar by its status, and its floor tick.
+const PASS: &str = "#2CA02C";
+const FAIL: &str = "#D62728";
+const SKIP: &str = "#A0A0A0";
+const TICK: &str = "#1A1A1A";
+
+/// How many rectangles of the SVG at `path` are filled with `colour`.
+fn rects(path: &Path, colour: &str) -> usize {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    doc.descendants().filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some(colour)).count()
+}
+
+/// A committed check record, edited as JSON (so that fields the record
+/// gains later ride along), written to `dir`.
+fn check_variant(dir: &Path, from: &str, name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join(from)).unwrap()).unwrap();
+    edit(&mut v);
+    let out = dir.join(name);
+    std::fs::write(&out, serde_json::to_string(&v).unwrap()).unwrap();
+    out
+}
+
+/// The rows of a check record drawn as bars (steps measured against an
+/// expected value) with `status`, and how many of those have a floor or ceiling.
+fn bars(path: &Path, status: &str) -> (usize, usize) {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let drawn: Vec<&serde_json::Value> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] != "fact" && r["measured"].is_number() && r["expected"].is_number())
+        .filter(|r| r["status"] == status)
+        .collect();
+    let ticked = drawn.iter().filter(|r| r["floor"].is_number() || r["ceiling"].is_number()).count();
+    (drawn.len(), ticked)
+}
+
+fn set_row(v: &mut serde_json::Value, step: &str, status: &str, measured: serde_json::Value) {
+    let rows = v["rows"].as_array_mut().unwrap();
+    let row = rows.iter_mut().find(|r| r["step"] == step).unwrap_or_else(|| panic!("no step {step}"));
+    row["status"] = status.into();
+    row["measured"] = measured;
+}
+
+#[test]
+fn check_steps_are_coloured_by_status_with_their_floor_ticked() {
+    let dir = scratch("check-status");
+    let run = check_variant(&dir, "results/h200-check-standard.json", "held.json", |v| {
+        set_row(v, "host to GPU 1G, pinned", "FAIL", 40.0.into());
+        set_row(v, "QFT, 30 qubits double", "SKIP", serde_json::Value::Null);
+    });
+    let out = dir.join("held.svg");
+    plot(&[&run], &out, &[]);
+    let (passed, passed_ticked) = bars(&run, "PASS");
+    let (failed, failed_ticked) = bars(&run, "FAIL");
+    assert!(passed > 0 && failed == 1, "{passed} PASS, {failed} FAIL");
+    // A bar per drawn row in its status' colour, and the legend's swatch of each.
+    assert_eq!(rects(&out, PASS), passed + 1);
+    assert_eq!(rects(&out, FAIL), failed + 1);
+    // The SKIP row is words, not a bar.
+    assert_eq!(rects(&out, SKIP), 1);
+    assert_eq!(rects(&out, TICK), passed_ticked + failed_ticked + 1);
+    let texts = svg_texts(&out);
+    assert!(texts.iter().any(|t| t == "not measured"), "{texts:?}");
+    for want in ["PASS", "WARN", "FAIL", "SKIP", "floor (ceiling for a time)", "expected (1)", "time: lower is better"]
+    {
+        assert!(texts.iter().any(|t| t == want), "no {want}: {texts:?}");
+    }
+}
+
+#[test]
+fn check_runs_side_by_side_give_each_step_a_mark_per_run() {
+    let dir = scratch("check-runs");
+    let quick = root().join("results/h200-check-quick.json");
+    let other = check_variant(&dir, "results/h200-check-quick.json", "node2.json", |v| v["host"] = "node2".into());
+    let out = dir.join("runs.svg");
+    assert!(plot(&[&quick, &other], &out, &[]).contains("2 series in 1 panel"));
+    let (passed, ticked) = bars(&quick, "PASS");
+    assert!(passed > 1 && bars(&quick, "FAIL").0 == 0);
+    assert_eq!(rects(&out, PASS), 2 * passed + 1, "two marks per step");
+    assert_eq!(rects(&out, TICK), 2 * ticked + 1, "a floor tick per mark");
+    let texts = svg_texts(&out);
+    for run in ["vm 2026-12-01 h200x1 quick", "node2 2026-12-01 h200x1 quick"] {
+        assert!(texts.iter().any(|t| t == run), "no column {run}: {texts:?}");
+    }
+    // One row per step, named once.
+    let step = "host to GPU 1G, pinned (GPU 0)";
+    assert_eq!(texts.iter().filter(|t| *t == step).count(), 1, "{texts:?}");
+}
+
+#[test]
+fn check_steps_without_an_expected_value_are_words() {
+    let dir = scratch("check-rxe");
+    let out = dir.join("rxe.svg");
+    plot(&[&root().join("results/rdma-vm/check-rxe.json")], &out, &[]);
+    assert_eq!(rects(&out, PASS), 1, "the legend's swatch alone");
+    let texts = svg_texts(&out);
+    assert!(texts.iter().any(|t| t.contains("no expected value, floor")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("no expected value, ceiling")), "{texts:?}");
 }

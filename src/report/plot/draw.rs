@@ -5,8 +5,9 @@
 //! over the data; axes carry their own ticks (powers of two labelled 1K,
 //! 16M, 1G; powers of ten; round steps).
 
-use super::figure::{Bars, Chart, Dash, Figure, Heat, Lines, Marker, Panel, Scale};
+use super::figure::{Bars, Chart, Dash, Figure, Heading, Heat, Judged, Lines, Mark, Marker, Panel, Scale};
 use crate::error::{Error, Result};
+use crate::record::check::Status;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 use plotters::element::DashedPathElement;
@@ -50,9 +51,24 @@ const REFERENCE: [RGBColor; 4] =
     [RGBColor(0x30, 0x30, 0x30), RGBColor(0x8c, 0x56, 0x4b), RGBColor(0x17, 0x8f, 0x9f), RGBColor(0x7f, 0x7f, 0x7f)];
 const GRID: RGBColor = RGBColor(0xdd, 0xdd, 0xdd);
 const MISSING: RGBColor = RGBColor(0xee, 0xee, 0xee);
+/// A judged step's limit (floor or ceiling): near-black, used for nothing else.
+const TICK: RGBColor = RGBColor(0x1a, 0x1a, 0x1a);
+/// Every other row of judged steps, to lead the eye from label to marks.
+const BAND: RGBColor = RGBColor(0xf4, 0xf4, 0xf4);
+const FAINT: RGBColor = RGBColor(0x80, 0x80, 0x80);
 
 fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
+}
+
+/// PASS green, WARN amber, FAIL red, SKIP grey.
+fn status_colour(s: Status) -> RGBColor {
+    match s {
+        Status::Pass => RGBColor(0x2c, 0xa0, 0x2c),
+        Status::Warn => RGBColor(0xf5, 0xa6, 0x23),
+        Status::Fail => RGBColor(0xd6, 0x27, 0x28),
+        Status::Skip => RGBColor(0xa0, 0xa0, 0xa0),
+    }
 }
 
 /// The figure as SVG text.
@@ -111,13 +127,21 @@ fn text_width(text: &str, pt: f64) -> u32 {
     font(pt).box_size(text).map_or(text.chars().count() as u32 * (pt as u32 * 6 / 10), |(w, _)| w)
 }
 
-/// One legend entry: a line sample (dashed or not, with its mark) or a box.
+/// One legend entry: a line sample (dashed or not, with its mark), a box
+/// or an upright tick.
 struct Entry {
     label: String,
     colour: RGBColor,
     dash: Dash,
     marker: Marker,
-    boxed: bool,
+    sample: Sample,
+}
+
+#[derive(Clone, Copy)]
+enum Sample {
+    Line,
+    Box,
+    Tick,
 }
 
 /// A panel's legend: the words every entry starts with (host, date, the
@@ -154,7 +178,7 @@ fn entries(p: &Panel) -> Vec<Entry> {
                 colour: reference_colour(r.colour, i),
                 dash: Dash::Dashed,
                 marker: Marker::None,
-                boxed: false,
+                sample: Sample::Line,
             })
             .collect::<Vec<_>>()
     };
@@ -167,7 +191,7 @@ fn entries(p: &Panel) -> Vec<Entry> {
                 colour: series_colour(s),
                 dash: s.dash,
                 marker: s.marker,
-                boxed: false,
+                sample: Sample::Line,
             })
             .chain(refs(&l.references))
             .collect(),
@@ -179,12 +203,26 @@ fn entries(p: &Panel) -> Vec<Entry> {
                 colour: colour(s.colour),
                 dash: Dash::Solid,
                 marker: Marker::None,
-                boxed: true,
+                sample: Sample::Box,
             })
             .chain(refs(&b.references))
             .collect(),
         Chart::Heat(_) => Vec::new(),
+        Chart::Judged(j) => judged_entries(j),
     }
+}
+
+/// The four statuses, the limit tick and the line at expected.
+fn judged_entries(j: &Judged) -> Vec<Entry> {
+    let entry =
+        |label: &str, colour, dash, sample| Entry { label: label.into(), colour, dash, marker: Marker::None, sample };
+    let mut v: Vec<Entry> = [Status::Pass, Status::Warn, Status::Fail, Status::Skip]
+        .into_iter()
+        .map(|s| entry(s.name(), status_colour(s), Dash::Solid, Sample::Box))
+        .collect();
+    v.push(entry(&j.tick_label, TICK, Dash::Solid, Sample::Tick));
+    v.push(entry(&j.expected_label, REFERENCE[0], Dash::Dashed, Sample::Line));
+    v
 }
 
 fn series_colour(s: &super::figure::Series) -> RGBColor {
@@ -206,11 +244,21 @@ fn legend_grid(entries: &[Entry], width: u32) -> (usize, usize, u32) {
     (columns, rows, (width - 2 * LEGEND_PAD) / columns as u32)
 }
 
-/// The height of a heat map's chart: a row of cells per matrix row.
+/// The height of a heat map's chart: a row of cells per matrix row; of
+/// judged steps: the runs' headings, a row per step, the axis.
 fn chart_height(p: &Panel) -> u32 {
     match &p.chart {
         Chart::Heat(h) => (h.rows.len() as u32 * 48 + 120).max(230),
+        Chart::Judged(j) => (JUDGED_HEAD + j.rows.len() as i32 * JUDGED_ROW + JUDGED_FOOT) as u32,
         _ => CHART_H,
+    }
+}
+
+/// PANEL_W, or wider for judged steps of many runs.
+fn panel_width(p: &Panel) -> u32 {
+    match &p.chart {
+        Chart::Judged(j) => (judged_label_room(j) + j.columns.len() as u32 * JUDGED_COLUMN_W + 36).max(PANEL_W),
+        _ => PANEL_W,
     }
 }
 
@@ -220,7 +268,7 @@ fn panel_height(p: &Panel) -> u32 {
         Chart::Heat(_) => LEGEND_ROW + 2 * LEGEND_PAD,
         _ => {
             let (head, entries) = legend_of(p);
-            let (_, rows, _) = legend_grid(&entries, PANEL_W);
+            let (_, rows, _) = legend_grid(&entries, panel_width(p));
             (rows + usize::from(head.is_some())) as u32 * LEGEND_ROW + 2 * LEGEND_PAD
         }
     };
@@ -233,8 +281,9 @@ fn rows(fig: &Figure) -> Vec<(u32, &[Panel])> {
 }
 
 fn size(fig: &Figure) -> (u32, u32) {
-    let columns = fig.columns.clamp(1, fig.panels.len().max(1)) as u32;
-    (columns * PANEL_W, TITLE_H + rows(fig).iter().map(|(h, _)| h).sum::<u32>())
+    let rows = rows(fig);
+    let w = rows.iter().map(|(_, ps)| ps.iter().map(panel_width).sum::<u32>()).max().unwrap_or(PANEL_W);
+    (w.max(PANEL_W), TITLE_H + rows.iter().map(|(h, _)| h).sum::<u32>())
 }
 
 type Drawn = std::result::Result<(), String>;
@@ -259,7 +308,7 @@ fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Dra
         body = rest;
         let mut area = row;
         for p in panels {
-            let (cell, rest) = area.split_horizontally(PANEL_W);
+            let (cell, rest) = area.split_horizontally(panel_width(p));
             area = rest;
             panel(&cell, p)?;
         }
@@ -269,12 +318,13 @@ fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Dra
 
 fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> Drawn {
     let mut area = area.clone();
+    let width = panel_width(p);
     if !p.title.is_empty() {
         let (title, rest) = area.split_vertically(PANEL_TITLE_H);
         title
             .draw(&Text::new(
                 p.title.clone(),
-                (PANEL_W as i32 / 2, PANEL_TITLE_H as i32 / 2),
+                (width as i32 / 2, PANEL_TITLE_H as i32 / 2),
                 font(PANEL_TITLE_PT).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Center)),
             ))
             .map_err(e)?;
@@ -285,9 +335,10 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> Drawn 
         Chart::Lines(l) => lines(&chart, l)?,
         Chart::Bars(b) => bars(&chart, b)?,
         Chart::Heat(h) => return heat(&chart, &legend_area, h),
+        Chart::Judged(j) => judged(&chart, j)?,
     }
     let (head, entries) = legend_of(p);
-    legend(&legend_area, head.as_deref(), &entries)
+    legend(&legend_area, width, head.as_deref(), &entries)
 }
 
 /// An axis drawn from its own ticks: a position for each, and its label.
@@ -732,8 +783,144 @@ fn scale_bar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, s: &Shade, unit:
     Ok(())
 }
 
-fn legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, head: Option<&str>, entries: &[Entry]) -> Drawn {
-    let (columns, _, column_w) = legend_grid(entries, PANEL_W);
+/// Judged steps' layout: the runs' headings, a row per step, the axis
+/// under the rows, a column's width at least.
+const JUDGED_HEAD: i32 = 60;
+const JUDGED_ROW: i32 = 46;
+const JUDGED_FOOT: i32 = 70;
+const JUDGED_COLUMN_W: u32 = 420;
+const JUDGED_GAP: i32 = 56;
+/// Past this many times expected a bar stops at the axis' end (its note
+/// still says measured and expected).
+const JUDGED_MOST: f64 = 3.0;
+
+/// Room left of the columns for the steps' names.
+fn judged_label_room(j: &Judged) -> u32 {
+    let names = j.rows.iter().map(|r| text_width(&r.text, LABEL_PT).max(text_width(&r.detail, VALUE_PT)));
+    names.chain([text_width(&j.rows_title, AXIS_TITLE_PT)]).max().unwrap_or(0) + 32
+}
+
+/// The axis every column shares: from 0 past the largest value or limit.
+fn judged_axis(j: &Judged) -> Ticked {
+    let marks = j.marks.iter().flatten().flatten();
+    let top = marks.flat_map(|m| m.value.into_iter().chain(m.limits.iter().copied())).fold(1.0f64, f64::max);
+    ticked(Scale::Linear, &[0.0, top.min(JUDGED_MOST) * 1.1])
+}
+
+fn left_text(pt: f64, c: RGBColor) -> TextStyle<'static> {
+    font(pt).color(&c).pos(Pos::new(HPos::Left, VPos::Center))
+}
+
+/// Judged steps: names down the left, then a column per run, each with the
+/// run's heading, a mark per step and the shared axis under it.
+fn judged<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, j: &Judged) -> Drawn {
+    let (w, _) = area.dim_in_pixel();
+    let left = judged_label_room(j) as i32;
+    let col_w = (w as i32 - left - 36) / j.columns.len().max(1) as i32;
+    let bottom = JUDGED_HEAD + j.rows.len() as i32 * JUDGED_ROW;
+    let top_of = |r: usize| JUDGED_HEAD + r as i32 * JUDGED_ROW;
+    for r in (0..j.rows.len()).step_by(2) {
+        area.draw(&Rectangle::new([(0, top_of(r)), (w as i32, top_of(r) + JUDGED_ROW)], BAND.filled())).map_err(e)?;
+    }
+    let title = font(AXIS_TITLE_PT).color(&BLACK).pos(Pos::new(HPos::Left, VPos::Bottom));
+    area.draw(&Text::new(j.rows_title.clone(), (16, JUDGED_HEAD - 8), title)).map_err(e)?;
+    for (r, row) in j.rows.iter().enumerate() {
+        row_name(area, top_of(r), row)?;
+    }
+    let axis = judged_axis(j);
+    for (c, heading) in j.columns.iter().enumerate() {
+        let x0 = left + c as i32 * col_w;
+        let span = (x0 + JUDGED_GAP / 2, x0 + col_w - JUDGED_GAP / 2);
+        let px = |v: f64| axis.map(&v.clamp(axis.lo, axis.hi), span);
+        column_heading(area, (span.0 + span.1) / 2, heading)?;
+        column_axis(area, &axis, &px, span, bottom, &j.x_title)?;
+        for (r, marks) in j.marks.iter().enumerate() {
+            mark(area, &px, span.0, top_of(r), marks.get(c).and_then(Option::as_ref))?;
+        }
+        let one = px(1.0);
+        let s = line_style(REFERENCE[0], 2);
+        area.draw(&DashedPathElement::new(vec![(one, JUDGED_HEAD), (one, bottom)], 10, 6, s)).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// A step's name in its row from `y`, and the line under it where there is one.
+fn row_name<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, y: i32, row: &Heading) -> Drawn {
+    if row.detail.is_empty() {
+        return area
+            .draw(&Text::new(row.text.clone(), (16, y + JUDGED_ROW / 2), left_text(LABEL_PT, BLACK)))
+            .map_err(e);
+    }
+    area.draw(&Text::new(row.text.clone(), (16, y + 15), left_text(LABEL_PT, BLACK))).map_err(e)?;
+    area.draw(&Text::new(row.detail.clone(), (16, y + 33), left_text(VALUE_PT, FAINT))).map_err(e)
+}
+
+/// A run's name over its column, its verdict under it in the verdict's colour.
+fn column_heading<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, x: i32, h: &Heading) -> Drawn {
+    let centred = |pt: f64, c: RGBColor| font(pt).color(&c).pos(Pos::new(HPos::Center, VPos::Center));
+    area.draw(&Text::new(h.text.clone(), (x, 18), centred(LEGEND_PT, BLACK))).map_err(e)?;
+    let ink = h.status.map_or(FAINT, status_colour);
+    area.draw(&Text::new(h.detail.clone(), (x, 40), centred(VALUE_PT, ink))).map_err(e)
+}
+
+/// A column's grid lines, its axis line at 0, its tick labels and title.
+fn column_axis<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    axis: &Ticked,
+    px: &impl Fn(f64) -> i32,
+    span: (i32, i32),
+    bottom: i32,
+    title: &str,
+) -> Drawn {
+    let below = font(LABEL_PT).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+    for (v, label) in &axis.ticks {
+        let x = px(*v);
+        let ink = if *v == axis.lo { BLACK } else { GRID };
+        area.draw(&PathElement::new(vec![(x, JUDGED_HEAD), (x, bottom + 6)], line_style(ink, 1))).map_err(e)?;
+        area.draw(&Text::new(label.clone(), (x, bottom + 10), below.clone())).map_err(e)?;
+    }
+    let centre = (span.0 + span.1) / 2;
+    area.draw(&Text::new(
+        title.to_string(),
+        (centre, bottom + 38),
+        font(AXIS_TITLE_PT).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top)),
+    ))
+    .map_err(e)
+}
+
+/// One step of one run in the row from `y`: its bar, its limit ticks and
+/// its note over them; the note alone where there is nothing to scale.
+fn mark<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    px: &impl Fn(f64) -> i32,
+    x: i32,
+    y: i32,
+    m: Option<&Mark>,
+) -> Drawn {
+    let Some(m) = m else {
+        return area
+            .draw(&Text::new("not in this run", (x + 4, y + JUDGED_ROW / 2), left_text(VALUE_PT, FAINT)))
+            .map_err(e);
+    };
+    let Some(v) = m.value else {
+        let ink = if m.status == Status::Skip { FAINT } else { status_colour(m.status) };
+        return area.draw(&Text::new(m.note.clone(), (x + 4, y + JUDGED_ROW / 2), left_text(LABEL_PT, ink))).map_err(e);
+    };
+    area.draw(&Rectangle::new([(px(0.0), y + 24), (px(v), y + 38)], status_colour(m.status).filled())).map_err(e)?;
+    for l in &m.limits {
+        let t = px(*l);
+        area.draw(&Rectangle::new([(t - 1, y + 18), (t + 2, y + 44)], TICK.filled())).map_err(e)?;
+    }
+    area.draw(&Text::new(m.note.clone(), (x + 4, y + 12), left_text(VALUE_PT, BLACK))).map_err(e)
+}
+
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    width: u32,
+    head: Option<&str>,
+    entries: &[Entry],
+) -> Drawn {
+    let (columns, _, column_w) = legend_grid(entries, width);
     let style = font(LEGEND_PT).color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
     let first = usize::from(head.is_some());
     if let Some(h) = head {
@@ -744,30 +931,36 @@ fn legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, head: Option<&str>,
         let (row, col) = (k / columns + first, k % columns);
         let x = (LEGEND_PAD + col as u32 * column_w) as i32 + 12;
         let y = (LEGEND_PAD + row as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
-        if en.boxed {
-            area.draw(&Rectangle::new([(x + 8, y - 8), (x + SAMPLE_W - 8, y + 8)], en.colour.filled())).map_err(e)?;
-        } else {
-            let s = line_style(en.colour, 2);
-            let pts = vec![(x, y), (x + SAMPLE_W, y)];
-            match en.dash {
-                Dash::Solid => area.draw(&PathElement::new(pts, s)),
-                Dash::Dashed => area.draw(&DashedPathElement::new(pts, 10, 6, s)),
-                Dash::Dotted => area.draw(&DashedPathElement::new(pts, 3, 4, s)),
-            }
-            .map_err(e)?;
-            let c = (x + SAMPLE_W / 2, y);
-            let fill = en.colour.filled();
-            match en.marker {
-                Marker::Circle => area.draw(&Circle::new(c, 4, fill)),
-                Marker::Triangle => area.draw(&TriangleMarker::new(c, 5, fill)),
-                Marker::Square => area.draw(&Rectangle::new([(c.0 - 4, c.1 - 4), (c.0 + 4, c.1 + 4)], fill)),
-                Marker::None => Ok(()),
-            }
-            .map_err(e)?;
-        }
+        sample(area, en, x, y)?;
         area.draw(&Text::new(en.label.clone(), (x + SAMPLE_W + 10, y), style.clone())).map_err(e)?;
     }
     Ok(())
+}
+
+/// An entry's sample left of its words, from (x, y) on the row's middle.
+fn sample<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, en: &Entry, x: i32, y: i32) -> Drawn {
+    let fill = en.colour.filled();
+    let c = (x + SAMPLE_W / 2, y);
+    match en.sample {
+        Sample::Box => return area.draw(&Rectangle::new([(x + 8, y - 8), (x + SAMPLE_W - 8, y + 8)], fill)).map_err(e),
+        Sample::Tick => return area.draw(&Rectangle::new([(c.0 - 1, y - 10), (c.0 + 2, y + 10)], fill)).map_err(e),
+        Sample::Line => {}
+    }
+    let s = line_style(en.colour, 2);
+    let pts = vec![(x, y), (x + SAMPLE_W, y)];
+    match en.dash {
+        Dash::Solid => area.draw(&PathElement::new(pts, s)),
+        Dash::Dashed => area.draw(&DashedPathElement::new(pts, 10, 6, s)),
+        Dash::Dotted => area.draw(&DashedPathElement::new(pts, 3, 4, s)),
+    }
+    .map_err(e)?;
+    match en.marker {
+        Marker::Circle => area.draw(&Circle::new(c, 4, fill)),
+        Marker::Triangle => area.draw(&TriangleMarker::new(c, 5, fill)),
+        Marker::Square => area.draw(&Rectangle::new([(c.0 - 4, c.1 - 4), (c.0 + 4, c.1 + 4)], fill)),
+        Marker::None => Ok(()),
+    }
+    .map_err(e)
 }
 
 #[cfg(test)]

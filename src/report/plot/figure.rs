@@ -1,7 +1,9 @@
 //! What a plot shows, before any drawing: panels of lines against an axis,
-//! grouped bars or heat maps, each with its axes, series and reference
-//! lines. Each record kind builds one (its `Plot`); `draw.rs` alone turns
-//! it into SVG or PNG.
+//! grouped bars, heat maps or judged steps, each with its axes, series and
+//! reference lines. Each record kind builds one (its `Plot`); `draw.rs`
+//! alone turns it into SVG or PNG.
+
+use crate::record::check::Status;
 
 /// A whole picture: a title over panels laid out in `columns`.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +31,7 @@ pub enum Chart {
     Lines(Lines),
     Bars(Bars),
     Heat(Heat),
+    Judged(Judged),
 }
 
 impl Chart {
@@ -37,6 +40,7 @@ impl Chart {
             Chart::Lines(l) => l.series.len(),
             Chart::Bars(b) => b.series.len(),
             Chart::Heat(_) => 1,
+            Chart::Judged(j) => j.columns.len(),
         }
     }
 }
@@ -147,4 +151,41 @@ pub struct Heat {
     pub cells: Vec<Vec<Option<f64>>>,
     /// The values' unit, e.g. "GB/s".
     pub unit: String,
+}
+
+/// Steps held against what was expected: a row per step, a column per run,
+/// all on one axis of measured / expected with expected at 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// The axis under each column, e.g. "measured / expected".
+    pub x_title: String,
+    pub rows_title: String,
+    pub rows: Vec<Heading>,
+    /// A run each, its detail the run's verdict.
+    pub columns: Vec<Heading>,
+    /// `marks[row][column]`; None where the run has no such step.
+    pub marks: Vec<Vec<Option<Mark>>>,
+    /// The legend's words for the limit ticks and for the line at 1.
+    pub tick_label: String,
+    pub expected_label: String,
+}
+
+/// A row's or a column's name, and a second line under it (empty for none),
+/// coloured as `status` when there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heading {
+    pub text: String,
+    pub detail: String,
+    pub status: Option<Status>,
+}
+
+/// One step of one run: a bar to `value` coloured by its status, a tick at
+/// each of its `limits` (same scale), and `note` written over it; the note
+/// alone, in the status' colour, where there is no value to scale.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    pub value: Option<f64>,
+    pub limits: Vec<f64>,
+    pub status: Status,
+    pub note: String,
 }
