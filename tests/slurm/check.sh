@@ -3,7 +3,12 @@
 # (cluster.sh): srun --mpi=pmix -n 2 of the cpu profile gives one table; the
 # documented Prolog and HealthCheckProgram (contrib/slurm/qbench-health) drain
 # the node with qbench's reason when a profile fails, resume only qbench's own
-# drains when it passes, and leave an admin's drain alone.
+# drains when it passes, and leave an admin's drain alone. Then the script run
+# directly as slurmd runs it, with fake qbench binaries: one that hangs past
+# QBENCH_TIMEOUT and one that also ignores TERM drain 'qbench: timeout ...';
+# a QBENCH that is not there, not on PATH or not executable, and one whose
+# shared library is gone, drain 'qbench: binary not found' / 'cannot execute';
+# WARN lines with exit 0 do not drain; a passing check resumes after each.
 #
 # Usage: tests/slurm/check.sh QBENCH   (qbench built with --features mpi)
 # Needs the packages named at the top of cluster.sh. Exits non-zero on the
@@ -51,7 +56,7 @@ case "$reason" in qbench:*) ;; *) fail "drained with '$reason', not qbench's rea
 
 echo "== HealthCheckProgram with the passing profile: qbench's own drain is resumed"
 good=$("$cluster" hook "$dir" health-good env QBENCH="$q" QBENCH_PROFILE=cpu "$health")
-QBENCH_SLURM_PROLOG= QBENCH_SLURM_HEALTHCHECK=$good QBENCH_SLURM_HEALTHCHECK_INTERVAL=2 "$cluster" reconfigure "$dir"
+QBENCH_SLURM_PROLOG='' QBENCH_SLURM_HEALTHCHECK=$good QBENCH_SLURM_HEALTHCHECK_INTERVAL=2 "$cluster" reconfigure "$dir"
 "$cluster" wait "$dir" idle 60
 
 echo "== an admin's drain is left alone by a passing health check"
@@ -68,3 +73,114 @@ QBENCH_SLURM_HEALTHCHECK=$badhc QBENCH_SLURM_HEALTHCHECK_INTERVAL=2 "$cluster" r
 reason=$("$cluster" reason "$dir")
 echo "reason: $reason"
 case "$reason" in qbench:*) ;; *) fail "drained with '$reason', not qbench's reason" ;; esac
+
+# From here on the script is run directly, in the environment slurmd gives a
+# HealthCheckProgram (env -i: SLURMD_NODENAME only, the hook adds SLURM_CONF),
+# against this cluster's slurmctld: no reconfigure and no health-check interval
+# to wait for. Fake qbench binaries stand in for what a real one cannot be made
+# to do on demand (hang, ignore TERM, warn).
+echo "== no HealthCheckProgram any more; the runs below are the test's own"
+QBENCH_SLURM_HEALTHCHECK='' "$cluster" reconfigure "$dir"
+# Runs slurmd started before the reconfigure may still be under way (it starts
+# one every interval even while the last runs); QBENCH_TIMEOUT ends each
+# within 55 s.
+SECONDS=0
+while pgrep -f -- "$health" >/dev/null; do
+    [ "$SECONDS" -le 70 ] || fail "a health check run is still going 70 s after the reconfigure"
+    sleep 0.2
+done
+
+fake=$dir/fake
+mkdir -p "$fake"
+printf '#!/bin/sh\nexec sleep 120\n' >"$fake/hangs"
+# Ignores TERM, and so does its child: only timeout's KILL ends them.
+cat >"$fake/ignores-term" <<EOS
+#!/bin/sh
+trap '' TERM
+sleep 120 &
+echo \$\$ \$! >"$fake/ignores-term.pids"
+wait
+EOS
+printf '#!/bin/sh\nexit 0\n' >"$fake/passes"
+printf '#!/bin/sh\necho "qbench: check WARN %s fake step: 1 GB/s, wanted >= 0.99 GB/s; nothing to fix" >&2\nexit 0\n' "$node" >"$fake/warns"
+chmod 0755 "$fake"/*
+
+# run NAME VAR=VALUE...: the script with these variables, as slurmd runs it;
+# its exit status, its stderr in DIR/NAME.err.
+run() {
+    local name=$1 hook
+    shift
+    hook=$("$cluster" hook "$dir" "$name" env "$@" "$health")
+    timeout 60 env -i SLURMD_NODENAME="$node" "$hook" 2>"$dir/$name.err"
+}
+# drained_with GLOB: the node is drained and its reason matches GLOB.
+drained_with() {
+    local reason
+    "$cluster" wait "$dir" drained 30
+    reason=$("$cluster" reason "$dir")
+    echo "reason: $reason"
+    # shellcheck disable=SC2254
+    case "$reason" in $1) ;; *) fail "drained with '$reason', not '$1'" ;; esac
+}
+# resumes [QBENCH]: a passing check (the real qbench with the cpu profile, or
+# QBENCH) exits 0 and resumes qbench's drain.
+resumes() {
+    run resume QBENCH="${1:-$q}" QBENCH_PROFILE=cpu || fail "the passing check exited $?: $(cat "$dir/resume.err")"
+    "$cluster" wait "$dir" idle 30
+    [ -z "$("$cluster" reason "$dir")" ] || fail "resumed, but the reason is still '$("$cluster" reason "$dir")'"
+}
+
+echo "== a qbench that hangs past QBENCH_TIMEOUT=2: drained 'qbench: timeout', within the limit"
+SECONDS=0
+if run timeout QBENCH="$fake/hangs" QBENCH_TIMEOUT=2; then fail "a hung check exited 0"; fi
+[ "$SECONDS" -le 10 ] || fail "a 2 s QBENCH_TIMEOUT took $SECONDS s"
+drained_with 'qbench: timeout after 2 s (qbench check --level quick)'
+
+echo "== a passing check afterwards resumes the node"
+resumes
+
+echo "== QBENCH naming a file that is not there: drained 'qbench: binary not found'"
+if run missing QBENCH="$dir/no/such/qbench"; then fail "a missing binary exited 0"; fi
+drained_with "qbench: binary not found: $dir/no/such/qbench"
+if run missing-name QBENCH=qbench-not-installed; then fail "a binary not on PATH exited 0"; fi
+drained_with "qbench: binary not found: qbench-not-installed"
+if run not-executable QBENCH="$dir/impossible.toml"; then fail "a binary that cannot run exited 0"; fi
+drained_with "qbench: cannot execute $dir/impossible.toml"
+
+echo "== WARN lines with exit 0: no drain; qbench's drain is resumed"
+run warns QBENCH="$fake/warns" || fail "a check that only warned exited $?: $(cat "$dir/warns.err")"
+"$cluster" wait "$dir" idle 30
+run warns-again QBENCH="$fake/warns" || fail "a check that only warned exited $?"
+"$cluster" wait "$dir" idle 5
+[ -z "$("$cluster" reason "$dir")" ] || fail "a check that only warned drained the node: $("$cluster" reason "$dir")"
+
+echo "== a qbench that ignores TERM: KILLed 5 s after QBENCH_TIMEOUT=2, drained 'qbench: timeout', nothing left running"
+SECONDS=0
+if run ignores-term QBENCH="$fake/ignores-term" QBENCH_TIMEOUT=2; then fail "a check that ignored TERM exited 0"; fi
+[ "$SECONDS" -le 15 ] || fail "QBENCH_TIMEOUT=2 and the 5 s KILL took $SECONDS s"
+drained_with 'qbench: timeout after 2 s (qbench check --level quick)*'
+read -r -a left <"$fake/ignores-term.pids"
+for _ in $(seq 50); do
+    alive=""
+    for pid in "${left[@]}"; do
+        [ -e "/proc/$pid" ] && [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" != Z ] && alive="$alive $pid"
+    done
+    [ -z "$alive" ] && break
+    sleep 0.1
+done
+[ -z "$alive" ] || fail "the timed-out check left process(es)$alive running"
+resumes "$fake/passes"
+
+if command -v cc >/dev/null; then
+    echo "== a qbench whose shared library is gone: drained 'qbench: cannot execute' with the loader's words"
+    printf 'int qbench_gone(void) { return 0; }\n' >"$dir/gone.c"
+    printf 'int qbench_gone(void);\nint main(void) { return qbench_gone(); }\n' >"$dir/main.c"
+    cc -shared -fPIC -o "$dir/libqbenchgone.so" "$dir/gone.c"
+    cc -o "$fake/needs-lib" "$dir/main.c" -L"$dir" -lqbenchgone
+    rm "$dir/libqbenchgone.so"
+    if run needs-lib QBENCH="$fake/needs-lib"; then fail "a binary without its library exited 0"; fi
+    drained_with "qbench: cannot execute $fake/needs-lib: libqbenchgone.so: cannot open shared object file*"
+    resumes "$fake/passes"
+else
+    echo "== (no cc: the missing shared library case is skipped)"
+fi
