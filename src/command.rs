@@ -75,20 +75,26 @@ where
             Err(e) => crate::world::conclude(session.world(), Err(e)),
             // Every rank judges the same records.
             Ok(_) => {
-                crate::world::verdict(session.world(), quietly(output.quiet && main, &record, job.verdict(&record)))
+                let rank = session.world().rank();
+                crate::world::verdict(session.world(), quietly(output.quiet, &record, rank, job.verdict(&record, rank)))
             }
         },
     }
 }
 
-/// Under `--quiet` (check's), the record's own lines on stderr instead of
-/// the verdict's message: nothing when all is well, one line per failure.
-fn quietly<R: Table>(quiet: bool, record: &R, verdict: Result<()>) -> Result<()> {
-    if !quiet || verdict.is_ok() {
+/// Under `--quiet` (check's), the record's own lines for this rank on
+/// stderr (a node's WARNs and FAILs, said once by the rank that speaks for
+/// it) instead of the verdict's message: nothing when all is well.
+fn quietly<R: Table>(quiet: bool, record: &R, rank: usize, verdict: Result<()>) -> Result<()> {
+    if !quiet {
         return verdict;
     }
-    for line in record.quiet_lines() {
-        eprintln!("{line}");
+    // One write for all the lines, so that those of processes sharing a
+    // terminal or a launcher's stream do not interleave mid-line.
+    let text: String = record.quiet_lines(rank).iter().map(|l| format!("{l}\n")).collect();
+    if !text.is_empty() {
+        use std::io::Write;
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
     }
     verdict.map_err(|e| match e {
         Error::Missing(_) => Error::Missing(String::new()),

@@ -22,6 +22,12 @@ impl Session {
         Ok(Session { world, loaded: libraries.to_vec() })
     }
 
+    /// This process alone, with the libraries this session loaded: for
+    /// work one process of a job does by itself while the others wait.
+    pub fn alone(&self) -> Session {
+        Session { world: Box::new(world::Solo), loaded: self.loaded.clone() }
+    }
+
     pub fn world(&self) -> &dyn World {
         self.world.as_ref()
     }

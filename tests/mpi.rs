@@ -107,6 +107,51 @@ fn check_across_processes_gives_one_table_with_every_pair() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+#[test]
+fn check_judges_each_rank_by_its_own_node() {
+    // Rank 2 made to fail (QBENCH_CORRUPT=slow:2, its figures a million times worse):
+    // each rank's own exit status, the failure in rank 0's one table.
+    let dir = std::env::temp_dir().join(format!("qbench-mpi-node-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        "{} check --profile cpu --level standard --quiet --samples 1; echo $? > {}/rc.$OMPI_COMM_WORLD_RANK",
+        env!("CARGO_BIN_EXE_qbench"),
+        dir.display()
+    );
+    let o = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "4",
+            "-x",
+            "QBENCH_CORRUPT=slow:2",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .expect("run mpirun (install openmpi-bin)");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let rc = |r: usize| std::fs::read_to_string(dir.join(format!("rc.{r}"))).unwrap_or_default().trim().to_string();
+    assert_eq!([rc(0), rc(1), rc(2), rc(3)], ["0", "0", "1", "0"], "{err}");
+    let fails: Vec<&str> = err.lines().filter(|l| l.starts_with("qbench: check FAIL ")).collect();
+    assert!(!fails.is_empty() && fails.iter().all(|l| l.contains(":2 node pairs")), "{err}");
+    assert!(fails.iter().all(|l| l.contains("wanted ≥")), "what was measured and wanted: {err}");
+
+    // Without --quiet, rank 0's table names rank 2's node and the verdict drains it alone.
+    let o = mpirun(
+        4,
+        &["check", "--profile", "cpu", "--level", "standard", "--samples", "1"],
+        &[("QBENCH_CORRUPT", "slow:2")],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("# qbench check:").count(), 1, "{out}");
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.starts_with("qbench check: NOT READY") && last.contains(":2") && !last.contains(":1,"), "{out}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `check: WIRE: N amplitudes, W wrong` of an exchange: (N, W).
 fn checked(out: &str, wire: &str) -> (u64, u64) {
     let prefix = format!("check: {wire}: ");

@@ -17,6 +17,7 @@ fn row(c: Check, node: &str) -> Row {
         node: node.into(),
         found: c.found,
         measured: None,
+        samples: Vec::new(),
         unit: String::new(),
         expected: None,
         expected_from: None,

@@ -31,20 +31,23 @@ pub fn bound(value: f64, floor: Option<f64>, ceiling: Option<f64>, warn: f64) ->
 }
 
 /// Holds a measured row against the same step, place and node of a
-/// baseline: a bandwidth that dropped, or a time that grew, beyond the
-/// tolerance is WARN or FAIL.
+/// baseline: a bandwidth that fell, or a time that grew, beyond the
+/// tolerance and beyond both runs' spread (every sample now worse than
+/// every sample then) is WARN or FAIL, so that a machine's own spread
+/// from sample to sample is not a regression; the ratio shown is median
+/// against median.
 pub fn baseline(row: &mut Row, base: Option<&CheckRun>, tol: &Tolerance) {
     let Some(base) = base else { return };
-    let Some(now) = row.measured else { return };
+    let (Some(now), Some(best)) = (row.measured, row.best_sample()) else { return };
     let same = |b: &&Row| b.step == row.step && b.place == row.place && b.node == row.node;
-    let Some(then) = base.rows.iter().find(same).and_then(|b| b.measured) else {
-        return;
-    };
+    let Some(base_row) = base.rows.iter().find(same) else { return };
+    let (Some(then), Some(then_worst)) = (base_row.measured, base_row.worst_sample()) else { return };
     let vs = now / then;
     row.baseline = Some(then);
     row.vs_baseline = Some(vs);
-    // How much worse than the baseline, as a fraction of it.
-    let worse = if row.ceiling.is_some() { vs - 1.0 } else { 1.0 - vs };
+    // How much worse the best sample now is than the worst one then, as a fraction of it.
+    let time = row.ceiling.is_some() && row.floor.is_none();
+    let worse = if time { best / then_worst - 1.0 } else { 1.0 - best / then_worst };
     let status = if worse.is_nan() || worse > tol.fail {
         Status::Fail
     } else if worse > tol.warn {
@@ -55,12 +58,22 @@ pub fn baseline(row: &mut Row, base: Option<&CheckRun>, tol: &Tolerance) {
     if status > row.status {
         row.status = status;
         let then_fix = if row.fix.is_empty() { String::new() } else { format!("; {}", row.fix) };
+        let (n, m) = (row.samples.len().max(1), base_row.samples.len().max(1));
+        let every = if n * m > 1 {
+            format!(", each of {n} samples {} worse than the worst of its {m}", percent(worse))
+        } else {
+            String::new()
+        };
         row.fix = format!(
-            "{vs:.2}× the baseline ({} {}): something changed since it was taken{then_fix}",
+            "{vs:.2}× the baseline ({} {}{every}): something changed since it was taken{then_fix}",
             crate::record::check::figure(then),
             row.unit
         );
     }
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
 }
 
 #[cfg(test)]
@@ -86,6 +99,7 @@ mod tests {
             node: "n".into(),
             found: String::new(),
             measured: Some(value),
+            samples: Vec::new(),
             unit: "GB/s".into(),
             expected: None,
             expected_from: None,
@@ -115,8 +129,10 @@ mod tests {
             elapsed_s: 1.0,
             baseline: None,
             nodes: vec!["n".into()],
+            rank_nodes: Vec::new(),
             rows: vec![measured("bw", 100.0, None), measured("lat", 10.0, Some(20.0))],
             verdict: None,
+            init: None,
         };
         let judged = |step: &str, v: f64, ceiling| {
             let mut r = measured(step, v, ceiling);
@@ -133,5 +149,39 @@ mod tests {
         assert_eq!(judged("lat", 10.7, Some(20.0)).0, Status::Warn);
         assert_eq!(judged("lat", 11.5, Some(20.0)).0, Status::Fail);
         assert_eq!(judged("other", 1.0, None), (Status::Pass, None));
+    }
+
+    #[test]
+    fn a_drop_counts_only_where_every_sample_taken_now_shows_it() {
+        let tol = Tolerance { warn: 0.05, fail: 0.10 };
+        let base = CheckRun {
+            header: crate::record::Header::start("check", None),
+            profile: "p".into(),
+            profile_from: "test".into(),
+            source: String::new(),
+            measured_here: true,
+            level: "quick".into(),
+            budget_s: 60,
+            elapsed_s: 1.0,
+            baseline: None,
+            nodes: vec!["n".into()],
+            rank_nodes: Vec::new(),
+            rows: vec![Row { samples: vec![100.0, 90.0, 104.0], ..measured("bw", 100.0, None) }],
+            verdict: None,
+            init: None,
+        };
+        let judged = |samples: &[f64]| {
+            let mut r = measured("bw", samples[samples.len() / 2], None);
+            r.samples = samples.to_vec();
+            baseline(&mut r, Some(&base), &tol);
+            r
+        };
+        // A median of 30 on a loaded machine whose best sample still reaches the baseline's: noise.
+        let r = judged(&[25.0, 30.0, 30.0, 98.0, 31.0]);
+        assert_eq!((r.status, r.vs_baseline), (Status::Pass, Some(0.3)));
+        // Every sample half the baseline: a regression, said so.
+        let r = judged(&[48.0, 50.0, 51.0]);
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.fix.contains("each of 3 samples 43% worse than the worst of its 3"), "{}", r.fix);
     }
 }

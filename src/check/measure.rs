@@ -5,9 +5,9 @@
 
 use super::judge::bound;
 use super::profile::{Profile, Step};
-use super::steps::{Figure, Scope};
+use super::steps::Scope;
 use crate::error::{Error, Result};
-use crate::record::check::{Row, Status};
+use crate::record::check::{Row, Status, host_of};
 use crate::session::Session;
 
 fn row(step: &Step, node: &str, found: String, status: Status, fix: String) -> Row {
@@ -18,6 +18,7 @@ fn row(step: &Step, node: &str, found: String, status: Status, fix: String) -> R
         node: node.into(),
         found,
         measured: None,
+        samples: Vec::new(),
         unit: step.unit().into(),
         expected: step.expected,
         expected_from: step.expected_from.map(|f| f.name().into()),
@@ -49,30 +50,52 @@ fn failed(step: &Step, node: &str, e: &Error) -> Row {
     r
 }
 
+/// What every step of a check is run with on this process.
+pub struct Context<'a> {
+    pub profile: &'a Profile,
+    pub session: &'a Session,
+    /// This process's node name (host, or host:rank).
+    pub node: &'a str,
+    /// This node has fewer GPUs than the profile's facts want, so that no
+    /// GPU step is measured against figures of a machine it is not (they
+    /// are FAILs of missing hardware instead).
+    pub short_of_gpus: bool,
+    /// Processes of this job share a node's GPUs: its GPU steps run once,
+    /// on the node's first process alone, not by ranks measuring each other.
+    pub shared_gpus: Option<usize>,
+    /// Samples for every step (`--samples`), over the profile's.
+    pub samples: Option<u32>,
+    /// `QBENCH_CORRUPT=slow:RANK` names this process.
+    pub slow: bool,
+}
+
 /// Runs a step on this process: its rows (none where another process
-/// speaks for the step). `short_of_gpus`: this node has fewer GPUs than the
-/// profile's facts want, so that no GPU step is measured against figures of
-/// a machine it is not (they are FAILs of missing hardware instead).
-pub fn run(step: &Step, profile: &Profile, session: &Session, node: &str, short_of_gpus: bool) -> Result<Vec<Row>> {
-    let world = session.world();
+/// speaks for the step).
+pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
+    let world = cx.session.world();
     let kind = step.kind();
-    let scope = kind.scope();
+    let alone = kind.uses_gpus() && cx.shared_gpus.is_some();
+    let scope = if alone { Scope::Node } else { kind.scope() };
     if scope == Scope::Node && world.local_rank() != 0 {
         // One run a node: the others would measure each other.
         return Ok(Vec::new());
     }
     if scope == Scope::Pairs && world.size() < 2 {
         return Ok(if world.rank() == 0 {
-            vec![skipped(step, node, "one process: no pair of nodes to test (run under mpirun or srun)")]
+            vec![skipped(step, cx.node, "one process: no pair of nodes to test (run under mpirun or srun)")]
         } else {
             Vec::new()
         });
     }
     let across = scope == Scope::Job;
-    let name = if across && world.size() > 1 { "all" } else { node };
+    let name = match scope {
+        Scope::Job if world.size() > 1 => "all",
+        Scope::Node => host_of(cx.node),
+        _ => cx.node,
+    };
     // A step across the job speaks through rank 0.
     let speak = |rows: Vec<Row>| if across && world.rank() != 0 { Vec::new() } else { rows };
-    if kind.uses_gpus() && if across { super::any(session, short_of_gpus) } else { short_of_gpus } {
+    if kind.uses_gpus() && if across { super::any(cx.session, cx.short_of_gpus) } else { cx.short_of_gpus } {
         let mut r = row(
             step,
             name,
@@ -84,10 +107,18 @@ pub fn run(step: &Step, profile: &Profile, session: &Session, node: &str, short_
         r.missing = true;
         return Ok(speak(vec![r]));
     }
+    let solo;
+    let session = if alone {
+        solo = cx.session.alone();
+        &solo
+    } else {
+        cx.session
+    };
+    let samples = cx.samples.unwrap_or_else(|| step.samples(&cx.profile.profile));
     let mut attempts: u32 = 0;
     loop {
         attempts += 1;
-        let figures = match kind.measure(&step.metric, session) {
+        let taken = match sample(step, session, samples, cx.slow) {
             Ok(f) => f,
             Err(e) if e.is_interruption() => return Err(e),
             Err(e) => {
@@ -96,7 +127,12 @@ pub fn run(step: &Step, profile: &Profile, session: &Session, node: &str, short_
                 return Ok(speak(vec![r]));
             }
         };
-        let rows: Vec<Row> = figures.iter().map(|f| judged(step, profile, name, f, attempts)).collect();
+        let mut rows: Vec<Row> = taken.iter().map(|t| judged(step, cx.profile, name, t, attempts)).collect();
+        if let (true, Some(n)) = (alone, cx.shared_gpus) {
+            for r in &mut rows {
+                r.found = format!("{} (once for the node: {n} processes share its GPUs)", r.found);
+            }
+        }
         let failing = rows.iter().any(|r| r.status == Status::Fail);
         // A retry of a step across processes is rank 0's decision for all.
         let again = attempts <= step.retries && if across { super::agree(session, failing) } else { failing };
@@ -106,13 +142,70 @@ pub fn run(step: &Step, profile: &Profile, session: &Session, node: &str, short_
     }
 }
 
-fn judged(step: &Step, profile: &Profile, node: &str, f: &Figure, attempts: u32) -> Row {
+/// One figure's samples of a step, and their median.
+struct Taken {
+    /// Where: the place of the sample nearest the median (a pairwise pass
+    /// names the partner it measured, which may change from sample to sample).
+    place: Option<String>,
+    samples: Vec<f64>,
+    median: f64,
+    wrong: u64,
+}
+
+/// Measures the step `n` times; each figure's samples in order (the k-th
+/// figure of every sample together), their median, and every wrong
+/// element seen. A process under `slow` takes every figure as a million times worse.
+fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Taken>> {
+    let mut runs: Vec<Vec<(Option<String>, f64, u64)>> = Vec::new();
+    for _ in 0..n {
+        let figures = step.kind().measure(&step.metric, session)?;
+        for (k, f) in figures.into_iter().enumerate() {
+            let value = match (slow, step.lower_is_better()) {
+                (false, _) => f.value,
+                (true, true) => f.value * 1e6,
+                (true, false) => f.value / 1e6,
+            };
+            if runs.len() <= k {
+                runs.push(Vec::new());
+            }
+            runs[k].push((f.place, value, f.wrong));
+        }
+    }
+    Ok(runs
+        .into_iter()
+        .map(|run| {
+            let samples: Vec<f64> = run.iter().map(|(_, v, _)| *v).collect();
+            let median = median(&samples);
+            let nearest = run.iter().min_by(|a, b| (a.1 - median).abs().total_cmp(&(b.1 - median).abs()));
+            Taken {
+                place: nearest.and_then(|(p, _, _)| p.clone()),
+                wrong: run.iter().map(|(_, _, w)| w).sum(),
+                samples,
+                median,
+            }
+        })
+        .collect())
+}
+
+/// The median (the mean of the middle two of an even count).
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn judged(step: &Step, profile: &Profile, node: &str, f: &Taken, attempts: u32) -> Row {
     let (floor, ceiling) = (step.floor(&profile.profile), step.ceiling(&profile.profile));
     let unit = step.unit();
-    let mut status = bound(f.value, floor, ceiling, profile.profile.warn);
+    let mut status = bound(f.median, floor, ceiling, profile.profile.warn);
+    let of = if f.samples.len() > 1 { format!(" (median of {})", f.samples.len()) } else { String::new() };
     let mut found = match &f.place {
-        Some(p) => format!("{p}: {:.3} {unit}", f.value),
-        None => format!("{:.3} {unit}", f.value),
+        Some(p) => format!("{p}: {:.3} {unit}{of}", f.median),
+        None => format!("{:.3} {unit}{of}", f.median),
     };
     if f.wrong > 0 {
         status = Status::Fail;
@@ -123,10 +216,11 @@ fn judged(step: &Step, profile: &Profile, node: &str, f: &Figure, attempts: u32)
         r.fix = step.fix.clone().unwrap_or_else(|| "below what a ready node of this kind measures".into());
     }
     r.place = f.place.clone();
-    r.measured = Some(f.value);
+    r.measured = Some(f.median);
+    r.samples = f.samples.clone();
     r.floor = floor;
     r.ceiling = ceiling;
-    r.ratio = step.expected.map(|e| f.value / e);
+    r.ratio = step.expected.map(|e| f.median / e);
     r.attempts = attempts;
     r
 }

@@ -12,6 +12,7 @@ pub mod profile;
 pub mod steps;
 
 use crate::error::{Error, Result};
+use crate::fault::Fault;
 use crate::interrupt;
 use crate::libs::Library;
 use crate::record::check::{CheckRun, KIND, Row, Status};
@@ -35,20 +36,13 @@ pub struct CheckPlan {
     pub sysfs_root: Option<PathBuf>,
     /// Write a profile of what this node measured here.
     pub init: Option<PathBuf>,
+    /// Samples every step takes (`--samples`), over the profile's.
+    pub samples: Option<u32>,
+    /// `QBENCH_CORRUPT=slow:RANK`: the rank whose figures are taken as worse.
+    pub fault: Option<Fault>,
 }
 
 impl CheckPlan {
-    pub fn new(
-        profile: Profile,
-        profile_from: String,
-        level: Level,
-        baseline: Option<(String, CheckRun)>,
-        sysfs_root: Option<PathBuf>,
-        init: Option<PathBuf>,
-    ) -> Result<CheckPlan> {
-        Ok(CheckPlan { profile, profile_from, level, baseline, sysfs_root, init })
-    }
-
     /// The steps of the plan's level, in the profile's order.
     pub fn steps(&self) -> impl Iterator<Item = &profile::Step> {
         self.profile.steps.iter().filter(|s| s.level <= self.level)
@@ -69,12 +63,16 @@ impl Job for CheckPlan {
         libs
     }
 
+    fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
     fn run(&self, session: &Session, obs: &mut dyn Observer<CheckRun>) -> Outcome<CheckRun> {
         run(self, session, obs)
     }
 
-    fn verdict(&self, record: &CheckRun) -> Result<()> {
-        record.verdict()
+    fn verdict(&self, record: &CheckRun, rank: usize) -> Result<()> {
+        record.verdict(rank)
     }
 }
 
@@ -104,7 +102,9 @@ fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) ->
         elapsed_s: 0.0,
         baseline: plan.baseline.as_ref().map(|(f, _)| f.clone()),
         nodes: Vec::new(),
+        rank_nodes: Vec::new(),
         rows: Vec::new(),
+        init: None,
         verdict: None,
     };
     let result = check(plan, session, obs, &mut out);
@@ -122,12 +122,26 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
     let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
     let facts = crate::probe::collect::collect(&crate::probe::collect::Host::new(plan.sysfs_root.clone(), env));
     let node = node_name(session, &facts);
-    out.nodes = gather_strings(session, &node)?;
+    out.rank_nodes = gather_strings(session, &node)?;
+    out.nodes = out.rank_nodes.clone();
+    out.nodes.dedup();
     obs.begin(out);
     // (position in the run, row): every process's rows, sorted at the end.
     let mut mine: Vec<(usize, Row)> = Vec::new();
     mine.extend(facts::judge(&plan.profile.facts, &facts, &node)?.into_iter().map(|r| (0, r)));
-    let short_of_gpus = plan.profile.facts.gpu_count.is_some_and(|n| facts.gpu.gpus.len() < n);
+    // More processes on a node than it has GPUs: they would share them.
+    let gpus = facts.gpu.gpus.len();
+    let sharing = if gpus > 0 && world.local_size() > gpus { world.local_size() } else { 0 };
+    let sharing = world.max_f64(&[sharing as f64])[0] as usize;
+    let cx = measure::Context {
+        profile: &plan.profile,
+        session,
+        node: &node,
+        short_of_gpus: plan.profile.facts.gpu_count.is_some_and(|n| gpus < n),
+        shared_gpus: (sharing > 0).then_some(sharing),
+        samples: plan.samples,
+        slow: matches!(plan.fault, Some(Fault::Slow(r)) if r == world.rank()),
+    };
     let budget = plan.profile.levels.of(plan.level) as f64;
     for (i, step) in plan.steps().enumerate() {
         interrupt::check()?;
@@ -144,7 +158,7 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
                 &format!("not run: the {} level's {budget:.0} s were spent", plan.level.name()),
             )]
         } else {
-            measure::run(step, &plan.profile, session, &node, short_of_gpus)?
+            measure::run(step, &cx)?
         };
         for mut r in rows {
             let tolerance = step.baseline.as_ref().unwrap_or(&plan.profile.baseline);
@@ -161,10 +175,18 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
     for r in out.rows.clone() {
         obs.part(out, &r);
     }
-    if let Some(path) = &plan.init
-        && world.rank() == 0
-    {
-        write_profile(path, plan, out)?;
+    if let Some(path) = &plan.init {
+        let failing: Vec<&str> =
+            out.rows.iter().filter(|r| r.status == Status::Fail).map(|r| r.step.as_str()).collect();
+        if !failing.is_empty() {
+            return Err(Error::Usage(format!(
+                "--init: no profile written: this node is not ready ({}), and a profile of it would expect what is wrong",
+                failing.join(", ")
+            )));
+        }
+        if world.rank() == 0 {
+            out.init = Some(write_profile(path, plan, out, &facts)?);
+        }
     }
     Ok(())
 }
@@ -183,13 +205,12 @@ fn agree(session: &Session, mine: bool) -> bool {
 }
 
 fn gather_strings(session: &Session, mine: &str) -> Result<Vec<String>> {
-    let mut all: Vec<String> = session
+    let all: Vec<String> = session
         .world()
         .all_gather(mine.as_bytes())
         .into_iter()
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .collect();
-    all.dedup();
     Ok(all)
 }
 
@@ -206,38 +227,71 @@ fn gather_rows(session: &Session, mine: Vec<(usize, Row)>) -> Result<Vec<Row>> {
     Ok(all.into_iter().map(|(_, r)| r).collect())
 }
 
-/// A profile of this node: every measured step expected at what it
-/// measured (the lowest node, or the slowest for a time), its floor at the
-/// profile's fraction of that, a ceiling as far above it as the profile's was.
-fn write_profile(path: &PathBuf, plan: &CheckPlan, run: &CheckRun) -> Result<()> {
+/// A profile of this node: its facts and a `[match]` for it, every
+/// measured step expected at its median (the lowest node's, or the
+/// slowest's for a time), its floor at the profile's fraction of its worst
+/// sample (a ceiling likewise above it), so that the spread this node
+/// showed is not a failure of its next run. Returns what was written.
+fn write_profile(
+    path: &PathBuf,
+    plan: &CheckPlan,
+    run: &CheckRun,
+    facts: &crate::probe::collect::Facts,
+) -> Result<String> {
     let mut p = plan.profile.clone();
     let host = crate::host::short_hostname();
     p.profile.name = format!("{host}-init");
     p.profile.description = format!("{} as measured on {host}", plan.profile.profile.description);
     p.profile.source = format!("qbench check --init on {host} at {}", run.header.start_time);
     p.profile.measured_here = true;
-    p.matches = None;
+    let names: Vec<&String> = facts.gpu.gpus.iter().filter_map(|g| g.name.value()).collect();
+    let model = names.first().filter(|n| names.iter().all(|m| m == *n)).map(|n| n.to_string());
+    p.matches = model.as_ref().map(|m| profile::Match { gpu_model: Some(m.clone()), gpu_count: Some(names.len()) });
+    if !names.is_empty() {
+        p.facts.gpu_count = Some(names.len());
+        p.facts.gpu_model = model;
+    }
+    let ff = p.profile.floor_fraction;
     // Four significant figures: what the table shows, not the noise below it.
     let round = |x: f64| {
         let scale = 10f64.powi(3 - x.abs().log10().floor() as i32);
         (x * scale).round() / scale
     };
+    let mut written = 0;
     for s in &mut p.steps {
-        let measured = run.rows.iter().filter(|r| r.step == s.name).filter_map(|r| r.measured);
-        let worst = if s.lower_is_better() { measured.reduce(f64::max) } else { measured.reduce(f64::min) };
-        let Some(m) = worst.filter(|m| *m > 0.0) else { continue };
-        s.ceiling = s.ceiling.map(|c| match s.expected {
-            Some(e) if e > 0.0 => round(m * c / e),
-            _ => round(m / p.profile.floor_fraction),
-        });
+        let rows: Vec<&Row> = run.rows.iter().filter(|r| r.step == s.name && r.measured.is_some()).collect();
+        let time = s.lower_is_better();
+        let pick =
+            |f: fn(f64, f64) -> f64, of: &dyn Fn(&Row) -> Option<f64>| rows.iter().filter_map(|r| of(r)).reduce(f);
+        let (median, worst) = if time {
+            (pick(f64::max, &|r| r.measured), pick(f64::max, &|r| r.worst_sample()))
+        } else {
+            (pick(f64::min, &|r| r.measured), pick(f64::min, &|r| r.worst_sample()))
+        };
+        let (Some(m), Some(w)) = (median.filter(|m| *m > 0.0), worst.filter(|w| *w > 0.0)) else { continue };
         s.expected = Some(round(m));
         s.expected_from = Some(ExpectedFrom::Measured);
-        s.floor = None;
+        if time {
+            s.ceiling = Some(round(w / ff));
+            s.floor = None;
+        } else {
+            s.floor = Some(round(w * ff));
+            s.ceiling = None;
+        }
+        written += 1;
     }
     let text = toml::to_string(&p).map_err(|e| Error::Runtime(format!("cannot write the profile: {e}")))?;
     let head = format!(
-        "# Written by qbench check --init on {host}: expected values as measured, floors at {} of them.\n",
-        p.profile.floor_fraction
+        "# Written by qbench check --init on {host}: each step expected at the median it measured, its bound at {ff} of its worst sample.\n"
     );
-    std::fs::write(path, head + &text).map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(path, head + &text).map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))?;
+    Ok(format!(
+        "profile {} written to {}: {written} steps expected as measured, bounds at {ff} of each step's worst sample{}",
+        p.profile.name,
+        path.display(),
+        p.matches
+            .as_ref()
+            .map(|m| format!(", chosen on {} × {}", m.gpu_count.unwrap_or(0), m.gpu_model.as_deref().unwrap_or("")))
+            .unwrap_or_default()
+    ))
 }

@@ -88,6 +88,13 @@ pub struct About {
     /// WARN when within this fraction above a floor (or below a ceiling).
     #[serde(default = "five")]
     pub warn: f64,
+    /// Samples each measured step takes by default; the median is judged.
+    #[serde(default = "one")]
+    pub samples: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn ninety() -> f64 {
@@ -204,6 +211,13 @@ pub struct Step {
     /// Runs again before it FAILs.
     #[serde(default)]
     pub retries: u32,
+    /// Samples this step takes (default: the profile's); the median is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u32>,
+    /// What one sample costs on such a node, in seconds: the levels'
+    /// budgets are checked against the sum when the profile is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
     /// This step's own tolerance against a baseline (a figure that varies
     /// from run to run, as small-copy latencies do); default: `[baseline]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,6 +263,11 @@ impl Step {
     pub fn ceiling(&self, about: &About) -> Option<f64> {
         let derived = self.lower_is_better() && self.floor.is_none();
         self.ceiling.or_else(|| self.expected.filter(|_| derived).map(|e| e / about.floor_fraction))
+    }
+
+    /// Samples to take: the step's own, else the profile's.
+    pub fn samples(&self, about: &About) -> u32 {
+        self.samples.unwrap_or(about.samples)
     }
 
     /// Whether the step's metric is a time.
@@ -311,6 +330,14 @@ pub fn parse(text: &str, file: &str) -> Result<Profile> {
         });
     }
     validate(&p).map_err(|(step, bad)| {
+        // A profile-wide key (no step): its first line.
+        if step.is_empty() {
+            let what = format!("{}: {}", bad.key, bad.why);
+            return match text.lines().position(|l| key_of(l) == Some(bad.key)) {
+                Some(i) => at_line(file, text, i + 1, &what),
+                None => Error::Usage(format!("profile {file}: {what}")),
+            };
+        }
         let what = format!("step '{}': {}: {}", step, bad.key, bad.why);
         match step_line(text, &step).and_then(|at| line_in_block(text, at, |l| key_of(l) == Some(bad.key))) {
             Some(line) => at_line(file, text, line, &what),
@@ -371,6 +398,34 @@ fn validate(p: &Profile) -> std::result::Result<(), (String, BadKey)> {
         }
         if s.expected.is_none() && s.floor.is_none() && s.ceiling.is_none() {
             return Err(bad("name", "give `expected`, `floor` or `ceiling`".into()));
+        }
+        if s.samples == Some(0) {
+            return Err(bad("samples", "at least 1".into()));
+        }
+    }
+    if p.profile.samples == 0 {
+        return Err((String::new(), BadKey { key: "samples", why: "at least 1".into() }));
+    }
+    // A level's budget holds what its steps say they cost, every sample
+    // and retry taken.
+    for level in [Level::Quick, Level::Standard, Level::Full] {
+        let cost: f64 = p
+            .steps
+            .iter()
+            .filter(|s| s.level <= level)
+            .filter_map(|s| Some(s.seconds? * f64::from(s.samples(&p.profile)) * f64::from(1 + s.retries)))
+            .sum();
+        let budget = p.levels.of(level) as f64;
+        if cost > budget {
+            return Err((
+                String::new(),
+                BadKey {
+                    key: level.name(),
+                    why: format!(
+                        "its steps cost {cost:.0} s by their `seconds` (samples and retries taken), over the {budget:.0} s budget"
+                    ),
+                },
+            ));
         }
     }
     let mut names: Vec<&str> = p.steps.iter().map(|s| s.name.as_str()).collect();

@@ -25,9 +25,12 @@ pub struct CheckArgs {
     /// Write this check's record, to be the baseline of later checks
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
-    /// Measure this node and write a profile with floors at the profile's fraction of what it measured
+    /// Measure this node and write a profile of it: its facts, a [match], each step expected at the median it measured, floors under the lowest sample (refused on fixtures and on a node that is not ready)
     #[arg(long, value_name = "FILE")]
     pub init: Option<PathBuf>,
+    /// Samples every step takes, over the profile's `samples`; the median is judged, and a baseline keeps them all
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub samples: Option<u32>,
     /// Judge the facts read under this directory instead of / and measure nothing (fixture trees)
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
@@ -37,10 +40,15 @@ pub struct CheckArgs {
 
 impl CheckArgs {
     pub fn plan(&self) -> Result<CheckPlan> {
-        crate::fault::Fault::requested("check", &[])?;
+        let fault = crate::fault::Fault::requested("check", &[crate::fault::Kind::Slow])?;
         let level = profile::Level::parse(&self.level)?;
         if let Some(root) = &self.sysfs_root {
             std::fs::read_dir(root).map_err(|e| Error::Usage(format!("--sysfs-root {}: {e}", root.display())))?;
+            if self.init.is_some() {
+                return Err(Error::Usage(
+                    "--init measures this node, and --sysfs-root measures nothing: a profile needs a real node".into(),
+                ));
+            }
         }
         let (profile, profile_from) = match &self.profile {
             Some(spec) => profile::load(spec)?,
@@ -63,7 +71,16 @@ impl CheckArgs {
                 }
             },
         };
-        CheckPlan::new(profile, profile_from, level, baseline, self.sysfs_root.clone(), self.init.clone())
+        Ok(CheckPlan {
+            profile,
+            profile_from,
+            level,
+            baseline,
+            sysfs_root: self.sysfs_root.clone(),
+            init: self.init.clone(),
+            samples: self.samples,
+            fault,
+        })
     }
 
     /// Where the record goes: -J and --save-baseline; `quiet` (the global

@@ -50,7 +50,11 @@ pub struct Row {
     pub node: String,
     /// What was found, in words (a fact, or why a step did not run).
     pub found: String,
+    /// The median of the samples taken: what is judged.
     pub measured: Option<f64>,
+    /// Every sample of the last attempt, in order (one where the step took one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<f64>,
     pub unit: String,
     pub expected: Option<f64>,
     /// "measured" or "projected", where the profile says which.
@@ -72,7 +76,33 @@ pub struct Row {
     pub missing: bool,
 }
 
+/// The host of a row's node ("n1" of "n1:3"); "all" stays "all".
+pub fn host_of(node: &str) -> &str {
+    node.split(':').next().unwrap_or(node)
+}
+
 impl Row {
+    /// Whether the figure is a time, bounded from above.
+    fn is_time(&self) -> bool {
+        self.ceiling.is_some() && self.floor.is_none()
+    }
+
+    /// The worst of its samples for the metric's direction (the lowest
+    /// bandwidth, the longest time), or the figure itself.
+    pub fn worst_sample(&self) -> Option<f64> {
+        let fold = |f: fn(f64, f64) -> f64| self.samples.iter().copied().reduce(f);
+        let worst = if self.is_time() { fold(f64::max) } else { fold(f64::min) };
+        worst.or(self.measured)
+    }
+
+    /// The best of its samples (the highest bandwidth, the shortest time),
+    /// or the figure itself.
+    pub fn best_sample(&self) -> Option<f64> {
+        let fold = |f: fn(f64, f64) -> f64| self.samples.iter().copied().reduce(f);
+        let best = if self.is_time() { fold(f64::min) } else { fold(f64::max) };
+        best.or(self.measured)
+    }
+
     /// The step as the table names it: "host to GPU 1G, pinned (GPU 0)".
     pub fn label(&self) -> String {
         match &self.place {
@@ -108,8 +138,14 @@ pub struct CheckRun {
     /// The baseline the rows were held against, if any.
     pub baseline: Option<String>,
     pub nodes: Vec<String>,
+    /// Each rank's node, in rank order (under MPI).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_nodes: Vec<String>,
     pub rows: Vec<Row>,
     pub verdict: Option<Verdict>,
+    /// What `--init` wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<String>,
 }
 
 impl Streamed for CheckRun {
@@ -143,13 +179,41 @@ impl CheckRun {
         self.verdict = Some(Verdict { status, ready: status != Status::Fail, failed_nodes, summary });
     }
 
-    /// Exit 1 when not ready, 3 when what failed is hardware that is absent.
-    pub fn verdict(&self) -> Result<()> {
+    /// The rows that judge `rank`: its own (its node's name), its host's
+    /// (steps measured once a host) and those across the job; every row
+    /// where ranks are not known (one process).
+    pub fn rows_of(&self, rank: usize) -> impl Iterator<Item = &Row> {
+        let me = self.rank_nodes.get(rank).cloned();
+        self.rows
+            .iter()
+            .filter(move |r| me.as_deref().is_none_or(|n| r.node == "all" || r.node == n || r.node == host_of(n)))
+    }
+
+    /// The rows `rank` speaks for under `--quiet`, so that each is said
+    /// once: its own, its host's when it is the host's first rank, and
+    /// those across the job when it is rank 0.
+    pub fn rows_said_by(&self, rank: usize) -> impl Iterator<Item = &Row> {
+        let first_of_host = match self.rank_nodes.get(rank) {
+            Some(n) => self.rank_nodes.iter().position(|m| host_of(m) == host_of(n)) == Some(rank),
+            None => rank == 0,
+        };
+        let me = self.rank_nodes.get(rank).cloned();
+        self.rows_of(rank).filter(move |r| match r.node.as_str() {
+            "all" => rank == 0,
+            n if me.as_deref() == Some(n) => true,
+            _ => first_of_host,
+        })
+    }
+
+    /// `rank`'s exit: 1 when its node is not ready (a FAIL of its own or
+    /// across the job), 3 when what failed is hardware that is absent; a
+    /// good node is ready even when another node of the job is not.
+    pub fn verdict(&self, rank: usize) -> Result<()> {
         let Some(v) = &self.verdict else { return Ok(()) };
-        if v.ready {
+        let failed: Vec<&Row> = self.rows_of(rank).filter(|r| r.status == Status::Fail).collect();
+        if failed.is_empty() {
             return Ok(());
         }
-        let failed: Vec<&Row> = self.rows.iter().filter(|r| r.status == Status::Fail).collect();
         let line = format!("{} (profile {}, level {})", v.summary, self.profile, self.level);
         if !failed.is_empty() && failed.iter().all(|r| r.missing) {
             return Err(Error::Missing(line));

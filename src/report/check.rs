@@ -79,26 +79,40 @@ impl Table for CheckRun {
         s.push('\n');
         if let Some(v) = &self.verdict {
             s.push_str(&format!("qbench check: {} in {:.0} s\n", v.summary, self.elapsed_s));
+            if let Some(init) = &self.init {
+                s.push_str(&format!("qbench check: {init}\n"));
+            }
         } else if !self.header.complete {
             s.push_str(&format!("qbench check: stopped: {}\n", self.header.stopped.as_deref().unwrap_or("")));
         }
         s
     }
 
-    /// The rows that failed, one line each, the form Slurm shows as a drain reason.
-    fn quiet_lines(&self) -> Vec<String> {
-        self.rows
-            .iter()
-            .filter(|r| r.status == Status::Fail)
-            .map(|r| {
-                let what = match (r.measured, r.floor, r.ceiling) {
-                    (Some(m), Some(f), _) => format!("{} {u} (floor {} {u})", figure(m), figure(f), u = r.unit),
-                    (Some(m), None, Some(c)) => format!("{} {u} (ceiling {} {u})", figure(m), figure(c), u = r.unit),
-                    _ => r.found.clone(),
-                };
-                format!("qbench: check FAIL {} {}: {what}; {}", r.node, r.label(), r.fix)
-            })
+    /// The FAIL rows, then the WARN rows, that `rank` speaks for (its
+    /// node's; rows across the job: rank 0's), one line each, in the form Slurm
+    /// shows as a drain reason: the node, the step, what was measured and
+    /// what was wanted.
+    fn quiet_lines(&self, rank: usize) -> Vec<String> {
+        let mine: Vec<&Row> = self.rows_said_by(rank).collect();
+        [Status::Fail, Status::Warn]
+            .into_iter()
+            .flat_map(|s| mine.iter().filter(move |r| r.status == s))
+            .map(|r| format!("qbench: check {} {} {}: {}; {}", r.status, r.node, r.label(), found_and_wanted(r), r.fix))
             .collect()
+    }
+}
+
+/// "1963.5 GB/s, wanted ≥ 3733.2": the bound the row missed (or came near),
+/// else the baseline it fell behind, else what was found.
+fn found_and_wanted(r: &Row) -> String {
+    let u = &r.unit;
+    let Some(m) = r.measured else { return r.found.clone() };
+    // Within the warn band of a bound (5%) or beyond it.
+    match (r.floor, r.ceiling, r.baseline, r.vs_baseline) {
+        (Some(f), _, _, _) if m <= f * 1.05 => format!("{} {u}, wanted ≥ {} {u}", figure(m), figure(f)),
+        (None, Some(c), _, _) if m >= c * 0.95 => format!("{} {u}, wanted ≤ {} {u}", figure(m), figure(c)),
+        (_, _, Some(b), Some(vs)) => format!("{} {u}, {vs:.2}× the baseline's {} {u}", figure(m), figure(b)),
+        _ => format!("{} {u}", figure(m)),
     }
 }
 

@@ -22,9 +22,9 @@ pub trait Table: Streamed {
     fn head(&self) -> String;
     fn part(&self, part: &Self::Part) -> String;
     fn tail(&self) -> String;
-    /// What `--quiet` prints on stderr instead of the table when the
-    /// verdict is not good (check's failure lines); nothing by default.
-    fn quiet_lines(&self) -> Vec<String> {
+    /// What `--quiet` prints on stderr for process `rank` instead of the
+    /// table (check's FAIL and WARN lines); nothing by default.
+    fn quiet_lines(&self, _rank: usize) -> Vec<String> {
         Vec::new()
     }
 }

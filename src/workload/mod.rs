@@ -24,6 +24,7 @@ pub trait Job {
     }
     /// Runs the plan in `session`, telling `obs` of each part as it is measured.
     fn run(&self, session: &Session, obs: &mut dyn Observer<Self::Record>) -> Outcome<Self::Record>;
-    /// What the finished record means for the exit status.
-    fn verdict(&self, record: &Self::Record) -> Result<()>;
+    /// What the finished record means for process `rank`'s exit status:
+    /// the job's verdict, or (check) the verdict on that rank's node.
+    fn verdict(&self, record: &Self::Record, rank: usize) -> Result<()>;
 }

@@ -28,7 +28,7 @@ impl Job for Plan {
         run(self, session, obs)
     }
 
-    fn verdict(&self, record: &RdmaRun) -> Result<()> {
+    fn verdict(&self, record: &RdmaRun, _rank: usize) -> Result<()> {
         record.verdict()
     }
 }

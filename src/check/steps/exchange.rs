@@ -166,3 +166,20 @@ impl StepKind for Keys {
         Ok(vec![Figure { place: None, value, wrong: r.wrong() }])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step's libraries come from its plan: a step that leaves
+    /// `transport` out runs NCCL, and so does one that names it among others.
+    #[test]
+    fn an_exchange_step_over_nccl_loads_nccl() {
+        for transport in ["", "transport = \"all\"\n", "transport = \"nccl,p2p\"\n", "transport = \"nccl\"\n"] {
+            let keys: Keys = toml::from_str(&format!("qubits = 20\ngpus = 2\n{transport}")).unwrap();
+            assert!(keys.libraries().contains(&Library::Nccl), "{transport:?}: {:?}", keys.libraries());
+        }
+        let cpu: Keys = toml::from_str("qubits = 16\ntransport = \"cpu\"\ngpus = 2\n").unwrap();
+        assert!(!cpu.libraries().contains(&Library::Nccl));
+    }
+}

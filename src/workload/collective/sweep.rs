@@ -37,7 +37,7 @@ impl Job for CollectivePlan {
         run(self, session, obs)
     }
 
-    fn verdict(&self, record: &CollectiveRun) -> Result<()> {
+    fn verdict(&self, record: &CollectiveRun, _rank: usize) -> Result<()> {
         record.verdict()
     }
 }

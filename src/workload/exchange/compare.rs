@@ -39,7 +39,7 @@ impl Job for ComparePlan {
         run(self, session, obs)
     }
 
-    fn verdict(&self, record: &Comparison) -> Result<()> {
+    fn verdict(&self, record: &Comparison, _rank: usize) -> Result<()> {
         record.verdict()
     }
 }

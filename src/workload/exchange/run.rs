@@ -155,7 +155,7 @@ impl Job for ExchangePlan {
         run(self, session, obs)
     }
 
-    fn verdict(&self, record: &ExchangeRun) -> Result<()> {
+    fn verdict(&self, record: &ExchangeRun, _rank: usize) -> Result<()> {
         record.verdict()
     }
 }
