@@ -115,10 +115,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_bandwidth_that_dropped_or_a_time_that_grew_is_a_regression() {
-        let tol = Tolerance { warn: 0.05, fail: 0.10 };
-        let base = CheckRun {
+    /// A baseline record of one node holding `rows`.
+    fn baseline_of(rows: Vec<Row>) -> CheckRun {
+        CheckRun {
             header: crate::record::Header::start("check", None),
             profile: "p".into(),
             profile_from: "test".into(),
@@ -130,10 +129,16 @@ mod tests {
             baseline: None,
             nodes: vec!["n".into()],
             rank_nodes: Vec::new(),
-            rows: vec![measured("bw", 100.0, None), measured("lat", 10.0, Some(20.0))],
+            rows,
             verdict: None,
             init: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_bandwidth_that_dropped_or_a_time_that_grew_is_a_regression() {
+        let tol = Tolerance { warn: 0.05, fail: 0.10 };
+        let base = baseline_of(vec![measured("bw", 100.0, None), measured("lat", 10.0, Some(20.0))]);
         let judged = |step: &str, v: f64, ceiling| {
             let mut r = measured(step, v, ceiling);
             baseline(&mut r, Some(&base), &tol);
@@ -154,22 +159,7 @@ mod tests {
     #[test]
     fn a_drop_counts_only_where_every_sample_taken_now_shows_it() {
         let tol = Tolerance { warn: 0.05, fail: 0.10 };
-        let base = CheckRun {
-            header: crate::record::Header::start("check", None),
-            profile: "p".into(),
-            profile_from: "test".into(),
-            source: String::new(),
-            measured_here: true,
-            level: "quick".into(),
-            budget_s: 60,
-            elapsed_s: 1.0,
-            baseline: None,
-            nodes: vec!["n".into()],
-            rank_nodes: Vec::new(),
-            rows: vec![Row { samples: vec![100.0, 90.0, 104.0], ..measured("bw", 100.0, None) }],
-            verdict: None,
-            init: None,
-        };
+        let base = baseline_of(vec![Row { samples: vec![100.0, 90.0, 104.0], ..measured("bw", 100.0, None) }]);
         let judged = |samples: &[f64]| {
             let mut r = measured("bw", samples[samples.len() / 2], None);
             r.samples = samples.to_vec();
