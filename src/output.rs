@@ -1,8 +1,10 @@
 //! Where a command's results go, decided once before any work: the table
 //! on stdout as the run goes (or JSON on stdout at its end), the `-J` JSON
-//! file and the `--csv` file, both created up front so that a bad path
-//! fails in a second, not after the sweep. Only the job's main process
-//! writes. A closed stdout (`qbench … | head`) stops the run quietly.
+//! file and the `--csv` file, each a temporary file beside its path
+//! created up front (so that a bad path fails in a second, not after the
+//! sweep) and renamed onto it when written: a file is whole or absent,
+//! whoever else writes the same path. Only the job's main process writes.
+//! A closed stdout (`qbench … | head`) stops the run quietly.
 
 use crate::error::{Error, Result};
 use crate::record::{Observer, Streamed};
@@ -10,7 +12,7 @@ use crate::report::{Csv, Table};
 use serde::Serialize;
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What the command line asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,8 +46,9 @@ pub fn write_picture(path: &Option<PathBuf>, picture: &crate::report::plot::Pict
     let Some(path) = path else {
         return write_stdout(&String::from_utf8_lossy(&picture.bytes));
     };
-    std::fs::write(path, &picture.bytes)
-        .map_err(|e| Error::Usage(format!("cannot write the picture {}: {e}", path.display())))?;
+    let mut file = Pending::create(path, "picture")?;
+    file.write(&picture.bytes)?;
+    file.commit()?;
     let s = |n: usize| if n == 1 { "" } else { "s" };
     write_stdout(&format!(
         "{}: {} series in {} panel{}\n",
@@ -56,8 +59,66 @@ pub fn write_picture(path: &Option<PathBuf>, picture: &crate::report::plot::Pict
     ))
 }
 
-fn create(path: &PathBuf, what: &str) -> Result<File> {
-    File::create(path).map_err(|e| Error::Usage(format!("cannot create the {what} file {}: {e}", path.display())))
+/// A file being written: a temporary file beside `path`, renamed onto it
+/// by [`Pending::commit`], removed if it is dropped before. A path that is
+/// not a regular file (`/dev/stdout`, a FIFO) is written as it is.
+struct Pending {
+    path: PathBuf,
+    /// None: written in place.
+    temp: Option<PathBuf>,
+    file: Option<File>,
+    what: &'static str,
+}
+
+impl Pending {
+    fn create(path: &Path, what: &'static str) -> Result<Pending> {
+        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = (!special).then(|| path.with_file_name(format!(".{name}.{}.qbench-tmp", std::process::id())));
+        let file = File::create(temp.as_deref().unwrap_or(path))
+            .map_err(|e| Error::Usage(format!("cannot create the {what} file {}: {e}", path.display())))?;
+        Ok(Pending { path: path.to_path_buf(), temp, file: Some(file), what })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        let Some(file) = self.file.as_mut() else { return Ok(()) };
+        file.write_all(bytes)
+            .map_err(|e| Error::Usage(format!("cannot write the {} file {}: {e}", self.what, self.path.display())))
+    }
+
+    /// Puts the whole file in place.
+    fn commit(&mut self) -> Result<()> {
+        let Some(mut file) = self.file.take() else { return Ok(()) };
+        let placed = match &self.temp {
+            Some(temp) => file.sync_all().and_then(|()| std::fs::rename(temp, &self.path)),
+            None => file.flush(),
+        };
+        placed.map_err(|e| Error::Usage(format!("cannot write the {} file {}: {e}", self.what, self.path.display())))
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let (Some(_), Some(temp)) = (self.file.take(), &self.temp) {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}
+
+/// Two outputs of one run naming one file would overwrite each other.
+fn distinct(plan: &OutputPlan) -> Result<()> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for p in plan.json_files.iter().chain(plan.csv_file.iter()) {
+        let at = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        if seen.contains(&at) {
+            return Err(Error::Usage(format!(
+                "{} is named as two outputs of one run: give each its own file",
+                p.display()
+            )));
+        }
+        seen.push(at);
+    }
+    Ok(())
 }
 
 /// The open destinations of one run.
@@ -65,16 +126,17 @@ pub struct Output {
     json_stdout: bool,
     quiet: bool,
     main: bool,
-    json: Vec<(PathBuf, File)>,
-    csv: Option<(PathBuf, File)>,
+    json: Vec<Pending>,
+    csv: Option<Pending>,
 }
 
 impl Output {
     /// Creates the files (on the main process only).
     pub fn open(plan: &OutputPlan, main: bool) -> Result<Output> {
-        let open = |p: Option<&PathBuf>, what| -> Result<Option<(PathBuf, File)>> {
+        distinct(plan)?;
+        let open = |p: Option<&PathBuf>, what| -> Result<Option<Pending>> {
             match p {
-                Some(path) if main => Ok(Some((path.clone(), create(path, what)?))),
+                Some(path) if main => Ok(Some(Pending::create(path, what)?)),
                 _ => Ok(None),
             }
         };
@@ -112,15 +174,14 @@ impl Output {
         let json = serde_json::to_string_pretty(record)
             .map_err(|e| Error::Runtime(format!("cannot encode the results as JSON: {e}")))?;
         let mut written = None;
-        for (path, file) in &mut self.json {
-            file.write_all(json.as_bytes())
-                .and_then(|()| file.write_all(b"\n"))
-                .map_err(|e| Error::Usage(format!("cannot write JSON results to {}: {e}", path.display())))?;
-            written.get_or_insert(path.clone());
+        for file in &mut self.json {
+            file.write(format!("{json}\n").as_bytes())?;
+            file.commit()?;
+            written.get_or_insert(file.path.clone());
         }
-        if let Some((path, file)) = &mut self.csv {
-            file.write_all(&record.csv()?)
-                .map_err(|e| Error::Usage(format!("cannot write CSV to {}: {e}", path.display())))?;
+        if let Some(file) = &mut self.csv {
+            file.write(&record.csv()?)?;
+            file.commit()?;
         }
         if self.json_stdout {
             write_stdout(&(json + "\n"))?;
