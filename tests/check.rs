@@ -208,6 +208,30 @@ fn malformed_profiles_are_refused_naming_the_place() {
 }
 
 #[test]
+fn profiles_that_would_check_nothing_are_refused_naming_the_place() {
+    let dir = scratch("nothing");
+    let cpu = std::fs::read_to_string(repo().join("profiles/cpu.toml")).unwrap();
+    let head = &cpu[..cpu.find("[[step]]").unwrap()];
+    for (name, text, want) in [
+        (
+            "negative.toml",
+            cpu.replacen("floor = 0.001", "floor = -1", 1),
+            "negative.toml:28: step 'all_reduce 16M, host ranks': floor: -1 is not a positive number",
+        ),
+        ("nan.toml", cpu.replacen("floor = 0.001", "floor = nan", 1), "floor: NaN is not a positive number"),
+        ("inf.toml", cpu.replacen("floor = 0.001", "floor = -inf", 1), "floor: -inf is not a positive number"),
+        ("empty.toml", head.to_string(), "no facts and no steps"),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        let o = check(&["--profile", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want) && stderr(&o).lines().count() == 1, "{name}: {}", stderr(&o));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn rdma_facts_are_judged_against_the_fixture_trees() {
     let fixtures = repo().join("tests/fixtures/probe");
     let o = check(&["--profile", "mlx4-fdr", "--sysfs-root", fixtures.join("mlx4-ib").to_str().unwrap(), "--json"]);

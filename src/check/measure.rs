@@ -41,7 +41,7 @@ pub fn skipped(step: &Step, node: &str, why: &str) -> Row {
 
 /// What an error that stopped a step means for its row.
 fn failed(step: &Step, node: &str, e: &Error) -> Row {
-    let missing = matches!(e, Error::Missing(_) | Error::Usage(_));
+    let missing = matches!(e, Error::Missing(_));
     let mut r = row(step, node, e.message(), Status::Fail, step.fix.clone().unwrap_or_default());
     if missing {
         r.fix = "the hardware or library the step needs is not here: check the node against the profile's facts".into();

@@ -402,6 +402,19 @@ fn validate(p: &Profile) -> std::result::Result<(), (String, BadKey)> {
         if s.samples == Some(0) {
             return Err(bad("samples", "at least 1".into()));
         }
+        // A bound that is not a positive number checks nothing (NaN, -inf
+        // and 0 pass every figure).
+        for (key, v) in [("expected", s.expected), ("floor", s.floor), ("ceiling", s.ceiling), ("seconds", s.seconds)] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(bad(key, format!("{v} is not a positive number")));
+            }
+        }
+    }
+    if p.steps.is_empty() && p.facts == Facts::default() {
+        return Err((
+            String::new(),
+            BadKey { key: "name", why: "the profile has no facts and no steps: it would check nothing".into() },
+        ));
     }
     if p.profile.samples == 0 {
         return Err((String::new(), BadKey { key: "samples", why: "at least 1".into() }));
