@@ -20,10 +20,21 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
-            // One line, exit 2: clap's first line without its "error: " prefix.
+            // One line, exit 2: clap's message up to its usage block (the
+            // missing argument is on its second line), without "error: ".
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid command line");
-            eprintln!("qbench: {} (see qbench --help)", first.trim_start_matches("error: "));
+            let words: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                .filter(|l| !l.starts_with("tip:"))
+                .collect();
+            let message = words.join(" ");
+            let message = message.trim_start_matches("error: ");
+            eprintln!(
+                "qbench: {} (see qbench --help)",
+                if message.is_empty() { "invalid command line" } else { message }
+            );
             std::process::exit(2);
         }
         Err(e) => e.exit(),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{EVERY_TYPE_AND_OP, assert_clean, qbench, qbench_with, rows, stdout};
+use common::{EVERY_TYPE_AND_OP, assert_clean, qbench, qbench_with, rows, stderr, stdout};
 
 #[test]
 fn allreduce_table_on_four_host_ranks() {
@@ -173,4 +173,16 @@ fn launcher_without_mpi_support_is_refused() {
     }
     let o = qbench_with(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K"], &[("OMPI_COMM_WORLD_SIZE", "1")]);
     assert!(o.status.success());
+}
+
+#[test]
+fn a_missing_argument_is_named_in_one_line() {
+    for (args, want) in
+        [(&["exchange"][..], "not provided: --qubits <N|A..B>"), (&["plot"][..], "not provided: <FILE.json>...")]
+    {
+        let o = qbench(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want) && err.lines().count() == 1, "{args:?}: {err}");
+    }
 }
