@@ -368,7 +368,7 @@ fn check_runs_side_by_side_give_each_step_a_mark_per_run() {
     assert_eq!(rects(&out, PASS), 2 * passed + 1, "two marks per step");
     assert_eq!(rects(&out, TICK), 2 * ticked + 1, "a floor tick per mark");
     let texts = svg_texts(&out);
-    for run in ["vm 2026-12-01 h200x1 quick", "node2 2026-12-01 h200x1 quick"] {
+    for run in ["vm 2026-12-02 h200x1 quick", "node2 2026-12-02 h200x1 quick"] {
         assert!(texts.iter().any(|t| t == run), "no column {run}: {texts:?}");
     }
     // One row per step, named once.
