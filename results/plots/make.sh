@@ -17,6 +17,6 @@ p h200x2-copy-latency.json -o plots/h200x2-copy-latency.png
 p h200x2-exchange-33q-double.json -o plots/h200x2-exchange-33q.png
 p h200x2-exchange-20-33q-double.json -o plots/h200x2-exchange-20-33q.png
 p h200x2-compare-1G.json -o plots/h200x2-compare-1G.png
-p h200-check-quick.json h200-check-standard.json -o plots/h200-check.png
+p h200-check-quick.json h200-check-standard.json h200-check-mpi2-quick.json -o plots/h200-check.png
 p rdma-vm/loopback-a.json -o plots/rdma-vm-loopback-a.png \
   --title "qbench rdma --loopback -a in the soft-RoCE VM (emulated: correctness, not speed)"
