@@ -46,8 +46,7 @@ pub fn baseline(row: &mut Row, base: Option<&CheckRun>, tol: &Tolerance) {
     row.baseline = Some(then);
     row.vs_baseline = Some(vs);
     // How much worse the best sample now is than the worst one then, as a fraction of it.
-    let time = row.ceiling.is_some() && row.floor.is_none();
-    let worse = if time { best / then_worst - 1.0 } else { 1.0 - best / then_worst };
+    let worse = if row.is_time() { best / then_worst - 1.0 } else { 1.0 - best / then_worst };
     let status = if worse.is_nan() || worse > tol.fail {
         Status::Fail
     } else if worse > tol.warn {

@@ -83,24 +83,26 @@ pub fn host_of(node: &str) -> &str {
 
 impl Row {
     /// Whether the figure is a time, bounded from above.
-    fn is_time(&self) -> bool {
+    pub fn is_time(&self) -> bool {
         self.ceiling.is_some() && self.floor.is_none()
+    }
+
+    /// The highest of its samples, or the lowest; the figure itself without samples.
+    fn extreme(&self, highest: bool) -> Option<f64> {
+        let pick = if highest { f64::max } else { f64::min };
+        self.samples.iter().copied().reduce(pick).or(self.measured)
     }
 
     /// The worst of its samples for the metric's direction (the lowest
     /// bandwidth, the longest time), or the figure itself.
     pub fn worst_sample(&self) -> Option<f64> {
-        let fold = |f: fn(f64, f64) -> f64| self.samples.iter().copied().reduce(f);
-        let worst = if self.is_time() { fold(f64::max) } else { fold(f64::min) };
-        worst.or(self.measured)
+        self.extreme(self.is_time())
     }
 
     /// The best of its samples (the highest bandwidth, the shortest time),
     /// or the figure itself.
     pub fn best_sample(&self) -> Option<f64> {
-        let fold = |f: fn(f64, f64) -> f64| self.samples.iter().copied().reduce(f);
-        let best = if self.is_time() { fold(f64::min) } else { fold(f64::max) };
-        best.or(self.measured)
+        self.extreme(!self.is_time())
     }
 
     /// The step as the table names it: "host to GPU 1G, pinned (GPU 0)".
@@ -215,7 +217,7 @@ impl CheckRun {
             return Ok(());
         }
         let line = format!("{} (profile {}, level {})", v.summary, self.profile, self.level);
-        if !failed.is_empty() && failed.iter().all(|r| r.missing) {
+        if failed.iter().all(|r| r.missing) {
             return Err(Error::Missing(line));
         }
         Err(Error::CheckFailed(line))

@@ -66,9 +66,10 @@ fn positions(layout: &Layout, with_slow: bool) -> Vec<u32> {
 /// SWAPs): a kernel's traffic follows the runs of 2^q contiguous
 /// amplitudes it touches, so every low qubit up to runs of 512 bytes
 /// (double precision; 256 single), where the memory's sectors and lines
-/// stop mattering, then the middle; below `limit`.
-fn lows(layout: &Layout, limit: u32) -> Vec<u32> {
-    let mut p: Vec<u32> = (0..=LOW_RUNS).chain([layout.local_qubits() / 2]).filter(|&q| q < limit).collect();
+/// stop mattering, then the middle, and `also`; below `limit`, sorted.
+fn lows(layout: &Layout, limit: u32, also: &[u32]) -> Vec<u32> {
+    let mut p: Vec<u32> =
+        (0..=LOW_RUNS).chain([layout.local_qubits() / 2]).chain(also.iter().copied()).filter(|&q| q < limit).collect();
     p.sort_unstable();
     p.dedup();
     p
@@ -96,34 +97,27 @@ pub fn local(layout: &Layout) -> Vec<Probe> {
         let m = rotation();
         out.push(probe(Step::U { q, m }, n, &[], move |s| s.gate(q, &m)));
     }
-    let mut ones = lows(layout, l);
-    ones.push(l - 1);
-    ones.sort_unstable();
-    ones.dedup();
-    for q in ones {
+    for q in lows(layout, l, &[l - 1]) {
         out.push(probe(Step::Phase { qubits: vec![q], phase: t_phase() }, n, &[], move |s| s.phase(q, t_phase())));
     }
     // Two-qubit phases by their lower qubit, which sets what they touch:
     // the upper one at |1⟩ leaves a phase on the lower.
-    let mut pairs = lows(layout, l - 1);
-    pairs.extend(l.checked_sub(2));
-    pairs.sort_unstable();
-    pairs.dedup();
+    let pairs = lows(layout, l - 1, &[l.saturating_sub(2)]);
     // Each low one beside the qubit above it, where the two share the
     // memory's lines, and beside the top one, where the top only halves it.
     let mut two: Vec<(u32, u32)> = pairs.iter().map(|&lo| (lo + 1, lo)).collect();
-    two.extend(lows(layout, l - 2).into_iter().map(|lo| (l - 1, lo)));
+    two.extend(lows(layout, l - 2, &[]).into_iter().map(|lo| (l - 1, lo)));
     for (hi, lo) in two {
         out.push(probe(Step::Phase { qubits: vec![hi, lo], phase: t_phase() }, n, &[hi], move |s| {
             s.phase(lo, t_phase())
         }));
     }
-    for lo in lows(layout, l - 1) {
+    for lo in lows(layout, l - 1, &[]) {
         out.push(probe(Step::Swap(lo, l - 1), n, &[], move |s| s.swap(lo, l - 1)));
     }
     // CNOTs by their lower qubit too: the top one controlling each low
     // target, and qubit 0 controlling the top.
-    let mut cx: Vec<(u32, u32)> = lows(layout, l - 1).into_iter().map(|t| (l - 1, t)).collect();
+    let mut cx: Vec<(u32, u32)> = lows(layout, l - 1, &[]).into_iter().map(|t| (l - 1, t)).collect();
     cx.extend([(1, 0), (0, l - 1)]);
     for (c, t) in cx.into_iter().filter(|&(c, t)| c != t && c < l && t < l) {
         out.push(probe(Step::Cx { c, t }, n, &[c], move |s| s.gate(t, &not())));
@@ -131,7 +125,7 @@ pub fn local(layout: &Layout) -> Vec<Probe> {
     if layout.global_qubits >= 1 {
         // Phases with global qubits: the ranks whose bit is 1 do the work.
         let top = n - 1;
-        for lo in lows(layout, l) {
+        for lo in lows(layout, l, &[]) {
             let phase = Step::Phase { qubits: vec![top, lo], phase: t_phase() };
             out.push(probe(phase, n, &[top], move |s| s.phase(lo, t_phase())));
         }
