@@ -7,17 +7,22 @@
 #                  one GPU and over every GPU wire with two processes on the
 #                  GPU, a corrupted exchange caught, collectives, copies, the
 #                  ignored GPU unit tests, check; then waits for the build.
-#   STAGE=time     (QuEST built first where the machine is fresh) QuEST's ops (one process at 30 and 32 qubits, two sharing
-#                  the GPU at 30) and qbench's exchange on the same registers,
-#                  one after the other with nothing else running, then
-#                  ref/quest_compare.py sets them side by side and judges the
-#                  goals (exit 1 when one missed).
+#   STAGE=one      (QuEST built first where the machine is fresh) QuEST's ops
+#                  on one process at 30 and 32 qubits, then qbench's exchange
+#                  on the same registers, nothing else running; check.
+#   STAGE=two      two processes sharing the GPU at 30 qubits: QuEST, qbench,
+#                  qbench (gate classes only), QuEST (the global H and swap),
+#                  so that the machine's drift between runs falls on both
+#                  tools; then ref/quest_compare.py sets all of one's and
+#                  two's runs side by side (each tool's figure: the median of
+#                  its runs' medians) and judges the goals (exit 1 when one
+#                  missed).
 # Usage (repository root, GPU machine): STAGE=… bash results/run-quest-compare-h200.sh BIN_DIR OUT
 #   BIN_DIR holds qbench (built with --features mpi,rdma) and, for prepare,
 #   qbench-unit-tests (the lib's unit-test binary); OUT gets log.txt and
 #   files.tgz (every record, table and QuEST's JSON lines).
 set -u
-STAGE=${STAGE:?STAGE=prepare or STAGE=time}
+STAGE=${STAGE:?STAGE=prepare, one or two}
 BIN=$(readlink -f "$1") OUT=$2 REPO=$(cd "$(dirname "$0")/.." && pwd)
 Q=$BIN/qbench W=/tmp/quest-compare
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -78,14 +83,21 @@ if [ "$STAGE" = prepare ]; then
     wait $BUILD; cat "$W/quest-build.out"; tail -3 "$W/quest/quest-build.log"
 fi
 
-if [ "$STAGE" = time ]; then
+quest_build() {
     if [ ! -x /tmp/quest-h200/dist/quest_time ]; then
         step "QuEST: building (a fresh machine; nothing else runs meanwhile)"
         OUT=$W/quest STAGE=build bash "$REPO/results/run-quest-h200.sh"; want $? 0
     fi
-    step "QuEST: one process at 30 and 32 qubits, two sharing the GPU at 30 (3 rounds each)"
-    OUT=$W/quest STAGE=run DEADLINE=${QUEST_DEADLINE:-270} bash "$REPO/results/run-quest-h200.sh"; want $? 0
-    cat "$W/quest/quest-run.log" | grep -E "^===|rc=" | head -20
+}
+quest_run() { # what, then run-quest-h200.sh's environment
+    step "QuEST: $1"; shift
+    env "$@" OUT="$W/quest" STAGE=run DEADLINE="${QUEST_DEADLINE:-270}" bash "$REPO/results/run-quest-h200.sh"; want $? 0
+    grep -E "^===|rc=" "$W/quest/quest-run.log" | tail -4
+}
+
+if [ "$STAGE" = one ]; then
+    quest_build
+    quest_run "one process at 30 and 32 qubits (3 rounds each)" DIST_QUBITS=
 
     step "qbench: one GPU, 30 qubits, qft under both schedules, 3 rounds"
     timeout 150 "$Q" exchange --qubits 30 -g 1 --circuit qft --rounds 3 -n 3 -J "$W/qbench-1gpu-30q.json" > "$W/qbench-1gpu-30q.txt"; want $? 0
@@ -95,18 +107,31 @@ if [ "$STAGE" = time ]; then
     timeout 200 "$Q" exchange --qubits 32 -g 1 --circuit qft --schedule quest --rounds 3 -n 2 -J "$W/qbench-1gpu-32q.json" > "$W/qbench-1gpu-32q.txt"; want $? 0
     wrongs "$W/qbench-1gpu-32q.json"
 
+    step "check at the standard level: the profile's QFT step among the others"
+    timeout 200 "$Q" check --level standard -J "$W/check-standard.json"; want $? 0
+fi
+
+if [ "$STAGE" = two ]; then
+    # QuEST, qbench, qbench, QuEST: a drift of the machine between runs falls on both tools.
+    quest_build
+    quest_run "two processes sharing the GPU at 30 qubits, every op (3 rounds)" QUBITS=
+
     step "qbench: two processes sharing the GPU, 30 qubits, the quest wire and schedule, 3 rounds"
     timeout 240 "${MPI[@]}" "$Q" exchange --qubits 30 -g 1 --transport quest --circuit qft --schedule quest --rounds 3 -n 3 -w 1 \
         -J "$W/qbench-mpi2-30q.json" > "$W/qbench-mpi2-30q.txt"; want $? 0
     tail -30 "$W/qbench-mpi2-30q.txt"; wrongs "$W/qbench-mpi2-30q.json"
 
+    step "qbench again: the gate classes over the quest wire, no circuit, 3 rounds"
+    timeout 150 "${MPI[@]}" "$Q" exchange --qubits 30 -g 1 --transport quest --rounds 3 -n 3 -w 1 \
+        -J "$W/qbench-mpi2-30q-again.json" > "$W/qbench-mpi2-30q-again.txt"; want $? 0
+    grep -E "global" "$W/qbench-mpi2-30q-again.txt" | head -8
+
+    quest_run "again: the global H and the global-local swap (3 rounds)" QUBITS= DIST_OPS="h:29 swap:0,29"
+
     step "side by side"
     python3 "$REPO/results/ref/quest_compare.py" --quest "$W"/quest/quest-*.jsonl --qbench "$W"/qbench-*.json \
         --out "$W/quest-compare.json"; want $? 0
     cp "$W/quest-compare.json" "$OUT/"
-
-    step "check at the standard level: the profile's QFT step among the others"
-    timeout 200 "$Q" check --level standard -J "$W/check-standard.json"; want $? 0
 fi
-step done
+step "done"
 tar -C "$W" -czf "$OUT/files-$STAGE.tgz" --exclude='*.o' .

@@ -2,12 +2,12 @@
 # Times QuEST v4.1 (QuEST-Kit/QuEST, source in .dev/quest, commit in .dev/quest/QUEST_COMMIT)
 # on the H200 machine beside qbench, with our results/ref/quest_time.cpp: one CUDA process
 # (QUBITS) and NP MPI processes sharing the GPU (DIST_QUBITS; PERMIT_NODES_TO_SHARE_GPU=ON).
-# Facts about QuEST behind the op lists: .dev/quest-notes.md.
 #
 # Usage (repository root, on the GPU machine, as root; no network needed):
 #   OUT=DIR bash results/run-quest-h200.sh
 # Env: OUT (./out)  DEADLINE (400: seconds from start, builds included)  ROUNDS (3)
 #   QUBITS ("30 32")  OPS (per-size defaults)  DIST_QUBITS (30)  DIST_OPS (default below)  NP (2)
+#   (QUBITS or DIST_QUBITS set empty: no run of that kind)
 #   STAGE (all|build|run: builds are kept in BUILD_ROOT, /tmp/quest-h200, and reused)
 #   CUDA (/usr/local/cuda)  CPU_ONLY=1 (build without CUDA: to test this script off the GPU)
 #   DRY_RUN=1 (print the commands, run nothing)
@@ -17,7 +17,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-./out}; DEADLINE=${DEADLINE:-400}; ROUNDS=${ROUNDS:-3}; NP=${NP:-2}
-QUBITS=${QUBITS:-30 32}; DIST_QUBITS=${DIST_QUBITS:-30}; STAGE=${STAGE:-all}
+QUBITS=${QUBITS-30 32}; DIST_QUBITS=${DIST_QUBITS-30}; STAGE=${STAGE:-all}
 CUDA=${CUDA:-/usr/local/cuda}; CPU_ONLY=${CPU_ONLY:-}; DRY_RUN=${DRY_RUN:-}
 BUILD_ROOT=${BUILD_ROOT:-/tmp/quest-h200}
 case $BUILD_ROOT in /*quest*) ;; *) echo "run-quest-h200: BUILD_ROOT must be an absolute path naming quest" >&2; exit 2 ;; esac
@@ -67,7 +67,7 @@ if [ "$STAGE" != run ]; then
 fi
 [ "$STAGE" != build ] || exit 0
 
-est() { # op qubits ranks -> estimated seconds for one application (H200, double; notes part c)
+est() { # op qubits ranks -> seconds one application may take at most (from QuEST's runs on the H200, double)
     awk -v op="$1" -v n="$2" -v r="$3" 'BEGIN { s = 2^(n-30); L = n - log(r)/log(2)
         k = split(op, a, /[:,]/); g1 = (k > 1 && a[2] >= L); g2 = (k > 2 && a[3] >= L)
         if (a[1] == "qft") t = 2.6 + (r > 1 ? 14 : 0)

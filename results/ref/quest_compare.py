@@ -6,6 +6,9 @@ and qbench's projection from its gate classes within 10% of its own
 measured QFT; two processes sharing the GPU, the quest wire's global H and
 global swap within 10% of QuEST's and QFT with QuEST's wire and schedule
 within 15%. Every figure is read from a file; nothing is estimated.
+Each tool may be run more than once in the job (interleaved, so that a
+machine's drift between runs falls on both): its figure for an op is then
+the median of its runs' medians, and the row keeps every run's figure.
 
     quest_compare.py --quest quest-*.jsonl --qbench qbench-*.json [--out OUT.json]
 
@@ -14,6 +17,7 @@ held); exits 1 when a goal failed, 2 on bad input.
 """
 import argparse
 import json
+import statistics
 import sys
 
 ONE_GPU_QFT_MAX = 1.10
@@ -23,7 +27,7 @@ SPREAD_QFT_TOLERANCE = 0.15
 
 
 def read_quest(paths):
-    """QuEST's ops by (ranks, qubits, op name): the JSON line of each."""
+    """QuEST's ops by (ranks, qubits, op name): the JSON line of each run, in order."""
     out = {}
     for p in paths:
         with open(p) as f:
@@ -32,19 +36,19 @@ def read_quest(paths):
                 if not line.startswith("{"):
                     continue
                 r = json.loads(line)
-                out[(r["ranks"], r["qubits"], r["op"])] = r
+                out.setdefault((r["ranks"], r["qubits"], r["op"]), []).append(r)
     return out
 
 
 def read_qbench(paths):
-    """qbench's registers by (processes x ranks, qubits), with the run's args."""
+    """qbench's registers by (processes x ranks, qubits): (register, run, path) of each run."""
     out = {}
     for p in paths:
         with open(p) as f:
             run = json.load(f)
         for reg in run.get("registers", []):
             if reg.get("classes"):
-                out[(reg["ranks"], reg["qubits"])] = (reg, run, p)
+                out.setdefault((reg["ranks"], reg["qubits"]), []).append((reg, run, p))
     return out
 
 
@@ -91,30 +95,39 @@ def op_class(op, local_qubits):
 
 def compare(quest, qbench, wire="quest"):
     rows, goals = [], []
-    for (ranks, n, op), qr in sorted(quest.items()):
-        entry = qbench.get((ranks, n))
-        if entry is None:
+    for (ranks, n, op), qruns in sorted(quest.items()):
+        entries = qbench.get((ranks, n))
+        if not entries:
             continue
-        reg, _, path = entry
-        local = reg["local_qubits"]
-        row = {"ranks": ranks, "qubits": n, "op": op, "quest_s": qr["median_s"], "qbench_file": path}
+        local = entries[0][0]["local_qubits"]
+        quest_runs = [r["median_s"] for r in qruns]
+        row = {"ranks": ranks, "qubits": n, "op": op, "quest_s": statistics.median(quest_runs),
+               "quest_runs_s": quest_runs}
         transport = None if ranks == 1 else wire
         if op == "qft":
-            c = qft_run(reg, "quest", transport)
-            if c is None:
+            found = [(c, path) for reg, _, path in entries for c in [qft_run(reg, "quest", transport)] if c]
+            if not found:
                 continue
             row.update(qbench="qft circuit, quest schedule" + (f" over {wire}" if transport else ""),
-                       qbench_s=c["time"]["median"], qbench_projected_s=c.get("projected_s"),
-                       qbench_rounds=c["time"]["samples"], quest_rounds=len(qr["times_s"]), quest_max_err=qr.get("max_err"))
+                       qbench_runs_s=[c["time"]["median"] for c, _ in found],
+                       qbench_files=[path for _, path in found],
+                       qbench_projected_s=statistics.median(c["projected_s"] for c, _ in found)
+                       if all(c.get("projected_s") is not None for c, _ in found) else None,
+                       qbench_rounds=[c["time"]["samples"] for c, _ in found],
+                       quest_rounds=[len(r["times_s"]) for r in qruns],
+                       quest_max_err=max((r.get("max_err") or 0.0) for r in qruns))
         else:
             kind, q = op_class(op, local)
             if kind is None:
                 continue
-            t, measured_on = class_time(reg, kind, q, transport if kind.startswith("global") else None)
-            if t is None:
+            over = transport if kind.startswith("global") else None
+            found = [(t, on, path) for reg, _, path in entries for t, on in [class_time(reg, kind, q, over)]
+                     if t is not None]
+            if not found:
                 continue
-            row.update(qbench=f"{kind} on qubits {measured_on}" + (f" over {wire}" if kind.startswith("global") else ""),
-                       qbench_s=t)
+            row.update(qbench=f"{kind} on qubits {found[0][1]}" + (f" over {wire}" if over else ""),
+                       qbench_runs_s=[t for t, _, _ in found], qbench_files=[path for _, _, path in found])
+        row["qbench_s"] = statistics.median(row["qbench_runs_s"])
         row["ratio"] = row["qbench_s"] / row["quest_s"]
         rows.append(row)
         if op == "qft" and ranks == 1:
@@ -134,12 +147,12 @@ def compare(quest, qbench, wire="quest"):
                               f"{WIRE_TOLERANCE:.0%}", row["ratio"], abs(row["ratio"] - 1) <= WIRE_TOLERANCE))
     spread = spreading(rows)
     for sp in spread:
-        # What the spread run's own verdict said, from its one-GPU figure.
-        _, run, _ = qbench[(sp["ranks"], sp["qubits"])]
-        for d in run.get("decisions", []):
-            if d["circuit"] == "qft" and d["qubits"] == sp["qubits"] and d.get("one_gpu_s"):
-                sp.update(verdict_factor=d["spread_s"] / d["one_gpu_s"], verdict_one_gpu_s=d["one_gpu_s"],
-                          verdict_one_gpu_from=d["one_gpu_from"], verdict=d["verdict"])
+        # What the spread runs' own verdicts said, from their one-GPU figure.
+        for _, run, _ in qbench[(sp["ranks"], sp["qubits"])]:
+            for d in run.get("decisions", []):
+                if d["circuit"] == "qft" and d["qubits"] == sp["qubits"] and d.get("one_gpu_s"):
+                    sp.update(verdict_factor=d["spread_s"] / d["one_gpu_s"], verdict_one_gpu_s=d["one_gpu_s"],
+                              verdict_one_gpu_from=d["one_gpu_from"], verdict=d["verdict"])
     return {"rows": rows, "goals": goals, "spreading": spread}
 
 
@@ -148,26 +161,34 @@ def goal(what, value, held):
 
 
 def spreading(rows):
-    """QFT over several processes against one GPU, as each tool measured it."""
+    """QFT over several processes against one GPU, as each tool measured it:
+    the factor, and the seconds spreading adds (the exchange's cost, which
+    does not depend on how fast either tool's local gates are)."""
     out = []
     one = {r["qubits"]: r for r in rows if r["op"] == "qft" and r["ranks"] == 1}
     for r in rows:
         if r["op"] == "qft" and r["ranks"] > 1 and r["qubits"] in one:
             o = one[r["qubits"]]
             q, b = r["quest_s"] / o["quest_s"], r["qbench_s"] / o["qbench_s"]
+            qa, ba = r["quest_s"] - o["quest_s"], r["qbench_s"] - o["qbench_s"]
             out.append({"qubits": r["qubits"], "ranks": r["ranks"], "quest_factor": q, "qbench_factor": b,
-                        "ratio": b / q})
+                        "ratio": b / q, "quest_added_s": qa, "qbench_added_s": ba, "added_ratio": ba / qa})
     return out
 
 
 def table(result):
-    lines = [f"{'ranks':>5} {'qubits':>6} {'op':<14} {'QuEST s':>10} {'qbench s':>10} {'ratio':>6}  qbench"]
+    runs = lambda xs: "/".join(f"{x:.4g}" for x in xs)  # noqa: E731
+    lines = [f"{'ranks':>5} {'qubits':>6} {'op':<14} {'QuEST s':>10} {'qbench s':>10} {'ratio':>6}  qbench  (each run)"]
     for r in result["rows"]:
+        each = ""
+        if len(r["quest_runs_s"]) > 1 or len(r["qbench_runs_s"]) > 1:
+            each = f"  (QuEST {runs(r['quest_runs_s'])}, qbench {runs(r['qbench_runs_s'])})"
         lines.append(f"{r['ranks']:>5} {r['qubits']:>6} {r['op']:<14} {r['quest_s']:>10.4f} {r['qbench_s']:>10.4f} "
-                     f"{r['ratio']:>6.3f}  {r['qbench']}")
+                     f"{r['ratio']:>6.3f}  {r['qbench']}{each}")
     for s in result["spreading"]:
         lines.append(f"QFT({s['qubits']}) over {s['ranks']} processes against one GPU: QuEST x{s['quest_factor']:.2f}, "
-                     f"qbench x{s['qbench_factor']:.2f} (ratio {s['ratio']:.3f})")
+                     f"qbench x{s['qbench_factor']:.2f} (ratio {s['ratio']:.3f}); it adds QuEST {s['quest_added_s']:.3f} s, "
+                     f"qbench {s['qbench_added_s']:.3f} s (ratio {s['added_ratio']:.3f})")
         if "verdict" in s:
             lines.append(f"  qbench's verdict on the spread run: x{s['verdict_factor']:.2f} from one GPU at "
                          f"{s['verdict_one_gpu_s']:.3f} s ({s['verdict_one_gpu_from']})")

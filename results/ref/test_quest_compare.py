@@ -80,6 +80,7 @@ class Compare(unittest.TestCase):
         s = r["spreading"][0]
         self.assertAlmostEqual(s["quest_factor"], 9.95 / 2.49)
         self.assertAlmostEqual(s["qbench_factor"], 10.0 / 2.4)
+        self.assertAlmostEqual(s["added_ratio"], (10.0 - 2.4) / (9.95 - 2.49))
 
     def test_each_goal_can_fail(self):
         for kwargs, missed in [({"one_qft": 2.8, "projected": 2.8}, "QFT(30) on one GPU: qbench / QuEST"),
@@ -91,6 +92,23 @@ class Compare(unittest.TestCase):
             bad = [g["goal"] for g in r["goals"] if not g["held"]]
             self.assertEqual(len(bad), 1, (kwargs, bad))
             self.assertIn(missed, bad[0])
+
+    def test_runs_of_a_tool_give_the_median_of_their_medians(self):
+        quest = self.write("q.jsonl", "\n".join([quest_line(2, "h:29", 5.0), quest_line(2, "h:29", 5.7),
+                                                 quest_line(2, "h:29", 5.6)]) + "\n")
+        runs = [self.write(f"r{i}.json", json.dumps({"registers": [register(2, [cls("global_gate", [29], t, "quest")], [])]}))
+                for i, t in enumerate([5.2, 5.4])]
+        out = os.path.join(self.dir, "out.json")
+        rc = qc.main(["--quest", quest, "--qbench", *runs, "--out", out])
+        with open(out) as f:
+            r = json.load(f)
+        self.assertEqual(rc, 0, r["goals"])
+        row = r["rows"][0]
+        self.assertEqual(row["quest_runs_s"], [5.0, 5.7, 5.6])
+        self.assertAlmostEqual(row["quest_s"], 5.6)
+        self.assertEqual(row["qbench_runs_s"], [5.2, 5.4])
+        self.assertAlmostEqual(row["qbench_s"], 5.3)
+        self.assertAlmostEqual(row["ratio"], 5.3 / 5.6)
 
     def test_nothing_to_compare_is_an_error(self):
         quest = self.write("q.jsonl", quest_line(1, "qft", 2.49) + "\n")
