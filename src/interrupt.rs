@@ -1,7 +1,9 @@
 //! Ctrl-C, SIGTERM (Slurm's time limit) and a closed stdout: the run stops
 //! at its next step, says which step that was, and keeps the records it
 //! gathered. Workloads name their current step and call [`check`] between
-//! steps; waits on the GPU call it while they poll. A run that does not
+//! steps; waits on the GPU call it while they poll; threads that step
+//! together (a transport's ranks inside one timed loop) stop at one step
+//! through a [`Halt`]. A run that does not
 //! reach a check within the grace time is ended with the signal's status,
 //! and a third signal ends it at once (one signal often arrives twice: a
 //! launcher such as `timeout` or `srun` forwards it to the process and to
@@ -71,7 +73,9 @@ fn watchdog(signal: &AtomicUsize) {
             current_step(),
             GRACE.as_secs()
         );
-        std::process::exit(128 + sig as i32);
+        // _exit, not exit: the threads still in the GPU or MPI libraries
+        // would race the atexit handlers that tear those libraries down.
+        signal_hook::low_level::exit(128 + sig as i32);
     }
 }
 
@@ -90,14 +94,117 @@ pub fn stdout_closed() {
     STDOUT_CLOSED.store(true, Ordering::SeqCst);
 }
 
+/// Why the run should stop, as a number processes can agree on by their
+/// maximum: 0 none, 1 stdout's reader went away, else the signal's number.
+pub fn reason() -> u64 {
+    let sig = SIGNAL.get().map_or(0, |s| s.load(Ordering::SeqCst)) as u64;
+    if sig != 0 { sig } else { STDOUT_CLOSED.load(Ordering::SeqCst) as u64 }
+}
+
+/// The error of a [`reason`] (Ok for 0).
+pub fn stop(reason: u64) -> Result<()> {
+    match reason {
+        0 => Ok(()),
+        1 => Err(Error::StdoutClosed),
+        sig => Err(Error::Interrupted { signal: sig as i32, step: current_step() }),
+    }
+}
+
 /// Err when the run should stop: a signal came, or nobody reads stdout.
 pub fn check() -> Result<()> {
-    let sig = SIGNAL.get().map_or(0, |s| s.load(Ordering::SeqCst)) as i32;
-    if sig != 0 {
-        return Err(Error::Interrupted { signal: sig, step: current_step() });
+    stop(reason())
+}
+
+/// Where threads that must run the same steps (the ranks of one timed
+/// loop, each waiting on the others inside a step) stop after a signal:
+/// at the first step no thread has begun, so none waits for a step the
+/// others will never run. Each thread asks [`Halt::before`] before each
+/// of its steps; the lock is taken once per step, far below the cost of
+/// a collective operation.
+pub struct Halt {
+    state: Mutex<HaltState>,
+}
+
+struct HaltState {
+    /// Steps each thread has begun.
+    begun: Vec<u64>,
+    /// The step count every thread stops at, once decided.
+    stop_at: Option<u64>,
+    reason: u64,
+}
+
+impl Halt {
+    pub fn new(threads: usize) -> Halt {
+        Halt { state: Mutex::new(HaltState { begun: vec![0; threads], stop_at: None, reason: 0 }) }
     }
-    if STDOUT_CLOSED.load(Ordering::SeqCst) {
-        return Err(Error::StdoutClosed);
+
+    /// Before thread `thread`'s step `k` (its steps counted from 0): Err
+    /// when the threads stop here, after every thread has run `k` steps.
+    pub fn before(&self, thread: usize, k: u64) -> Result<()> {
+        self.decide(thread, k, reason)
     }
-    Ok(())
+
+    /// [`Halt::before`] with the reason to stop read from `why`.
+    fn decide(&self, thread: usize, k: u64, why: impl FnOnce() -> u64) -> Result<()> {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.stop_at.is_none() {
+            let why = why();
+            if why != 0 {
+                // Every step some thread has begun is run by all; no more.
+                s.stop_at = Some(s.begun.iter().copied().max().unwrap_or(0).max(k));
+                s.reason = why;
+            }
+        }
+        if let Some(at) = s.stop_at
+            && k >= at
+        {
+            return stop(s.reason);
+        }
+        s.begun[thread] = k + 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+    use std::sync::atomic::AtomicU64;
+
+    /// Threads in lock step (a barrier in every step, as a collective's
+    /// ranks), a signal arriving while they run: all stop after the same
+    /// number of steps, so none is left waiting in a barrier.
+    #[test]
+    fn threads_in_lock_step_stop_after_the_same_step() {
+        for signal_at in [0u64, 1, 7, 50] {
+            let threads = 4;
+            let (halt, barrier, seen) = (Halt::new(threads), Barrier::new(threads), AtomicU64::new(0));
+            let done = crate::threads::per_rank(threads, |t| {
+                for k in 0..1000u64 {
+                    // Thread 2 notices the signal first, the others later.
+                    if t == 2 && k == signal_at {
+                        seen.store(SIGINT as u64, Ordering::SeqCst);
+                    }
+                    let why = || if t == 2 || k > signal_at + 3 { seen.load(Ordering::SeqCst) } else { 0 };
+                    if let Err(e) = halt.decide(t, k, why) {
+                        assert!(matches!(e, Error::Interrupted { signal: SIGINT, .. }), "{e:?}");
+                        return k;
+                    }
+                    barrier.wait();
+                }
+                u64::MAX
+            });
+            assert!(done.iter().all(|&k| k == done[0] && k <= signal_at + 1), "{signal_at}: {done:?}");
+        }
+    }
+
+    #[test]
+    fn no_reason_no_stop() {
+        let halt = Halt::new(2);
+        for k in 0..10 {
+            assert!(halt.decide(k as usize % 2, k / 2, || 0).is_ok());
+        }
+        assert!(matches!(halt.decide(0, 5, || 1), Err(Error::StdoutClosed)));
+        assert!(matches!(halt.decide(1, 9, || 0), Err(Error::StdoutClosed)), "decided once, for every thread");
+    }
 }

@@ -8,6 +8,7 @@
 use super::{Buf, Op, Primitives, Region, Timing, Transport};
 use crate::dtype::{Element, RedOp};
 use crate::error::{Error, Result};
+use crate::interrupt::Halt;
 use crate::record::{LibraryInfo, RankInfo};
 use crate::with_element;
 use std::sync::{Barrier, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -294,23 +295,35 @@ impl Cpu {
         barrier.wait();
     }
 
-    fn timed<T: Element>(&self, op: &Op, sched: &Schedule, warmup: u32, iters: u32) -> Vec<Vec<f64>> {
+    /// The warm-up, then `iters` timed iterations of `op.agg` steps; each
+    /// rank's times. A signal stops every rank after the same step.
+    fn timed<T: Element>(&self, op: &Op, sched: &Schedule, warmup: u32, iters: u32) -> Result<Vec<Vec<f64>>> {
         let barrier = Barrier::new(self.bufs.len());
+        let halt = Halt::new(self.bufs.len());
         crate::threads::per_rank(self.bufs.len(), |r| {
-            for _ in 0..warmup * op.agg {
+            let mut k = 0u64;
+            let mut step = || {
+                halt.before(r, k)?;
+                k += 1;
                 self.step::<T>(op, sched, r, &barrier);
+                Ok(())
+            };
+            for _ in 0..warmup * op.agg {
+                step()?;
             }
             barrier.wait();
             (0..iters)
                 .map(|_| {
                     let t0 = Instant::now();
                     for _ in 0..op.agg {
-                        self.step::<T>(op, sched, r, &barrier);
+                        step()?;
                     }
-                    t0.elapsed().as_secs_f64() / op.agg as f64
+                    Ok(t0.elapsed().as_secs_f64() / op.agg as f64)
                 })
                 .collect()
         })
+        .into_iter()
+        .collect()
     }
 }
 
@@ -361,7 +374,7 @@ impl Transport for Cpu {
     /// Host ranks have no CUDA graphs; the plan refuses -G for them.
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, _graph: u32) -> Result<Timing> {
         let sched = Schedule::new(op, self.bufs.len())?;
-        let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, &sched, warmup, iters));
+        let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, &sched, warmup, iters))?;
         Ok(Timing::from_threads(&per_rank))
     }
 

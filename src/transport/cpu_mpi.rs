@@ -196,13 +196,23 @@ impl<'w> CpuMpi<'w> {
         }
     }
 
+    /// The warm-up, then `iters` timed iterations of `op.agg` steps. Every
+    /// few iterations (outside the timed window) the processes agree on
+    /// whether one was signalled, so that all stop at the same one.
     fn timed<T: Element>(&mut self, op: &Op, prims: &[Prim], warmup: u32, iters: u32) -> Result<Vec<f64>> {
-        for _ in 0..warmup * op.agg {
+        let every = agree_every(op.counts.bytes(op.dtype));
+        for k in 0..(warmup * op.agg) as u64 {
+            if k % every == 0 {
+                crate::world::check_interrupt(self.mpi)?;
+            }
             self.step::<T>(op, prims)?;
         }
         self.mpi.barrier();
         let mut times = Vec::with_capacity(iters as usize);
-        for _ in 0..iters {
+        for i in 0..iters as u64 {
+            if i % every == 0 {
+                crate::world::check_interrupt(self.mpi)?;
+            }
             let t0 = Instant::now();
             for _ in 0..op.agg {
                 self.step::<T>(op, prims)?;
@@ -215,6 +225,12 @@ impl<'w> CpuMpi<'w> {
     fn prims(&self, op: &Op) -> Result<Vec<Prim>> {
         Ok(Issued::of(op, self.mpi.rank(), self.mpi.size())?.0)
     }
+}
+
+/// Operations between two agreements on an interrupt: about 64 MiB moved
+/// per rank (tens of milliseconds on any host), at most 1024 operations.
+fn agree_every(bytes: u64) -> u64 {
+    ((64 << 20) / bytes.max(1)).clamp(1, 1024)
 }
 
 /// Reduces `n` consecutive blocks of `len` elements into the first one.

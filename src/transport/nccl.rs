@@ -6,6 +6,7 @@ use super::{Buf, Op, Primitives, Region, Timing, Transport};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
+use crate::interrupt::Halt;
 use crate::libs::{self, Library};
 use crate::record::{LibraryInfo, RankInfo};
 use crate::transport::pattern_kernels::PatternKernels;
@@ -437,6 +438,11 @@ impl Nccl {
         (0..self.ranks.len()).step_by(self.per_thread).map(|a| a..a + self.per_thread).collect()
     }
 
+    /// The index of the launching thread of local ranks `local`.
+    fn thread_of(&self, local: &std::ops::Range<usize>) -> usize {
+        local.start / self.per_thread
+    }
+
     /// Runs `f` for every launching thread's ranks: inline for one thread,
     /// else on scoped threads started together.
     fn on_threads<R: Send>(&self, f: impl Fn(std::ops::Range<usize>, &Barrier) -> Result<R> + Sync) -> Result<Vec<R>> {
@@ -452,6 +458,7 @@ impl Nccl {
     fn host_timed(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Vec<f64>> {
         let (samples, per_sample_ops) = if graph > 0 { (graph, iters * op.agg) } else { (iters, op.agg) };
         let timeout = self.timeout;
+        let halt = Halt::new(self.thread_ranges().len());
         let result = self.on_threads(|local, barrier| {
             // Graphs stay on the thread that captured them.
             let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
@@ -460,6 +467,7 @@ impl Nccl {
             barrier.wait();
             let t0 = Instant::now();
             for k in 0..samples as u64 {
+                halt.before(self.thread_of(&local), k)?;
                 match &graphs {
                     Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
                     None => self.launch(op, local.clone(), k + 1)?,
@@ -485,13 +493,15 @@ impl Nccl {
             .iter()
             .map(|r| (0..=samples).map(|_| r.gpu.timing_event()).collect::<Result<Vec<_>>>())
             .collect::<Result<_>>()?;
-        self.on_threads(|local, barrier| {
+        let halt = Halt::new(self.thread_ranges().len());
+        let launched = self.on_threads(|local, barrier| {
             let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
             barrier.wait();
             for i in local.clone() {
                 events[i][0].record(&self.ranks[i].gpu.stream).map_err(cuda_err("recording an event"))?;
             }
             for k in 0..samples as usize {
+                halt.before(self.thread_of(&local), k as u64)?;
                 match &graphs {
                     Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
                     None => self.launch(op, local.clone(), k as u64 + 1)?,
@@ -501,7 +511,11 @@ impl Nccl {
                 }
             }
             Ok(())
-        })?;
+        });
+        if launched.is_err() {
+            self.comms.abort();
+        }
+        launched?;
         let last: Vec<&CudaEvent> = events.iter().map(|e| &e[samples as usize]).collect();
         self.wait(&last)?;
         let mut per_gpu = Vec::with_capacity(events.len());
@@ -616,7 +630,17 @@ impl Transport for Nccl {
     }
 
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing> {
-        self.on_threads(|local, _| (0..warmup as u64).try_for_each(|k| self.launch(op, local.clone(), k + 1)))?;
+        let halt = Halt::new(self.thread_ranges().len());
+        let warmed = self.on_threads(|local, _| {
+            (0..warmup as u64).try_for_each(|k| {
+                halt.before(self.thread_of(&local), k)?;
+                self.launch(op, local.clone(), k + 1)
+            })
+        });
+        if warmed.is_err() {
+            self.comms.abort();
+        }
+        warmed?;
         self.sync()?;
         let per_thread = self.host_timed(op, iters, graph)?;
         let iterations = self.timed_events(op, iters, graph)?;

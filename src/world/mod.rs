@@ -91,6 +91,17 @@ pub fn gather_f64(world: &dyn World, mine: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+/// [`crate::interrupt::check`] agreed by every process: Err on all of
+/// them when any one was signalled (or lost its stdout), so that none goes
+/// on into an operation the others will not join.
+pub fn check_interrupt(world: &dyn World) -> Result<()> {
+    let mine = crate::interrupt::reason();
+    if world.size() == 1 {
+        return crate::interrupt::stop(mine);
+    }
+    crate::interrupt::stop(world.max_f64(&[mine as f64])[0] as u64)
+}
+
 /// Every process's ranks, in rank order, for the `# Using devices` block.
 pub fn all_ranks(world: &dyn World, mine: &[RankInfo]) -> Result<Vec<RankInfo>> {
     let bytes = serde_json::to_vec(mine).map_err(|e| Error::Runtime(format!("cannot encode the device list: {e}")))?;
