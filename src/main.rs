@@ -6,7 +6,8 @@ use qbench::cli::Cli;
 use qbench::error::Error;
 
 fn main() {
-    // A panic is a bug, but the user still gets one line and exit 4.
+    // A panic is a bug, but the user still gets one line and exit 4; under
+    // MPI the whole job ends with it.
     std::panic::set_hook(Box::new(|info| {
         let msg = info
             .payload()
@@ -15,7 +16,7 @@ fn main() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("unknown panic");
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        eprintln!("qbench: internal error: {msg}{at}");
+        qbench::world::panicked(&Error::Runtime(format!("internal error: {msg}{at}")));
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

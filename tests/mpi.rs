@@ -49,6 +49,49 @@ fn every_collective_across_processes() {
     }
 }
 
+/// Counts three processes do not divide: the reported 1M all_reduce and
+/// 1000 B of every type, op and root, each the largest size of its sweep so
+/// that it fills the buffers. Every element is checked, in the table and
+/// in the records.
+#[test]
+fn three_processes_take_counts_they_do_not_divide() {
+    let dir = std::env::temp_dir().join(format!("qbench-mpi-uneven-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let every = ["-d", "all", "-o", "all", "-r", "-1", "-n", "2"];
+    let runs: [(&str, &str, &[&str]); 8] = [
+        ("allreduce", "1M", &[]),
+        ("allreduce", "1000", &every),
+        ("reduce", "1000", &every),
+        ("reducescatter", "1000", &every),
+        ("allgather", "1000", &every),
+        ("alltoall", "1000", &every),
+        ("broadcast", "1000", &every),
+        ("sendrecv", "1000", &every),
+    ];
+    for (coll, size, more) in runs {
+        let what = format!("{coll} {size}");
+        let json = dir.join(format!("{coll}-{size}.json"));
+        let args = [&[coll, "--transport", "cpu", "-b", size, "-e", size, "-J", json.to_str().unwrap()][..], more];
+        let o = mpirun(3, &args.concat(), &[]);
+        let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{what}: {}: {out}{err}", o.status);
+        let rows = rows(&o);
+        assert!(!rows.is_empty(), "{what}: {out}");
+        assert_clean(&rows, &what);
+        let qbench::record::AnyRecord::Collective(run) = qbench::record::read(&json).unwrap() else {
+            panic!("{what}: not a collective record")
+        };
+        assert_eq!((run.config.nranks, run.wrong_elements, run.results.len()), (3, 0, rows.len()), "{what}");
+        for r in &run.results {
+            assert!(r.count > 0, "{what}: {r:?}");
+            for cell in [&r.out_of_place, &r.in_place] {
+                assert!(cell.wrong.unwrap_or(0) == 0, "{what}: {r:?}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn wrong_data_on_one_rank_fails_the_job() {
     let o = mpirun(2, &["sendrecv", "--transport", "cpu", "-b", "1M", "-e", "1M"], &[("QBENCH_CORRUPT", "1:7")]);

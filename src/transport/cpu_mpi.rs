@@ -267,7 +267,14 @@ impl Transport for CpuMpi<'_> {
 
     fn allocate(&mut self, bytes: u64) -> Result<()> {
         let words = bytes.div_ceil(8) as usize;
-        for v in [&mut self.send, &mut self.recv, &mut self.stage, &mut self.scratch] {
+        // A reduction stages one block of this rank's share from every
+        // rank; shares of a count the ranks do not divide differ by one
+        // element, so the blocks take up to n − 1 elements (of at most a
+        // word each) beyond the count.
+        let staged = words + self.mpi.size() - 1;
+        for (v, words) in
+            [(&mut self.send, words), (&mut self.recv, words), (&mut self.stage, staged), (&mut self.scratch, words)]
+        {
             v.clear();
             v.try_reserve_exact(words).map_err(|e| {
                 Error::Runtime(format!("cannot allocate {bytes} bytes of host memory for a buffer: {e}"))

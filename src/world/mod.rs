@@ -242,6 +242,26 @@ pub fn verdict(world: &dyn World, result: Result<()>) -> Result<()> {
 /// Reports a failure of this rank and ends the whole job: a rank that stops
 /// alone would leave the others waiting for it.
 pub fn fail_job(world: &dyn World, e: &Error) -> ! {
-    eprintln!("qbench: rank {} on {}: {e}", world.rank(), crate::host::short_hostname());
+    say_for_rank(world.rank(), e);
     world.abort(e.exit_code())
+}
+
+/// A failure's one line, naming the rank and its node.
+fn say_for_rank(rank: usize, e: &Error) {
+    eprintln!("qbench: rank {rank} on {}: {e}", crate::host::short_hostname());
+}
+
+/// The one line of a panic (`e`, an internal error), from the panic hook.
+/// In an MPI job it names the rank and ends the whole job at once, as
+/// [`fail_job`] does: unwinding would reach MPI_Finalize, which waits for
+/// the ranks that wait for this one. Alone, the panic unwinds to main,
+/// which exits 4.
+pub fn panicked(e: &Error) {
+    #[cfg(feature = "mpi")]
+    if let Some(world) = mpi::running() {
+        use ::mpi::topology::Communicator;
+        say_for_rank(world.rank() as usize, e);
+        world.abort(e.exit_code())
+    }
+    eprintln!("qbench: {e}");
 }

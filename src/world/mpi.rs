@@ -75,6 +75,12 @@ impl Mpi {
     }
 }
 
+/// The world communicator where MPI runs in this process (initialised,
+/// not yet finalised), for a panic to end the job from wherever it struck.
+pub fn running() -> Option<SimpleCommunicator> {
+    (mpi::environment::is_initialized() && !mpi::environment::is_finalized()).then(SimpleCommunicator::world)
+}
+
 /// Counts and displacements (in elements) of blocks of the given sizes.
 pub fn partition(sizes: &[usize]) -> (Vec<i32>, Vec<i32>) {
     let counts: Vec<i32> = sizes.iter().map(|&s| s as i32).collect();
