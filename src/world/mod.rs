@@ -254,8 +254,9 @@ fn say_for_rank(rank: usize, e: &Error) {
 /// The one line of a panic (`e`, an internal error), from the panic hook.
 /// In an MPI job it names the rank and ends the whole job at once, as
 /// [`fail_job`] does: unwinding would reach MPI_Finalize, which waits for
-/// the ranks that wait for this one. Alone, the panic unwinds to main,
-/// which exits 4.
+/// the ranks that wait for this one. Alone, a panic on the main thread
+/// unwinds to main, which exits 4; on any other thread the process exits
+/// 4 here.
 pub fn panicked(e: &Error) {
     #[cfg(feature = "mpi")]
     if let Some(world) = mpi::running() {
@@ -264,4 +265,10 @@ pub fn panicked(e: &Error) {
         world.abort(e.exit_code())
     }
     eprintln!("qbench: {e}");
+    // A rank's thread that panics leaves the others waiting for it in a
+    // barrier or a collective: the process ends here rather than hang
+    // (_exit, as the other threads are still inside the libraries).
+    if std::thread::current().name() != Some("main") {
+        signal_hook::low_level::exit(e.exit_code());
+    }
 }
