@@ -2,7 +2,8 @@
 //! interrupt handlers, load the GPU libraries the command needs
 //! (re-executing itself at most once, so this comes first), and start the
 //! world (MPI once). Workloads run inside a session and may ask it whether
-//! a library was loaded; they never load one themselves.
+//! a library was loaded; they never load one themselves. The processes of
+//! a job agree on their settings before any of them works.
 
 use crate::error::{Error, Result};
 use crate::libs::{self, Library};
@@ -19,6 +20,8 @@ impl Session {
         crate::interrupt::install()?;
         libs::require(libraries)?;
         let world = world::detect()?;
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        world::agree_on_settings(world.as_ref(), &world::settings(&args))?;
         Ok(Session { world, loaded: libraries.to_vec() })
     }
 

@@ -314,3 +314,49 @@ fn wires_that_cannot_run_here_say_why_in_one_line() {
         assert_eq!(out.matches("unavailable: rdma: no RDMA: ").count(), 1, "{out}");
     }
 }
+
+#[test]
+fn ranks_launched_with_other_settings_end_the_job_before_work() {
+    // A wrapper gives rank 1 (of 3) more arguments, or another profile file,
+    // as a node whose wrapper or profile drifted would.
+    let dir = std::env::temp_dir().join(format!("qbench-mpi-settings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // One relative path, p.toml, in a directory of each rank's own.
+    let cpu = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/cpu.toml")).unwrap();
+    for r in 0..3 {
+        std::fs::create_dir_all(dir.join(format!("r{r}"))).unwrap();
+        let text = if r == 1 { [&cpu[..], b"\n# drifted\n"].concat() } else { cpu.clone() };
+        std::fs::write(dir.join(format!("r{r}/p.toml")), text).unwrap();
+    }
+    let qb = env!("CARGO_BIN_EXE_qbench");
+    let cases = [
+        ("-n 50", format!("{qb} allreduce --transport cpu -b 1M -e 1M $X"), "'-n'"),
+        ("-e 2M", format!("{qb} allreduce --transport cpu -b 1M $X"), "'-e'"),
+        ("-d double", format!("{qb} allreduce --transport cpu -b 1M -e 1M $X"), "'-d'"),
+        ("--level standard", format!("{qb} check --profile cpu --quiet $X"), "'--level'"),
+        (
+            "",
+            format!(
+                "sh -c \"cd {}/r$OMPI_COMM_WORLD_RANK && exec {qb} check --quiet --profile p.toml\"",
+                dir.display()
+            ),
+            "the contents of p.toml",
+        ),
+    ];
+    for (extra, command, named) in cases {
+        let script = format!("if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then X='{extra}'; else X=; fi; exec {command}");
+        let t0 = std::time::Instant::now();
+        let o = Command::new("timeout")
+            .args(["60", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", "sh", "-c", &script])
+            .env_remove("QBENCH_CORRUPT")
+            .output()
+            .expect("run mpirun (install openmpi-bin)");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra}: {err}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "{extra}: {:?}", t0.elapsed());
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("qbench: ")).collect();
+        assert_eq!(lines.len(), 1, "{extra}: one line, from rank 0: {err}");
+        assert!(lines[0].contains("rank 1 on ") && lines[0].contains(named), "{extra}: {err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

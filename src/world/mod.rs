@@ -102,6 +102,83 @@ pub fn check_interrupt(world: &dyn World) -> Result<()> {
     crate::interrupt::stop(world.max_f64(&[mine as f64])[0] as u64)
 }
 
+/// Options whose value names a file every process reads as its plan: its
+/// contents are part of what the processes must agree on.
+const PLAN_FILES: [&str; 3] = ["--profile", "--baseline", "--circuit"];
+
+/// Options whose value names a file only rank 0 writes: a launch may give
+/// each rank its own name, so the names are not compared.
+const OUTPUT_FILES: [&str; 6] = ["-J", "--output_file", "--output-file", "--csv", "--save-baseline", "--init"];
+
+/// This process's settings as the job compares them: its arguments (the
+/// names of output files left out), then a digest of each plan file they
+/// name (a profile that drifted on one node differs there).
+pub fn settings(args: &[String]) -> Vec<String> {
+    use std::hash::{Hash, Hasher};
+    let mut out = Vec::with_capacity(args.len());
+    let mut skip = false;
+    for arg in args {
+        if std::mem::take(&mut skip) {
+            out.push("(an output file)".into());
+            continue;
+        }
+        match OUTPUT_FILES.iter().find(|o| arg.strip_prefix(**o).is_some_and(|r| r.is_empty() || r.starts_with('='))) {
+            Some(o) => {
+                skip = arg.len() == o.len();
+                out.push(o.to_string());
+            }
+            None => out.push(arg.clone()),
+        }
+    }
+    for (i, arg) in args.iter().enumerate() {
+        let path = PLAN_FILES.iter().find_map(|o| match arg.strip_prefix(o) {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        });
+        if let Some(bytes) = path.and_then(|p| std::fs::read(p).ok().map(|b| (p, b))) {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            bytes.1.hash(&mut h);
+            out.push(format!("the contents of {} (digest {:016x})", bytes.0, h.finish()));
+        }
+    }
+    out
+}
+
+/// Err (exit 2) on every process unless all were launched with rank 0's
+/// settings: a rank with other sizes, iterations or profile would hang
+/// in a collective, abort inside MPI or report its data as wrong. Rank
+/// 0 prints the one line, naming the first rank that differs, its host
+/// and the first differing setting; the others end quietly.
+pub fn agree_on_settings(world: &dyn World, mine: &[String]) -> Result<()> {
+    if world.size() == 1 {
+        return Ok(());
+    }
+    let encode = serde_json::to_vec(&(crate::host::short_hostname(), mine))
+        .map_err(|e| Error::Runtime(format!("cannot encode the command line: {e}")))?;
+    let all: Vec<(String, Vec<String>)> = world
+        .all_gather(&encode)
+        .iter()
+        .map(|b| serde_json::from_slice(b).map_err(|e| Error::Runtime(format!("cannot decode a command line: {e}"))))
+        .collect::<Result<_>>()?;
+    let first = &all[0].1;
+    let Some((rank, (host, theirs))) = all.iter().enumerate().find(|(_, (_, s))| s != first) else { return Ok(()) };
+    if world.rank() == 0 {
+        let at = first.iter().zip(theirs).position(|(a, b)| a != b).unwrap_or(first.len().min(theirs.len()));
+        let show = |s: &[String]| s.get(at).map_or_else(|| "nothing".to_string(), |x| format!("'{x}'"));
+        eprintln!(
+            "qbench: rank {rank} on {host} was launched with other settings than rank 0: {} where rank 0 has {} \
+             (every process of a job must run the same command)",
+            show(theirs),
+            show(first)
+        );
+    }
+    // No process exits before rank 0 has said why: the launcher ends the
+    // job at the first exit.
+    world.barrier();
+    Err(Error::Usage(String::new()))
+}
+
 /// Every process's ranks, in rank order, for the `# Using devices` block.
 pub fn all_ranks(world: &dyn World, mine: &[RankInfo]) -> Result<Vec<RankInfo>> {
     let bytes = serde_json::to_vec(mine).map_err(|e| Error::Runtime(format!("cannot encode the device list: {e}")))?;
