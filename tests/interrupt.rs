@@ -29,7 +29,7 @@ fn interrupted(name: &str, extra: &[&str], signal: &str, after: Duration) -> (i3
         .expect("run qbench");
     std::thread::sleep(after);
     assert!(child.try_wait().unwrap().is_none(), "{name}: the run ended before the signal");
-    let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().expect("run kill");
+    let sent = Command::new("sh").args(["-c", &format!("kill {signal} {}", child.id())]).status().expect("run sh");
     assert!(sent.success());
     let t0 = Instant::now();
     let status = loop {
