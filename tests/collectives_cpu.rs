@@ -54,6 +54,20 @@ fn a_corrupted_element_is_counted_and_fails_the_run() {
 }
 
 #[test]
+fn a_fault_that_could_never_be_applied_is_a_usage_error() {
+    // 1K of floats is 256 elements: element 256 lies past every output, rank 2 past the ranks.
+    for (fault, says) in [("0:256", "element 256"), ("0:1048576", "element 1048576"), ("2:0", "rank 2")] {
+        let o = qbench_with(
+            &["allreduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "1K", "-d", "float"],
+            &[("QBENCH_CORRUPT", fault)],
+        );
+        assert_eq!(o.status.code(), Some(2), "{fault}: {}", stderr(&o));
+        assert!(stderr(&o).lines().last().unwrap().contains(says), "{fault}: {}", stderr(&o));
+        assert!(rows(&o).is_empty(), "{fault}: ran");
+    }
+}
+
+#[test]
 fn json_and_csv_carry_the_same_records() {
     let dir = std::env::temp_dir().join(format!("qbench-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -131,6 +131,18 @@ impl<'a> Bench<'a> {
             run.max_bytes_reduced_to = Some(max);
         }
         let sizes = sweep(min, max, plan.config.step)?;
+        if let Some(Fault::Element { index, .. }) = plan.fault {
+            let spec = plan.kind.spec();
+            let most =
+                plan.config.datatypes.iter().map(|&d| spec.counts(max / d.size() as u64, d, n as u64).recv).max();
+            if most.is_none_or(|m| index >= m) {
+                return Err(Error::Usage(format!(
+                    "{} names element {index} but the largest output here has {} elements: it would never be flipped",
+                    crate::fault::VAR,
+                    most.unwrap_or(0)
+                )));
+            }
+        }
         interrupt::step("allocating the buffers");
         transport.allocate(max)?;
         run.config.nranks = n;
