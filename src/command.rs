@@ -3,6 +3,8 @@
 //! written, and the verdict on them. Every command that measures is a
 //! [`Job`] run by [`measure`]; probe, show and plot read and render.
 
+/// The panic hook's one line (and, under MPI, the end of the job), for the binary.
+pub use crate::world::panicked;
 use crate::cli::Command;
 use crate::error::{Error, Result};
 use crate::output::{Output, OutputPlan, write_stdout};

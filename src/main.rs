@@ -16,7 +16,7 @@ fn main() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("unknown panic");
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        qbench::world::panicked(&Error::Runtime(format!("internal error: {msg}{at}")));
+        qbench::command::panicked(&Error::Runtime(format!("internal error: {msg}{at}")));
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
