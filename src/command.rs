@@ -3,8 +3,6 @@
 //! written, and the verdict on them. Every command that measures is a
 //! [`Job`] run by [`measure`]; probe, show and plot read and render.
 
-/// The panic hook's one line (and, under MPI, the end of the job), for the binary.
-pub use crate::world::panicked;
 use crate::cli::Command;
 use crate::error::{Error, Result};
 use crate::output::{Output, OutputPlan, write_stdout};
@@ -13,6 +11,8 @@ use crate::report::{Csv, Table};
 use crate::session::Session;
 use crate::ui::Ui;
 use crate::workload::Job;
+/// The panic hook's one line (and, under MPI, the end of the job), for the binary.
+pub use crate::world::panicked;
 use serde::Serialize;
 
 /// Runs a parsed command with the terminal settings of `ui`.
