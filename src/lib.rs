@@ -32,6 +32,10 @@ pub mod host;
 #[cfg(qbench_private)]
 mod host;
 #[cfg(not(qbench_private))]
+pub mod input;
+#[cfg(qbench_private)]
+mod input;
+#[cfg(not(qbench_private))]
 pub mod interrupt;
 #[cfg(qbench_private)]
 mod interrupt;

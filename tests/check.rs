@@ -207,6 +207,73 @@ fn malformed_profiles_are_refused_naming_the_place() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// qbench check as [`check`] runs it, killed (and the test failed) past 10 s.
+fn check_within_10s(args: &[&str]) -> Output {
+    let mut child = Command::new(BIN)
+        .arg("check")
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            child.kill().unwrap();
+            panic!("qbench check {args:?} still running after 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn profiles_and_baselines_that_are_no_files_or_too_large_are_one_line() {
+    let dir = scratch("limits");
+    let fifo = dir.join("fifo.toml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let big = dir.join("big.toml");
+    std::fs::write(&big, format!("a = \"{}\"\n", "x".repeat(5 << 20))).unwrap();
+    let cases = [
+        (vec!["--profile", fifo.to_str().unwrap()], "fifo.toml: not a regular file (a FIFO)"),
+        (vec!["--profile", "/dev/zero"], "/dev/zero: not a regular file (a device)"),
+        (vec!["--profile", dir.to_str().unwrap()], "not a regular file (a directory)"),
+        (vec!["--profile", "cpu", "--baseline", fifo.to_str().unwrap()], "not a regular file (a FIFO)"),
+        (vec!["--profile", "cpu", "--baseline", "/dev/zero"], "not a regular file (a device)"),
+        (vec!["--profile", big.to_str().unwrap()], "big.toml: 5242887 bytes is larger than the 4 MiB"),
+    ];
+    for (args, want) in cases {
+        let o = check_within_10s(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains(want), "{args:?}: no '{want}' in: {err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn errors_quote_a_short_excerpt_of_a_long_line() {
+    let dir = scratch("excerpt");
+    let long = "x".repeat(1 << 20);
+    let cases = [
+        ("bare.toml", format!("[profile]\nname = {long}\n")),
+        ("wrong-type.toml", format!("[profile]\nname = \"one\"\nsamples = \"{long}\"\n")),
+    ];
+    for (name, text) in cases {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        let o = check(&["--profile", p.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(err.len() < 400 && err.contains("xxx…"), "{name}: {} bytes: {}", err.len(), &err[..err.len().min(400)]);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn profiles_that_would_check_nothing_are_refused_naming_the_place() {
     let dir = scratch("nothing");

@@ -48,12 +48,13 @@ fn offences(dirs: &[&str], words: &[&str]) -> Vec<String> {
         .collect()
 }
 
-const BELOW_THE_FACE: [&str; 15] = [
+const BELOW_THE_FACE: [&str; 16] = [
     "check/",
     "dtype",
     "fault",
     "gpu/",
     "host",
+    "input",
     "interrupt",
     "libs",
     "output",

@@ -298,14 +298,14 @@ pub fn load(spec: &str) -> Result<(Profile, String)> {
             names.join(", ")
         )));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("cannot read profile {spec}: {e}")))?;
+    let text = crate::input::read(path, &format!("profile {spec}"), crate::input::PROFILE_BYTES)?;
     Ok((parse(&text, spec)?, spec.to_string()))
 }
 
 /// Parses and checks a profile's text; errors name the file, line and key.
 pub fn parse(text: &str, file: &str) -> Result<Profile> {
     let p: Profile = toml::from_str(text).map_err(|e| {
-        let what = e.message().trim().replace('\n', " ");
+        let what = crate::input::bounded(e.message().trim());
         let Some(start) = e.span().map(|s| s.start.min(text.len())) else {
             return Error::Usage(format!("profile {file}: {what}"));
         };
@@ -350,7 +350,7 @@ pub fn parse(text: &str, file: &str) -> Result<Profile> {
 /// A profile error at `line` (1-based): the number and the line's text,
 /// which names the key.
 fn at_line(file: &str, text: &str, line: usize, what: &str) -> Error {
-    let code = text.lines().nth(line - 1).unwrap_or("").trim();
+    let code = crate::input::excerpt(text.lines().nth(line - 1).unwrap_or("").trim(), crate::input::EXCERPT_CHARS);
     Error::Usage(format!("profile {file}:{line}: {what} (in `{code}`)"))
 }
 

@@ -182,9 +182,8 @@ impl AnyRecord {
 
 /// Reads the record in the JSON file at `path`.
 pub fn read(path: &Path) -> Result<AnyRecord> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("cannot read {}: {e}", path.display())))?;
-    parse(&text).map_err(|e| Error::Usage(format!("{}: {}", path.display(), e.message())))
+    let text = crate::input::read(path, &path.display().to_string(), crate::input::RECORD_BYTES)?;
+    parse(&text).map_err(|e| Error::Usage(format!("{}: {}", path.display(), crate::input::bounded(&e.message()))))
 }
 
 /// Parses a record of any kind from JSON text.

@@ -14,9 +14,6 @@ use std::collections::HashMap;
 use std::f64::consts::PI;
 use std::path::Path;
 
-/// The largest file read: a circuit of a few million gates.
-const MAX_BYTES: u64 = 64 << 20;
-
 /// qelib1.inc's gates that are not built in, as the standard library
 /// defines them (OpenQASM 2.0, arXiv:1707.03429, its appendix).
 const QELIB1: &str = "
@@ -32,17 +29,11 @@ gate rzz(theta) a,b { cx a,b; u1(theta) b; cx a,b; }
 gate rxx(theta) a,b { u3(pi/2,theta,0) a; h b; cx a,b; u1(-theta) b; cx a,b; h b; u2(-pi,pi-theta) a; }
 ";
 
-/// Reads an OpenQASM 2 file (at most 64 MiB, a regular file).
+/// Reads an OpenQASM 2 file (a regular file, at most
+/// [`CIRCUIT_BYTES`](crate::input::CIRCUIT_BYTES)).
 pub fn read(path: &Path) -> Result<Circuit> {
     let name = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| Error::Usage(format!("cannot read {name}: {e}")))?;
-    if !meta.is_file() {
-        return Err(Error::Usage(format!("{name} is not a regular file")));
-    }
-    if meta.len() > MAX_BYTES {
-        return Err(Error::Usage(format!("{name} is larger than {} MiB", MAX_BYTES >> 20)));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("cannot read {name}: {e}")))?;
+    let text = crate::input::read(path, &name, crate::input::CIRCUIT_BYTES)?;
     parse(&text, &name)
 }
 

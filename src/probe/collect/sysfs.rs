@@ -196,7 +196,7 @@ impl Sysfs {
     pub fn parse<T>(&self, path: &str, parse: impl FnOnce(&str) -> Option<T>) -> Known<T> {
         self.read(path).and_then(|text| match parse(&text) {
             Some(v) => Known::Value(v),
-            None => self.fail(path, &format!("unexpected content {:?}", clip(&text))),
+            None => self.fail(path, &format!("unexpected content {:?}", crate::input::excerpt(&text, 40))),
         })
     }
 
@@ -237,14 +237,6 @@ impl Sysfs {
 
     pub fn root(&self) -> &Path {
         &self.root
-    }
-}
-
-/// At most 40 characters of `text`, for quoting bad content.
-fn clip(text: &str) -> String {
-    match text.char_indices().nth(40) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
     }
 }
 

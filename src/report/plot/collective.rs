@@ -6,6 +6,7 @@ use super::figure::{Axis, Chart, Dash, Figure, Lines, Marker, Panel, Reference, 
 use super::{Metric, Options, Plot, Source};
 use crate::error::Result;
 use crate::record::collective::{Cell, CollectiveRun, SizeRecord};
+use std::collections::{BTreeMap, HashMap};
 
 impl Plot for CollectiveRun {
     fn carrier(&self) -> String {
@@ -53,8 +54,7 @@ impl Plot for CollectiveRun {
         let mut references = Vec::new();
         for run in runs {
             let r = run.record;
-            for key in &keys(&r.results) {
-                let rows: Vec<&SizeRecord> = r.results.iter().filter(|x| group(x) == *key).collect();
+            for rows in groups(&r.results) {
                 let mut name = run.label.clone();
                 if collectives {
                     name = format!("{name} {}", r.collective);
@@ -129,21 +129,20 @@ impl Plot for CollectiveRun {
     }
 }
 
-/// What one line of a run holds: its type, op and root.
-fn group(x: &SizeRecord) -> (String, Option<String>, i64) {
-    (x.dtype.name().to_string(), x.redop.map(|o| o.name().to_string()), x.root)
-}
-
-/// The groups of a run's rows, in the order the run measured them.
-fn keys(rows: &[SizeRecord]) -> Vec<(String, Option<String>, i64)> {
-    let mut keys = Vec::new();
+/// A run's rows by line (type, op and root), the lines in the order the
+/// run measured them: one pass, however many rows and lines.
+fn groups(rows: &[SizeRecord]) -> Vec<Vec<&SizeRecord>> {
+    let mut at: HashMap<(&str, Option<&str>, i64), usize> = HashMap::new();
+    let mut groups: Vec<Vec<&SizeRecord>> = Vec::new();
     for r in rows {
-        let k = group(r);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
+        let key = (r.dtype.name(), r.redop.map(|o| o.name()), r.root);
+        let i = *at.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[i].push(r);
     }
-    keys
+    groups
 }
 
 fn distinct<T>(items: &[T], key: impl Fn(&T) -> String) -> usize {
@@ -155,14 +154,10 @@ fn distinct<T>(items: &[T], key: impl Fn(&T) -> String) -> usize {
 
 /// (size, value) in size order; sizes repeated by -N cycles give their mean.
 fn by_size(rows: &[&SizeRecord], value: impl Fn(&SizeRecord) -> f64) -> Vec<(f64, f64)> {
-    let mut sizes: Vec<u64> = rows.iter().map(|r| r.size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    sizes
-        .into_iter()
-        .map(|s| {
-            let v: Vec<f64> = rows.iter().filter(|r| r.size == s).map(|r| value(r)).collect();
-            (s as f64, v.iter().sum::<f64>() / v.len() as f64)
-        })
-        .collect()
+    let mut sums: BTreeMap<u64, (f64, usize)> = BTreeMap::new();
+    for r in rows {
+        let e = sums.entry(r.size).or_default();
+        *e = (e.0 + value(r), e.1 + 1);
+    }
+    sums.into_iter().map(|(s, (sum, n))| (s as f64, sum / n as f64)).collect()
 }
