@@ -438,17 +438,27 @@ impl Nccl {
         (0..self.ranks.len()).step_by(self.per_thread).map(|a| a..a + self.per_thread).collect()
     }
 
-    /// The index of the launching thread of local ranks `local`.
-    fn thread_of(&self, local: &std::ops::Range<usize>) -> usize {
-        local.start / self.per_thread
+    /// Runs `f` for every launching thread's ranks: inline for one thread,
+    /// else on scoped threads started together. `f` gets the barrier of
+    /// the launching threads and `before`, to call before its launch `k`
+    /// of a loop: after a signal every thread stops after the same launch.
+    fn on_threads<R: Send>(
+        &self,
+        f: impl Fn(std::ops::Range<usize>, &Barrier, &dyn Fn(u64) -> Result<()>) -> Result<R> + Sync,
+    ) -> Result<Vec<R>> {
+        let ranges = self.thread_ranges();
+        let (barrier, halt) = (Barrier::new(ranges.len()), Halt::new(ranges.len()));
+        crate::threads::each(ranges, |t, r| f(r, &barrier, &|k| halt.before(t, k))).into_iter().collect()
     }
 
-    /// Runs `f` for every launching thread's ranks: inline for one thread,
-    /// else on scoped threads started together.
-    fn on_threads<R: Send>(&self, f: impl Fn(std::ops::Range<usize>, &Barrier) -> Result<R> + Sync) -> Result<Vec<R>> {
-        let ranges = self.thread_ranges();
-        let barrier = Barrier::new(ranges.len());
-        crate::threads::each(ranges, |_, r| f(r, &barrier)).into_iter().collect()
+    /// `result`, the communicators aborted when it is an error: a loop of
+    /// launches that stopped early leaves kernels waiting for the launches
+    /// that will not come.
+    fn abort_on_error<R>(&mut self, result: Result<R>) -> Result<R> {
+        if result.is_err() {
+            self.comms.abort();
+        }
+        result
     }
 
     /// nccl-tests' figure: the host clock around every launch of a sample
@@ -458,8 +468,7 @@ impl Nccl {
     fn host_timed(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Vec<f64>> {
         let (samples, per_sample_ops) = if graph > 0 { (graph, iters * op.agg) } else { (iters, op.agg) };
         let timeout = self.timeout;
-        let halt = Halt::new(self.thread_ranges().len());
-        let result = self.on_threads(|local, barrier| {
+        let result = self.on_threads(|local, barrier, before| {
             // Graphs stay on the thread that captured them.
             let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
             let streams: Vec<&cudarc::driver::CudaStream> =
@@ -467,7 +476,7 @@ impl Nccl {
             barrier.wait();
             let t0 = Instant::now();
             for k in 0..samples as u64 {
-                halt.before(self.thread_of(&local), k)?;
+                before(k)?;
                 match &graphs {
                     Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
                     None => self.launch(op, local.clone(), k + 1)?,
@@ -476,10 +485,7 @@ impl Nccl {
             gpu::wait_streams(&streams, timeout, || self.comms.async_error())?;
             Ok(t0.elapsed().as_secs_f64() / (samples * per_sample_ops) as f64)
         });
-        if result.is_err() {
-            self.comms.abort();
-        }
-        result
+        self.abort_on_error(result)
     }
 
     /// The per-iteration times, from a separate pass with CUDA events
@@ -493,15 +499,14 @@ impl Nccl {
             .iter()
             .map(|r| (0..=samples).map(|_| r.gpu.timing_event()).collect::<Result<Vec<_>>>())
             .collect::<Result<_>>()?;
-        let halt = Halt::new(self.thread_ranges().len());
-        let launched = self.on_threads(|local, barrier| {
+        let launched = self.on_threads(|local, barrier, before| {
             let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
             barrier.wait();
             for i in local.clone() {
                 events[i][0].record(&self.ranks[i].gpu.stream).map_err(cuda_err("recording an event"))?;
             }
             for k in 0..samples as usize {
-                halt.before(self.thread_of(&local), k as u64)?;
+                before(k as u64)?;
                 match &graphs {
                     Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
                     None => self.launch(op, local.clone(), k as u64 + 1)?,
@@ -512,10 +517,7 @@ impl Nccl {
             }
             Ok(())
         });
-        if launched.is_err() {
-            self.comms.abort();
-        }
-        launched?;
+        self.abort_on_error(launched)?;
         let last: Vec<&CudaEvent> = events.iter().map(|e| &e[samples as usize]).collect();
         self.wait(&last)?;
         let mut per_gpu = Vec::with_capacity(events.len());
@@ -630,17 +632,13 @@ impl Transport for Nccl {
     }
 
     fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing> {
-        let halt = Halt::new(self.thread_ranges().len());
-        let warmed = self.on_threads(|local, _| {
+        let warmed = self.on_threads(|local, _, before| {
             (0..warmup as u64).try_for_each(|k| {
-                halt.before(self.thread_of(&local), k)?;
+                before(k)?;
                 self.launch(op, local.clone(), k + 1)
             })
         });
-        if warmed.is_err() {
-            self.comms.abort();
-        }
-        warmed?;
+        self.abort_on_error(warmed)?;
         self.sync()?;
         let per_thread = self.host_timed(op, iters, graph)?;
         let iterations = self.timed_events(op, iters, graph)?;
@@ -653,7 +651,7 @@ impl Transport for Nccl {
 
     fn run_once(&mut self, op: &Op) -> Result<()> {
         let once = Op { agg: 1, ..*op };
-        self.on_threads(|local, _| self.launch(&once, local, 0))?;
+        self.on_threads(|local, _, _| self.launch(&once, local, 0))?;
         self.sync()
     }
 

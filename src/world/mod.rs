@@ -95,11 +95,7 @@ pub fn gather_f64(world: &dyn World, mine: &[f64]) -> Vec<f64> {
 /// them when any one was signalled (or lost its stdout), so that none goes
 /// on into an operation the others will not join.
 pub fn check_interrupt(world: &dyn World) -> Result<()> {
-    let mine = crate::interrupt::reason();
-    if world.size() == 1 {
-        return crate::interrupt::stop(mine);
-    }
-    crate::interrupt::stop(world.max_f64(&[mine as f64])[0] as u64)
+    crate::interrupt::stop(world.max_f64(&[crate::interrupt::reason() as f64])[0] as u64)
 }
 
 /// Options whose value names a file every process reads as its plan: its
@@ -116,33 +112,38 @@ const OUTPUT_FILES: [&str; 6] = ["-J", "--output_file", "--output-file", "--csv"
 pub fn settings(args: &[String]) -> Vec<String> {
     use std::hash::{Hash, Hasher};
     let mut out = Vec::with_capacity(args.len());
-    let mut skip = false;
-    for arg in args {
-        if std::mem::take(&mut skip) {
+    let mut files = Vec::new();
+    for (i, arg) in args.iter().enumerate() {
+        // Whether `arg` is the value of an option of `names` written apart.
+        let value_of = |names: &[&str]| i > 0 && option(&args[i - 1], names).is_some_and(|(_, v)| v.is_none());
+        if value_of(&OUTPUT_FILES) {
             out.push("(an output file)".into());
             continue;
         }
-        match OUTPUT_FILES.iter().find(|o| arg.strip_prefix(**o).is_some_and(|r| r.is_empty() || r.starts_with('='))) {
-            Some(o) => {
-                skip = arg.len() == o.len();
-                out.push(o.to_string());
-            }
-            None => out.push(arg.clone()),
+        out.push(option(arg, &OUTPUT_FILES).map_or_else(|| arg.clone(), |(name, _)| name.to_string()));
+        if value_of(&PLAN_FILES) {
+            files.push(arg.as_str());
+        } else if let Some((_, Some(path))) = option(arg, &PLAN_FILES) {
+            files.push(path);
         }
     }
-    for (i, arg) in args.iter().enumerate() {
-        let path = PLAN_FILES.iter().find_map(|o| match arg.strip_prefix(o) {
-            Some("") => args.get(i + 1).map(String::as_str),
-            Some(rest) => rest.strip_prefix('='),
-            None => None,
-        });
-        if let Some(bytes) = path.and_then(|p| std::fs::read(p).ok().map(|b| (p, b))) {
+    for path in files {
+        if let Ok(bytes) = std::fs::read(path) {
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            bytes.1.hash(&mut h);
-            out.push(format!("the contents of {} (digest {:016x})", bytes.0, h.finish()));
+            bytes.hash(&mut h);
+            out.push(format!("the contents of {path} (digest {:016x})", h.finish()));
         }
     }
     out
+}
+
+/// The option of `names` that `arg` is, and its value when written
+/// `--option=value`.
+fn option<'a, 'n>(arg: &'a str, names: &[&'n str]) -> Option<(&'n str, Option<&'a str>)> {
+    names.iter().find_map(|&n| match arg.strip_prefix(n)? {
+        "" => Some((n, None)),
+        rest => rest.strip_prefix('=').map(|v| (n, Some(v))),
+    })
 }
 
 /// Err (exit 2) on every process unless all were launched with rank 0's
@@ -347,5 +348,42 @@ pub fn panicked(e: &Error) {
     // (_exit, as the other threads are still inside the libraries).
     if std::thread::current().name() != Some("main") {
         signal_hook::low_level::exit(e.exit_code());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(args: &[&str]) -> Vec<String> {
+        settings(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn output_names_are_not_compared_but_plan_files_contents_are() {
+        assert_eq!(
+            of(&["allreduce", "-J", "a.json", "--csv=a.csv"]),
+            of(&["allreduce", "-J", "b.json", "--csv=b.csv"])
+        );
+        assert_ne!(of(&["allreduce", "-n", "5"]), of(&["allreduce", "-n", "50"]));
+        let dir = std::env::temp_dir().join(format!("qbench-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.toml"), dir.join("b.toml"));
+        std::fs::write(&a, "x").unwrap();
+        std::fs::write(&b, "y").unwrap();
+        for form in [
+            |p: &str| vec!["check".to_string(), "--profile".into(), p.into()],
+            |p: &str| vec!["check".to_string(), format!("--profile={p}")],
+        ] {
+            let s = settings(&form(a.to_str().unwrap()));
+            assert!(s.last().unwrap().starts_with("the contents of "), "{s:?}");
+            std::fs::write(&b, "x").unwrap();
+            let same = settings(&form(b.to_str().unwrap()));
+            assert_eq!(s.last().unwrap().rsplit(' ').next(), same.last().unwrap().rsplit(' ').next(), "one digest");
+            std::fs::write(&b, "y").unwrap();
+            let other = settings(&form(b.to_str().unwrap()));
+            assert_ne!(s.last().unwrap().rsplit(' ').next(), other.last().unwrap().rsplit(' ').next());
+        }
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
