@@ -51,7 +51,7 @@ fn measure<J: Job>(job: &J, output: &OutputPlan, ui: &Ui) -> Result<()>
 where
     J::Record: Progressive + Table + Csv + Serialize,
 {
-    let session = Session::start(&job.libraries())?;
+    let session = Session::start(&job.libraries(), job.without_gpus())?;
     let main = session.main();
     let mut out = match Output::open(output, main) {
         Ok(out) => out,

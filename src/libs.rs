@@ -60,9 +60,7 @@ impl Library {
 
     fn remedy(self) -> &'static str {
         match self {
-            Library::Driver => {
-                "install the NVIDIA driver on a machine with an NVIDIA GPU (without one, --transport cpu runs on host memory, and check has --profile cpu)"
-            }
+            Library::Driver => "install the NVIDIA driver on a machine with an NVIDIA GPU",
             Library::Nccl => {
                 "install NCCL (apt install libnccl2, or pip install nvidia-nccl-cu12) or point QBENCH_NCCL_LIB at libnccl.so.2"
             }
@@ -86,34 +84,52 @@ impl Library {
     }
 }
 
+/// Where `lib` comes from: None when cudarc loads it by name already, the
+/// file to link under cudarc's name, or why it cannot be had (the driver,
+/// which only an NVIDIA driver installation provides, is never linked).
+/// `without_gpus` is what the command runs instead, said after the remedy.
+fn source(lib: Library, without_gpus: Option<&str>) -> Result<Option<PathBuf>> {
+    let forced = lib.override_env().and_then(std::env::var_os);
+    if forced.is_none() && lib.loadable() {
+        return Ok(None);
+    }
+    let instead = without_gpus.map_or(String::new(), |w| format!(" (without one, {w})"));
+    if lib == Library::Driver {
+        return Err(Error::Missing(format!(
+            "{} was not found on this machine: {}{instead}",
+            lib.describe(),
+            lib.remedy()
+        )));
+    }
+    let searched = search_dirs(lib);
+    find_in(lib, &searched).map(Some).ok_or_else(|| {
+        let looked: Vec<String> = searched.iter().map(|d| d.display().to_string()).collect();
+        Error::Missing(format!(
+            "{} was not found (looked for {}* on the loader path and in {}): {}{instead}",
+            lib.describe(),
+            lib.file_prefix(),
+            if looked.is_empty() { "no other directory".to_string() } else { looked.join(", ") },
+            lib.remedy()
+        ))
+    })
+}
+
+/// Why one of `libs` cannot be loaded here, if one cannot: for plans that
+/// run what they can of a request without asking for what would fail.
+pub fn missing(libs: &[Library]) -> Option<String> {
+    libs.iter().find_map(|&lib| source(lib, None).err().map(|e| e.message()))
+}
+
 /// Makes every library in `libs` loadable, re-executing the process once if
-/// that needs a links directory. Returns only when all are loadable.
-pub fn require(libs: &[Library]) -> Result<()> {
+/// that needs a links directory. Returns only when all are loadable; a
+/// missing one is exit 3 naming `without_gpus`, what the command can run on
+/// a machine without GPUs.
+pub fn require(libs: &[Library], without_gpus: Option<&str>) -> Result<()> {
     let mut links: BTreeSet<(Library, PathBuf)> = BTreeSet::new();
     let reexecuted = std::env::var_os(REEXEC_ENV).is_some();
     for &lib in libs {
-        let forced = lib.override_env().and_then(std::env::var_os);
-        if forced.is_none() && lib.loadable() {
-            continue;
-        }
-        if lib == Library::Driver {
-            return Err(Error::Missing(format!("{} was not found on this machine: {}", lib.describe(), lib.remedy())));
-        }
-        let searched = search_dirs(lib);
-        match find_in(lib, &searched) {
-            Some(path) => {
-                links.insert((lib, path));
-            }
-            None => {
-                let looked: Vec<String> = searched.iter().map(|d| d.display().to_string()).collect();
-                return Err(Error::Missing(format!(
-                    "{} was not found (looked for {}* on the loader path and in {}): {}",
-                    lib.describe(),
-                    lib.file_prefix(),
-                    if looked.is_empty() { "no other directory".to_string() } else { looked.join(", ") },
-                    lib.remedy()
-                )));
-            }
+        if let Some(path) = source(lib, without_gpus)? {
+            links.insert((lib, path));
         }
     }
     if links.is_empty() {

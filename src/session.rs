@@ -15,10 +15,11 @@ pub struct Session {
 }
 
 impl Session {
-    /// Loads `libraries` and starts the world.
-    pub fn start(libraries: &[Library]) -> Result<Session> {
+    /// Loads `libraries` (a missing one is an error naming `without_gpus`,
+    /// what the command runs without them) and starts the world.
+    pub fn start(libraries: &[Library], without_gpus: Option<&str>) -> Result<Session> {
         crate::interrupt::install()?;
-        libs::require(libraries)?;
+        libs::require(libraries, without_gpus)?;
         let world = world::detect()?;
         let args: Vec<String> = std::env::args().skip(1).collect();
         world::agree_on_settings(world.as_ref(), &world::settings(&args))?;

@@ -169,6 +169,19 @@ fn without_a_gpu_the_nccl_transport_says_what_is_missing() {
     let driver = qbench::libs::Library::Driver.loadable();
     let what = if driver { "no CUDA GPU is visible" } else { "libcuda" };
     assert!(err.contains(what) && err.contains("--transport cpu"), "{err}");
+    // Each command's hint names its own way to run without GPUs.
+    if !driver {
+        for (args, hint) in [
+            (&["compare", "-b", "1M"][..], "--memory host"),
+            (&["check", "--profile", "h200x8-ndr"][..], "--profile cpu"),
+            (&["exchange", "--qubits", "20"][..], "--transport cpu"),
+        ] {
+            let o = qbench(args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+            assert!(err.contains("libcuda") && err.contains(hint), "{args:?}: {err}");
+        }
+    }
 }
 
 /// A build without MPI support started by a launcher refuses instead of

@@ -231,6 +231,47 @@ fn exchange_command_on_host_ranks() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// What runs and what does not: a register no host can hold runs nothing
+/// (exit 3, the record incomplete); `--transport all,cpu` runs the host
+/// ranks and names the GPU wires it could not run where the driver is
+/// missing, or runs both where it is there.
+#[test]
+fn nothing_run_is_exit_3_and_the_host_part_of_all_runs_alone() {
+    let qb = env!("CARGO_BIN_EXE_qbench");
+    let json = std::env::temp_dir().join(format!("qbench-exchange-none-{}.json", std::process::id()));
+    let o = std::process::Command::new(qb)
+        .args(["exchange", "--qubits", "40", "-g", "2", "--transport", "cpu", "-J", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("no register could be held here"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["complete"], false);
+    std::fs::remove_file(&json).unwrap();
+
+    let o = std::process::Command::new(qb)
+        .args(["exchange", "--qubits", "12", "-g", "2", "--transport", "all,cpu", "-n", "1", "--json"])
+        .env_remove("QBENCH_CORRUPT")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let regs = v["registers"].as_array().unwrap();
+    let held =
+        |memory: &str| regs.iter().any(|r| r["memory"] == memory && !r["classes"].as_array().unwrap().is_empty());
+    assert!(held("host"), "{v}");
+    match v["unavailable"].as_array() {
+        Some(u) => {
+            assert_eq!(u.len(), 1, "{u:?}");
+            assert!(u[0]["transport"].as_str().unwrap().ends_with("on gpu memory"), "{u:?}");
+            assert!(u[0]["reason"].as_str().unwrap().contains("CUDA driver"), "{u:?}");
+            assert!(!held("gpu"), "{v}");
+        }
+        None => assert!(held("gpu"), "no GPU register and none named unavailable: {v}"),
+    }
+}
+
 /// Users' own circuits: an OpenQASM 2 file runs mirrored and checked; a
 /// file that cannot run is one line and exit 2 before anything starts.
 #[test]

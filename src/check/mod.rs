@@ -63,6 +63,10 @@ impl Job for CheckPlan {
         libs
     }
 
+    fn without_gpus(&self) -> Option<&'static str> {
+        Some("--profile cpu checks the host ranks")
+    }
+
     fn fault(&self) -> Option<Fault> {
         self.fault
     }

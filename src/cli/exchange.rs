@@ -121,7 +121,9 @@ impl ExchangeArgs {
             one_rank_too: true,
             fault: ExchangePlan::fault_for(&ops)?,
             ops,
-        })
+            unavailable: Vec::new(),
+        }
+        .within_reach())
     }
 }
 

@@ -22,7 +22,7 @@ pub fn cuda_err(what: impl std::fmt::Display) -> impl FnOnce(DriverError) -> Err
 
 /// Loads the driver and counts the GPUs; a machine without them is exit 3.
 pub fn device_count() -> Result<usize> {
-    libs::require(&[Library::Driver])?;
+    libs::require(&[Library::Driver], None)?;
     match result::init() {
         Ok(()) => {}
         Err(e) if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => return Ok(0),

@@ -340,6 +340,10 @@ pub struct ExchangeRun {
     /// counts beyond this node).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forecasts: Vec<Forecast>,
+    /// What was asked for and could not run on this machine at all (GPU
+    /// wires where the GPU libraries are missing), with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<Unavailable>,
 }
 
 impl Streamed for ExchangeRun {

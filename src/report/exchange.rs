@@ -19,9 +19,14 @@ fn ms(s: f64) -> String {
 }
 
 impl Table for ExchangeRun {
-    /// The devices of GPU registers; host ranks are described with each register.
+    /// The devices of GPU registers (host ranks are described with each
+    /// register), and what could not run on this machine at all.
     fn head(&self) -> String {
-        if self.devices.is_empty() { String::new() } else { header(self) }
+        let mut s = if self.devices.is_empty() { String::new() } else { header(self) };
+        for u in &self.unavailable {
+            let _ = writeln!(s, "# unavailable: {}: {}", u.transport, u.reason);
+        }
+        s
     }
     fn part(&self, r: &RegisterRun) -> String {
         register(r)

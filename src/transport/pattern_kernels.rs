@@ -147,7 +147,7 @@ mod tests {
     #[test]
     #[ignore = "needs a GPU"]
     fn pattern_kernels_agree_with_the_host() {
-        crate::libs::require(&[Library::Driver, Library::Nvrtc]).unwrap();
+        crate::libs::require(&[Library::Driver, Library::Nvrtc], None).unwrap();
         let gpu = Gpu::open(0).unwrap();
         let k = PatternKernels::load(&gpu, &all_collectives()).unwrap();
         for &kind in Kind::ALL {

@@ -18,6 +18,9 @@ pub trait Job {
     type Record: Streamed;
     /// The GPU libraries the session loads before the run.
     fn libraries(&self) -> Vec<Library>;
+    /// What the command runs on a machine without GPUs, said when the
+    /// driver is missing (None: nothing of it runs without one).
+    fn without_gpus(&self) -> Option<&'static str>;
     /// The fault `QBENCH_CORRUPT` injects into this run, if any.
     fn fault(&self) -> Option<Fault> {
         None

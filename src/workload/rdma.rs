@@ -20,6 +20,10 @@ impl Job for Plan {
         Plan::libraries(self)
     }
 
+    fn without_gpus(&self) -> Option<&'static str> {
+        Some("leave out --use_cuda to register host memory")
+    }
+
     fn fault(&self) -> Option<Fault> {
         self.fault
     }

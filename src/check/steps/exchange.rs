@@ -87,6 +87,7 @@ impl Keys {
             one_rank_too: false,
             fault: None,
             forecast: None,
+            unavailable: Vec::new(),
         })
     }
 }

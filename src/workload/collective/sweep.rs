@@ -29,6 +29,10 @@ impl Job for CollectivePlan {
         }
     }
 
+    fn without_gpus(&self) -> Option<&'static str> {
+        Some("--transport cpu runs it on host ranks")
+    }
+
     fn fault(&self) -> Option<Fault> {
         self.fault
     }

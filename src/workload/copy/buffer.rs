@@ -292,7 +292,7 @@ mod tests {
     #[test]
     #[ignore = "needs a GPU"]
     fn the_kernels_fill_and_check_what_the_host_computes() {
-        crate::libs::require(&[crate::libs::Library::Driver, crate::libs::Library::Nvrtc]).unwrap();
+        crate::libs::require(&[crate::libs::Library::Driver, crate::libs::Library::Nvrtc], None).unwrap();
         let gpu = Gpu::open(0).unwrap();
         let k = super::super::device::CopyKernels::load(&gpu).unwrap();
         let counter = Buffer::device(&gpu, 0, 8, 8).unwrap();

@@ -97,6 +97,10 @@ impl Job for CopyPlan {
         vec![Library::Driver, Library::Nvrtc]
     }
 
+    fn without_gpus(&self) -> Option<&'static str> {
+        None
+    }
+
     fn fault(&self) -> Option<Fault> {
         self.fault
     }

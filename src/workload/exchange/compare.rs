@@ -31,6 +31,10 @@ impl Job for ComparePlan {
         }
     }
 
+    fn without_gpus(&self) -> Option<&'static str> {
+        Some("--memory host compares the wires on host memory")
+    }
+
     fn fault(&self) -> Option<Fault> {
         self.fault
     }

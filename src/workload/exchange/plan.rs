@@ -5,6 +5,7 @@ use super::forecast::Machine;
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
+use crate::record::exchange::Unavailable;
 use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::statevec::schedule::Schedule;
@@ -38,6 +39,9 @@ pub struct ExchangePlan {
     pub fault: Option<Fault>,
     /// `--plan`: measure nothing, project every count from these figures.
     pub forecast: Option<Machine>,
+    /// The memory and wires asked for that this machine cannot run, with
+    /// why: left out of the plan, named in the record.
+    pub unavailable: Vec<Unavailable>,
 }
 
 /// `qbench compare`.
@@ -167,6 +171,24 @@ impl ExchangePlan {
             )));
         }
         Ok(fault)
+    }
+
+    /// The plan with GPU memory left out where its libraries are missing
+    /// and host memory is asked for too (`--transport all,cpu` on a node
+    /// without a driver): the host registers run, and the GPU wires are
+    /// named as unavailable. A plan of GPU memory alone stays as it is, so
+    /// that the session says what is missing (exit 3).
+    pub fn within_reach(mut self) -> ExchangePlan {
+        if self.forecast.is_some() || !self.memories.contains(&Memory::Host) {
+            return self;
+        }
+        let gpu = self.wires_on(Memory::Gpu);
+        let Some(reason) = crate::libs::missing(&gpu_libraries(&gpu)) else { return self };
+        self.memories.retain(|&m| m != Memory::Gpu);
+        self.wires.retain(|w| w.serves(Memory::Host));
+        let names: Vec<&str> = gpu.iter().map(|w| w.name()).collect();
+        self.unavailable.push(Unavailable { transport: format!("{} on gpu memory", names.join(", ")), reason });
+        self
     }
 
     /// The wires run on registers held in `memory`.

@@ -147,6 +147,10 @@ impl Job for ExchangePlan {
         }
     }
 
+    fn without_gpus(&self) -> Option<&'static str> {
+        Some("--transport cpu exchanges registers in host memory, and --plan projects GPUs from a profile")
+    }
+
     fn fault(&self) -> Option<Fault> {
         self.fault
     }
@@ -192,6 +196,7 @@ fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRu
         decisions: Vec::new(),
         device_memory: None,
         forecasts: Vec::new(),
+        unavailable: plan.unavailable.clone(),
     };
     let result = exchange(plan, session, obs, &mut out);
     Outcome::new(out, result)
@@ -236,6 +241,7 @@ fn exchange(
         return Ok(());
     }
     let world = session.world();
+    agree_on_reach(plan, world)?;
     let gpu_wires = plan.wires_on(Memory::Gpu);
     // Communicators for the wires that move amplitudes through NCCL.
     let nccl = gpu_wires.iter().any(|w| w.imp().libraries().contains(&Library::Nccl));
@@ -358,6 +364,23 @@ fn exchange(
         }
     }
     Ok(())
+}
+
+/// Err unless every process left the same wires out of its plan: one
+/// whose node lacks the GPU libraries must not run host registers alone
+/// while the others open GPU ones.
+fn agree_on_reach(plan: &ExchangePlan, world: &dyn crate::world::World) -> Result<()> {
+    let mine = plan.unavailable.is_empty() as u8;
+    let all = world.all_gather(&[mine]);
+    match all.iter().position(|v| v.first() != Some(&mine)) {
+        None => Ok(()),
+        Some(r) => {
+            let (without, with) = if mine == 1 { (r, world.rank()) } else { (world.rank(), r) };
+            Err(Error::Missing(format!(
+                "rank {without} cannot load the GPU libraries and rank {with} can: run the job on nodes alike, or with --memory host"
+            )))
+        }
+    }
 }
 
 /// Whether spreading pays, circuit by circuit, in each memory: the largest
