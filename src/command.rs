@@ -57,9 +57,6 @@ where
         Ok(out) => out,
         Err(e) => return crate::world::conclude(session.world(), Err(e)),
     };
-    if let (Some(f), true) = (job.fault(), main) {
-        eprintln!("qbench: {}", f.describe());
-    }
     // The progress line is cleared before the table's last lines.
     let outcome = job.run(&session, &mut Progress::new(&mut out, ui.progress() && main));
     let (record, error) = (outcome.record, outcome.error);

@@ -128,6 +128,9 @@ pub struct Output {
     main: bool,
     json: Vec<Pending>,
     csv: Option<Pending>,
+    /// Whether the run's head was printed: a run refused before it began
+    /// ends with its one-line error, no tail.
+    begun: bool,
 }
 
 impl Output {
@@ -147,6 +150,7 @@ impl Output {
             main,
             json: json.into_iter().flatten().collect(),
             csv: open(plan.csv_file.as_ref(), "CSV")?,
+            begun: false,
         })
     }
 
@@ -168,7 +172,7 @@ impl Output {
         if !self.main {
             return Ok(None);
         }
-        if self.tables() {
+        if self.tables() && self.begun {
             write_stdout(&record.tail())?;
         }
         let json = serde_json::to_string_pretty(record)
@@ -191,7 +195,13 @@ impl Output {
 }
 
 impl<R: Streamed + Table> Observer<R> for Output {
+    /// The run's head, after a line on stderr naming the fault it injects:
+    /// said once the job has found it can apply it, never before a refusal.
     fn begin(&mut self, run: &R) {
+        if let (Some(fault), true) = (&run.header().fault, self.main) {
+            eprintln!("qbench: {fault}");
+        }
+        self.begun = true;
         self.print(&run.head());
     }
     fn part(&mut self, run: &R, part: &R::Part) {

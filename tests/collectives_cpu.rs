@@ -53,17 +53,27 @@ fn a_corrupted_element_is_counted_and_fails_the_run() {
     }
 }
 
+/// A fault that could never show is refused in one line before work,
+/// without being announced as if it were applied, in every command that
+/// takes one.
 #[test]
-fn a_fault_that_could_never_be_applied_is_a_usage_error() {
+fn a_fault_that_could_never_be_applied_is_one_line_and_exit_2() {
     // 1K of floats is 256 elements: element 256 lies past every output, rank 2 past the ranks.
-    for (fault, says) in [("0:256", "element 256"), ("0:1048576", "element 1048576"), ("2:0", "rank 2")] {
-        let o = qbench_with(
-            &["allreduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "1K", "-d", "float"],
-            &[("QBENCH_CORRUPT", fault)],
-        );
-        assert_eq!(o.status.code(), Some(2), "{fault}: {}", stderr(&o));
-        assert!(stderr(&o).lines().last().unwrap().contains(says), "{fault}: {}", stderr(&o));
-        assert!(rows(&o).is_empty(), "{fault}: ran");
+    let allreduce: &[&str] = &["allreduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "1K", "-d", "float"];
+    for (args, fault, says) in [
+        (allreduce, "0:256", "element 256"),
+        (allreduce, "0:1048576", "element 1048576"),
+        (allreduce, "2:0", "rank 2"),
+        (&["check", "--profile", "cpu"][..], "slow:3", "rank 3 but the job's ranks are 0 to 0"),
+        (&["rdma", "--loopback", "-s", "4096"][..], "rdma:4096", "the largest message here is 4096 bytes"),
+        (&["exchange", "--qubits", "10", "--transport", "cpu"][..], "partner", "one rank has no partner"),
+    ] {
+        let o = qbench_with(args, &[("QBENCH_CORRUPT", fault)]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{fault}: {err}");
+        assert_eq!(err.lines().count(), 1, "{fault}: {err}");
+        assert!(err.contains(says), "{fault}: {err}");
+        assert!(stdout(&o).is_empty(), "{fault}: {}", stdout(&o));
     }
 }
 

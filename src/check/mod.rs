@@ -67,10 +67,6 @@ impl Job for CheckPlan {
         Some("--profile cpu checks the host ranks")
     }
 
-    fn fault(&self) -> Option<Fault> {
-        self.fault
-    }
-
     fn run(&self, session: &Session, obs: &mut dyn Observer<CheckRun>) -> Outcome<CheckRun> {
         run(self, session, obs)
     }
@@ -96,7 +92,7 @@ fn node_name(session: &Session, facts: &crate::probe::collect::Facts) -> String 
 fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) -> Outcome<CheckRun> {
     let p = &plan.profile;
     let mut out = CheckRun {
-        header: Header::start(KIND, None),
+        header: Header::start(KIND, plan.fault),
         profile: p.profile.name.clone(),
         profile_from: plan.profile_from.clone(),
         source: p.profile.source.clone(),
@@ -121,6 +117,15 @@ fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) ->
 fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, out: &mut CheckRun) -> Result<()> {
     session.need(&plan.libraries())?;
     let world = session.world();
+    if let Some(Fault::Slow(rank)) = plan.fault
+        && rank >= world.size()
+    {
+        return Err(Error::Usage(format!(
+            "{}=slow:{rank} names rank {rank} but the job's ranks are 0 to {}: no figure would be slowed",
+            crate::fault::VAR,
+            world.size() - 1
+        )));
+    }
     let start = Instant::now();
     interrupt::step("check: the facts");
     let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();

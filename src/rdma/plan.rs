@@ -421,6 +421,16 @@ impl Plan {
         let agreement =
             Agreement { tests, sizes, iters, qps: o.qps, tx_depth, bidirectional: o.bidirectional, seed: o.seed };
         agreement.validate()?;
+        if let Some(Fault::SourceByte(byte)) = o.fault {
+            let largest = agreement.tests.iter().map(|&t| TestParams::new(&agreement, memory, t).max_size()).max();
+            if largest.is_none_or(|l| byte >= l) {
+                return Err(Error::Usage(format!(
+                    "{}=rdma:{byte} names byte {byte} but the largest message here is {} bytes: it would never cross the link",
+                    crate::fault::VAR,
+                    largest.unwrap_or(0)
+                )));
+            }
+        }
         match (&o.peer, o.devices.len()) {
             (Peer::Listen { .. } | Peer::Connect { .. }, n) if n > 1 => {
                 return Err(Error::Usage(format!("-d names one device here ({n} given)")));

@@ -152,6 +152,9 @@ pub struct CheckRun {
 
 impl Streamed for CheckRun {
     type Part = Row;
+    fn header(&self) -> &Header {
+        &self.header
+    }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }

@@ -171,6 +171,9 @@ pub struct CollectiveRun {
 
 impl Streamed for CollectiveRun {
     type Part = SizeRecord;
+    fn header(&self) -> &Header {
+        &self.header
+    }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }

@@ -33,6 +33,9 @@ pub struct Comparison {
 
 impl Streamed for Comparison {
     type Part = Row;
+    fn header(&self) -> &Header {
+        &self.header
+    }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }

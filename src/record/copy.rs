@@ -208,6 +208,9 @@ pub struct TestInfo {
 
 impl Streamed for CopyRun {
     type Part = TestRecord;
+    fn header(&self) -> &Header {
+        &self.header
+    }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }

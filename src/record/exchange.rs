@@ -348,6 +348,9 @@ pub struct ExchangeRun {
 
 impl Streamed for ExchangeRun {
     type Part = RegisterRun;
+    fn header(&self) -> &Header {
+        &self.header
+    }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }

@@ -90,6 +90,7 @@ fn schema_parts(schema: &str) -> Option<(&str, u32)> {
 /// run's rows.
 pub trait Streamed {
     type Part;
+    fn header(&self) -> &Header;
     fn header_mut(&mut self) -> &mut Header;
     /// The parts measured so far, in order.
     fn parts(&self) -> &[Self::Part];

@@ -149,6 +149,9 @@ pub struct RdmaRun {
 
 impl Streamed for RdmaRun {
     type Part = RdmaRow;
+    fn header(&self) -> &Header {
+        &self.header
+    }
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }

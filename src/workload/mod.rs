@@ -8,7 +8,6 @@ pub mod exchange;
 pub mod rdma;
 
 use crate::error::Result;
-use crate::fault::Fault;
 use crate::libs::Library;
 use crate::record::{Observer, Outcome, Streamed};
 use crate::session::Session;
@@ -21,10 +20,6 @@ pub trait Job {
     /// What the command runs on a machine without GPUs, said when the
     /// driver is missing (None: nothing of it runs without one).
     fn without_gpus(&self) -> Option<&'static str>;
-    /// The fault `QBENCH_CORRUPT` injects into this run, if any.
-    fn fault(&self) -> Option<Fault> {
-        None
-    }
     /// Runs the plan in `session`, telling `obs` of each part as it is measured.
     fn run(&self, session: &Session, obs: &mut dyn Observer<Self::Record>) -> Outcome<Self::Record>;
     /// What the finished record means for process `rank`'s exit status:

@@ -5,7 +5,6 @@
 //! record and observed there. Prints nothing.
 
 use crate::error::Result;
-use crate::fault::Fault;
 use crate::libs::Library;
 use crate::rdma::plan::Plan;
 use crate::record::rdma::{KIND, RdmaRun};
@@ -22,10 +21,6 @@ impl Job for Plan {
 
     fn without_gpus(&self) -> Option<&'static str> {
         Some("leave out --use_cuda to register host memory")
-    }
-
-    fn fault(&self) -> Option<Fault> {
-        self.fault
     }
 
     fn run(&self, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> Outcome<RdmaRun> {

@@ -33,10 +33,6 @@ impl Job for CollectivePlan {
         Some("--transport cpu runs it on host ranks")
     }
 
-    fn fault(&self) -> Option<Fault> {
-        self.fault
-    }
-
     fn run(&self, session: &Session, obs: &mut dyn Observer<CollectiveRun>) -> Outcome<CollectiveRun> {
         run(self, session, obs)
     }

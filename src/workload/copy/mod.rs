@@ -101,10 +101,6 @@ impl Job for CopyPlan {
         None
     }
 
-    fn fault(&self) -> Option<Fault> {
-        self.fault
-    }
-
     fn run(&self, session: &Session, obs: &mut dyn Observer<CopyRun>) -> Outcome<CopyRun> {
         run_tests(self, session, obs)
     }

@@ -6,7 +6,6 @@
 use super::plan::{ComparePlan, gpu_libraries};
 use super::run::sample;
 use crate::error::{Error, Result};
-use crate::fault::Fault;
 use crate::libs::Library;
 use crate::record::compare::{Comparison, KIND, Row};
 use crate::record::{Header, Observer, Outcome};
@@ -33,10 +32,6 @@ impl Job for ComparePlan {
 
     fn without_gpus(&self) -> Option<&'static str> {
         Some("--memory host compares the wires on host memory")
-    }
-
-    fn fault(&self) -> Option<Fault> {
-        self.fault
     }
 
     fn run(&self, session: &Session, obs: &mut dyn Observer<Comparison>) -> Outcome<Comparison> {

@@ -151,10 +151,6 @@ impl Job for ExchangePlan {
         Some("--transport cpu exchanges registers in host memory, and --plan projects GPUs from a profile")
     }
 
-    fn fault(&self) -> Option<Fault> {
-        self.fault
-    }
-
     fn run(&self, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
         run(self, session, obs)
     }
