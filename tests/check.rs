@@ -167,6 +167,62 @@ fn a_node_slower_than_its_baseline_is_a_regression() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A baseline is held only where it means something: another profile's is
+/// refused unless --baseline-any, one of other steps is refused before
+/// anything is measured, and one of another node of the same profile is
+/// held step by step.
+#[test]
+fn baselines_of_another_kind_are_refused_and_another_node_of_the_kind_is_held() {
+    let dir = scratch("baseline-kind");
+    let base = dir.join("base.json");
+    let o = check(&["--profile", "cpu", "--save-baseline", base.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cpu = std::fs::read_to_string(repo().join("profiles/cpu.toml")).unwrap();
+    let other = dir.join("other.toml");
+    std::fs::write(&other, cpu.replace("name = \"cpu\"", "name = \"other\"")).unwrap();
+    let o = check(&["--profile", other.to_str().unwrap(), "--baseline", base.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("taken with profile cpu") && stderr(&o).contains("--baseline-any"), "{}", stderr(&o));
+    let o = check(&[
+        "--profile",
+        other.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "--baseline-any",
+        "--json",
+    ]);
+    // Held (the verdict is this machine's noise against itself: ready or not, never refused).
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(json(&o)["rows"].as_array().unwrap().iter().all(|r| r["vs_baseline"].as_f64() > Some(0.0)));
+
+    let renamed = dir.join("renamed.toml");
+    std::fs::write(
+        &renamed,
+        cpu.replace("name = \"all_reduce 16M", "name = \"allreduce 16M")
+            .replace("name = \"sendrecv", "name = \"send-recv")
+            .replace("name = \"exchange 16", "name = \"exchange of 16"),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let o = check(&["--profile", renamed.to_str().unwrap(), "--baseline", base.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds none of the steps of this check"), "{}", stderr(&o));
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "measured before refusing");
+
+    let mut moved: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    for row in moved["rows"].as_array_mut().unwrap() {
+        row["node"] = "node-of-the-same-kind".into();
+    }
+    let elsewhere = dir.join("elsewhere.json");
+    std::fs::write(&elsewhere, serde_json::to_string(&moved).unwrap()).unwrap();
+    let o = check(&["--profile", "cpu", "--baseline", elsewhere.to_str().unwrap(), "--json"]);
+    // Held (the verdict is this machine's noise against itself: ready or not, never refused).
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(json(&o)["rows"].as_array().unwrap().iter().all(|r| r["vs_baseline"].as_f64() > Some(0.0)));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn malformed_profiles_are_refused_naming_the_place() {
     let dir = scratch("malformed");
@@ -228,6 +284,26 @@ fn check_within_10s(args: &[&str]) -> Output {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.wait_with_output().unwrap()
+}
+
+/// A step that keeps failing with a million retries stops retrying when
+/// its level's budget is spent, and says so in its fix.
+#[test]
+fn retries_end_with_the_level_budget() {
+    let dir = scratch("retries");
+    let text = std::fs::read_to_string(cpu_profile_with_floor(&dir, "1000000")).unwrap();
+    let p = dir.join("retries.toml");
+    let text = text.replace("quick = 60", "quick = 2").replace("samples = 5", "samples = 1");
+    std::fs::write(&p, text.replacen("floor = 1000000", "floor = 1000000\nretries = 1000000", 1)).unwrap();
+    let o = check_within_10s(&["--profile", p.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let r = json(&o);
+    let row = &r["rows"][0];
+    assert_eq!(row["status"], "FAIL", "{row}");
+    let attempts = row["attempts"].as_u64().unwrap();
+    assert!((1..1000001).contains(&attempts), "{row}");
+    assert!(row["fix"].as_str().unwrap().contains("the level's budget was spent"), "{row}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -30,8 +30,10 @@ pub fn bound(value: f64, floor: Option<f64>, ceiling: Option<f64>, warn: f64) ->
     s
 }
 
-/// Holds a measured row against the same step, place and node of a
-/// baseline: a bandwidth that fell, or a time that grew, beyond the
+/// Holds a measured row against the same step and place of a baseline, on
+/// the same node where the baseline has it, else on the first of its
+/// nodes that has it (a node of the same kind: the profile is the same):
+/// a bandwidth that fell, or a time that grew, beyond the
 /// tolerance and beyond both runs' spread (every sample now worse than
 /// every sample then) is WARN or FAIL, so that a machine's own spread
 /// from sample to sample is not a regression; the ratio shown is median
@@ -39,8 +41,12 @@ pub fn bound(value: f64, floor: Option<f64>, ceiling: Option<f64>, warn: f64) ->
 pub fn baseline(row: &mut Row, base: Option<&CheckRun>, tol: &Tolerance) {
     let Some(base) = base else { return };
     let (Some(now), Some(best)) = (row.measured, row.best_sample()) else { return };
-    let same = |b: &&Row| b.step == row.step && b.place == row.place && b.node == row.node;
-    let Some(base_row) = base.rows.iter().find(same) else { return };
+    let step = |b: &&Row| b.step == row.step && b.place == row.place && b.measured.is_some();
+    let Some(base_row) =
+        base.rows.iter().filter(step).find(|b| b.node == row.node).or_else(|| base.rows.iter().find(step))
+    else {
+        return;
+    };
     let (Some(then), Some(then_worst)) = (base_row.measured, base_row.worst_sample()) else { return };
     let vs = now / then;
     row.baseline = Some(then);

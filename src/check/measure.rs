@@ -9,6 +9,7 @@ use super::steps::Scope;
 use crate::error::{Error, Result};
 use crate::record::check::{Row, Status, host_of};
 use crate::session::Session;
+use std::time::Instant;
 
 fn row(step: &Step, node: &str, found: String, status: Status, fix: String) -> Row {
     Row {
@@ -67,6 +68,8 @@ pub struct Context<'a> {
     pub samples: Option<u32>,
     /// `QBENCH_CORRUPT=slow:RANK` names this process.
     pub slow: bool,
+    /// When the level's budget is spent: no retry starts after it.
+    pub deadline: Instant,
 }
 
 /// Runs a step on this process: its rows (none where another process
@@ -134,11 +137,23 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
             }
         }
         let failing = rows.iter().any(|r| r.status == Status::Fail);
+        let left = attempts <= step.retries;
+        let in_time = Instant::now() < cx.deadline;
+        let retry = failing && left && in_time;
         // A retry of a step across processes is rank 0's decision for all.
-        let again = attempts <= step.retries && if across { super::agree(session, failing) } else { failing };
-        if !again {
-            return Ok(speak(rows));
+        if if across { super::agree(session, retry) } else { retry } {
+            continue;
         }
+        if failing && left && !in_time {
+            for r in rows.iter_mut().filter(|r| r.status == Status::Fail) {
+                r.fix = format!(
+                    "{} ({attempts} of {} attempts ran: the level's budget was spent)",
+                    r.fix,
+                    1 + step.retries
+                );
+            }
+        }
+        return Ok(speak(rows));
     }
 }
 

@@ -47,6 +47,27 @@ impl CheckPlan {
     pub fn steps(&self) -> impl Iterator<Item = &profile::Step> {
         self.profile.steps.iter().filter(|s| s.level <= self.level)
     }
+
+    /// Err when the baseline measured none of the steps this check runs:
+    /// held against it, nothing would be compared.
+    pub fn check_baseline(&self) -> Result<()> {
+        let Some((file, base)) = &self.baseline else { return Ok(()) };
+        let mut held: Vec<&str> = base.rows.iter().filter(|r| r.measured.is_some()).map(|r| r.step.as_str()).collect();
+        held.dedup();
+        if self.sysfs_root.is_some() || self.steps().any(|s| held.contains(&s.name.as_str())) {
+            return Ok(());
+        }
+        let held: Vec<String> = held.iter().map(|s| format!("'{s}'")).collect();
+        let held = match held.len() {
+            0 => "no measured step".to_string(),
+            n if n <= 3 => held.join(", "),
+            n => format!("{} and {} more", held[..3].join(", "), n - 3),
+        };
+        Err(Error::Usage(format!(
+            "--baseline {file} holds none of the steps of this check (it holds {held}, level {}): it would compare nothing; save a baseline of this profile and level",
+            base.level
+        )))
+    }
 }
 
 impl Job for CheckPlan {
@@ -150,6 +171,7 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
         shared_gpus: (sharing > 0).then_some(sharing),
         samples: plan.samples,
         slow: matches!(plan.fault, Some(Fault::Slow(r)) if r == world.rank()),
+        deadline: start + std::time::Duration::from_secs(plan.profile.levels.of(plan.level)),
     };
     let budget = plan.profile.levels.of(plan.level) as f64;
     for (i, step) in plan.steps().enumerate() {

@@ -19,9 +19,12 @@ pub struct CheckArgs {
     /// quick, standard or full: which steps run, within the profile's time budget for the level
     #[arg(long, default_value = "quick")]
     pub level: String,
-    /// Hold the measurements against an earlier --save-baseline of this node or one of its kind
+    /// Hold the measurements against an earlier --save-baseline of this node or one of its kind (a check of the same profile); each step against the same step of the same node, else of a node of the baseline; a baseline that compares nothing is refused
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+    /// Hold --baseline even though it was taken with another profile
+    #[arg(long, requires = "baseline")]
+    pub baseline_any: bool,
     /// Write this check's record, to be the baseline of later checks
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
@@ -62,7 +65,18 @@ impl CheckArgs {
         let baseline = match &self.baseline {
             None => None,
             Some(path) => match crate::record::read(path)? {
-                crate::record::AnyRecord::Check(run) => Some((path.display().to_string(), run)),
+                crate::record::AnyRecord::Check(run) if run.profile == profile.profile.name || self.baseline_any => {
+                    Some((path.display().to_string(), run))
+                }
+                crate::record::AnyRecord::Check(run) => {
+                    return Err(Error::Usage(format!(
+                        "--baseline {} was taken with profile {}, and this check runs profile {}: its figures are of another kind of node (save one with --profile {} --save-baseline FILE, or add --baseline-any to hold it anyway)",
+                        path.display(),
+                        run.profile,
+                        profile.profile.name,
+                        profile.profile.name
+                    )));
+                }
                 _ => {
                     return Err(Error::Usage(format!(
                         "--baseline {}: not the record of a qbench check",
@@ -71,7 +85,7 @@ impl CheckArgs {
                 }
             },
         };
-        Ok(CheckPlan {
+        let plan = CheckPlan {
             profile,
             profile_from,
             level,
@@ -80,7 +94,9 @@ impl CheckArgs {
             init: self.init.clone(),
             samples: self.samples,
             fault,
-        })
+        };
+        plan.check_baseline()?;
+        Ok(plan)
     }
 
     /// Where the record goes: -J and --save-baseline; `quiet` (the global
