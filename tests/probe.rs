@@ -209,6 +209,40 @@ fn text_report_ends_with_the_verdict_table() {
     assert_eq!(out.status.code(), Some(0));
 }
 
+/// A node of a thousand adapters: the text report stays a few screens
+/// (the topology summarised, tables and findings cut with a count of the
+/// rest), the JSON keeps every adapter, and both come back in seconds.
+#[test]
+fn a_thousand_adapters_make_a_bounded_report() {
+    let root = std::env::temp_dir().join(format!("qbench-probe-many-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let copied = Command::new("cp").arg("-a").arg(fixtures().join("mlx5-roce")).arg(&root).status().unwrap();
+    assert!(copied.success());
+    let class = root.join("sys/class/infiniband");
+    let target = std::fs::read_link(class.join("mlx5_0")).unwrap();
+    for i in 2..1000 {
+        std::os::unix::fs::symlink(&target, class.join(format!("mlx5_{i}"))).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let out = command(&[]).args(["probe", "--sysfs-root"]).arg(&root).output().unwrap();
+    assert!(started.elapsed().as_secs() < 30, "took {:?}", started.elapsed());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.len() < 200_000 && text.lines().count() < 800, "{} bytes, {} lines", text.len(), text.lines().count());
+    for needle in [
+        "2 GPUs and 1000 RDMA devices",
+        "… and 936 more ports",
+        "and 992 more",
+        "more checks (",
+        "verdict: WARN (0 FAIL, 2 WARN, 2012 PASS",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+    }
+    let out = command(&[]).args(["probe", "--json", "--sysfs-root"]).arg(&root).output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["facts"]["rdma"]["devices"].as_array().unwrap().len(), 1000);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 #[test]
 fn an_unreadable_root_is_a_usage_error() {
     let missing = fixtures().join("no-such-tree");

@@ -10,6 +10,22 @@ use serde::Serialize;
 
 pub const SCHEMA: &str = "qbench.probe.v1";
 
+/// Past this many rows a table of the text report shows the first ones
+/// and counts the rest; `qbench probe --json` has every one.
+const ROWS: usize = 64;
+
+/// Past this many GPUs and RDMA devices together the topology matrix (one
+/// cell per pair) is summarised: each GPU's nearest adapters.
+const MATRIX: usize = 16;
+
+/// The line under a table that showed `ROWS` of `total` rows.
+fn more(total: usize, noun: &str) -> String {
+    match total.saturating_sub(ROWS) {
+        0 => String::new(),
+        n => format!("\n  … and {n} more {noun} (qbench probe --json lists every one)"),
+    }
+}
+
 #[derive(Serialize)]
 struct Report<'a> {
     schema: &'static str,
@@ -135,6 +151,9 @@ fn topology(f: &Facts, width: Option<usize>) -> String {
     if gpus.is_empty() && nics.is_empty() {
         return "no GPU and no RDMA device".into();
     }
+    if gpus.len() + nics.len() > MATRIX {
+        return nearest(f, width);
+    }
     let names: Vec<String> =
         (0..gpus.len()).map(|i| format!("GPU{i}")).chain(nics.iter().map(|d| d.name.clone())).collect();
     let gpu_gpu = |a: usize, b: usize| {
@@ -193,13 +212,47 @@ fn topology(f: &Facts, width: Option<usize>) -> String {
     format!("{}\n{key}", table(&header, rows, width))
 }
 
+/// The topology of a node too large for the matrix: for each GPU, the
+/// nearest RDMA devices and the path to them.
+fn nearest(f: &Facts, width: Option<usize>) -> String {
+    let (gpus, nics) = (&f.gpu.gpus, &f.rdma.devices);
+    let head = format!(
+        "{} GPUs and {} RDMA devices: {} pairs, more than a matrix can show; qbench probe --json has every pair",
+        gpus.len(),
+        nics.len(),
+        (gpus.len() + nics.len()) * (gpus.len() + nics.len() - 1) / 2
+    );
+    if gpus.is_empty() || nics.is_empty() {
+        return head;
+    }
+    let rows: Vec<Vec<String>> = gpus
+        .iter()
+        .take(ROWS)
+        .enumerate()
+        .map(|(i, g)| {
+            let pairs: Vec<_> = f.gdr.gpu_nic.iter().filter(|p| p.gpu == g.bus_id).collect();
+            let Some(best) = pairs.iter().map(|p| p.path).min_by_key(|t| t.nccl_rank()) else {
+                return vec![format!("GPU{i}"), "?".into(), "0".into(), String::new()];
+            };
+            let at: Vec<&str> = pairs.iter().filter(|p| p.path == best).map(|p| p.nic.as_str()).collect();
+            let named = match at.len() {
+                n if n > 4 => format!("{} and {} more", at[..4].join(", "), n - 4),
+                _ => at.join(", "),
+            };
+            vec![format!("GPU{i}"), best.to_string(), at.len().to_string(), named]
+        })
+        .collect();
+    let t = table(&["GPU", "NEAREST PATH", "ADAPTERS AT IT", "THEY ARE"], rows, width);
+    format!("{head}\n{t}{}", more(gpus.len(), "GPUs"))
+}
+
 fn rdma(f: &Facts, width: Option<usize>) -> String {
     if f.rdma.devices.is_empty() {
         return "none".into();
     }
     let mut notes = Vec::new();
     let mut rows = Vec::new();
-    for (d, p) in f.rdma.ports() {
+    for (d, p) in f.rdma.ports().take(ROWS) {
         let gids: Vec<String> = p
             .gids
             .iter()
@@ -244,7 +297,7 @@ fn rdma(f: &Facts, width: Option<usize>) -> String {
         rows,
         width,
     );
-    with_notes(t.to_string(), &notes)
+    with_notes(t.to_string() + &more(f.rdma.ports().count(), "ports"), &notes)
 }
 
 /// "a, b", or "none" for no items.
@@ -261,9 +314,11 @@ fn gdr(f: &Facts, width: Option<usize>) -> String {
     if !g.gpu_nic.is_empty() {
         let gpu_index =
             |bus: &str| f.gpu.gpus.iter().position(|x| x.bus_id == bus).map_or(bus.to_string(), |i| format!("GPU{i}"));
-        let rows = g.gpu_nic.iter().map(|p| vec![gpu_index(&p.gpu), p.nic.clone(), p.path.to_string()]).collect();
+        let rows =
+            g.gpu_nic.iter().take(ROWS).map(|p| vec![gpu_index(&p.gpu), p.nic.clone(), p.path.to_string()]).collect();
         s.push('\n');
         s.push_str(&table(&["GPU", "NIC", "PCIe PATH"], rows, width).to_string());
+        s.push_str(&more(g.gpu_nic.len(), "GPU-adapter pairs"));
     }
     s
 }
@@ -276,6 +331,7 @@ fn net(f: &Facts, width: Option<usize>) -> String {
     let rows = f
         .net
         .iter()
+        .take(ROWS)
         .map(|i| {
             vec![
                 i.name.clone(),
@@ -285,7 +341,8 @@ fn net(f: &Facts, width: Option<usize>) -> String {
             ]
         })
         .collect();
-    with_notes(table(&["INTERFACE", "STATE", "TYPE", "ADDRESSES"], rows, width).to_string(), &notes)
+    let t = table(&["INTERFACE", "STATE", "TYPE", "ADDRESSES"], rows, width).to_string();
+    with_notes(t + &more(f.net.len(), "interfaces"), &notes)
 }
 
 fn nccl(f: &Facts, width: Option<usize>) -> String {
@@ -302,9 +359,11 @@ fn nccl(f: &Facts, width: Option<usize>) -> String {
     if n.variables.is_empty() {
         s.push_str("\nno NCCL_* variable set");
     } else {
-        let rows = n.variables.iter().map(|v| vec![v.name.clone(), v.value.clone(), v.source.clone()]).collect();
+        let rows =
+            n.variables.iter().take(ROWS).map(|v| vec![v.name.clone(), v.value.clone(), v.source.clone()]).collect();
         s.push('\n');
         s.push_str(&table(&["VARIABLE", "VALUE", "SOURCE"], rows, width).to_string());
+        s.push_str(&more(n.variables.len(), "variables"));
     }
     s
 }
@@ -322,18 +381,56 @@ fn mpi(f: &Facts) -> String {
 /// The checks with what was found and the remedy: those two columns
 /// wrapped at fixed widths, or, when that is still wider than the terminal,
 /// wrapped to fit it.
+/// Past [`ROWS`] checks, the FAILs and WARNs come first, then the others
+/// while room is left, in the checks' order; a line counts those left out.
 fn verdict_table(checks: &[Check], width: Option<usize>) -> String {
+    let shown = shown(checks);
     let rows = |wrapped: bool| {
         let cell = |text: &str, w| if wrapped { fit::words(text, w).join("\n") } else { text.to_string() };
-        checks
+        shown
             .iter()
             .map(|c| vec![c.check.clone(), c.status.to_string(), cell(&c.found, 64), cell(&c.fix, 52)])
             .collect()
     };
     let head = ["CHECK", "STATUS", "FOUND", "FIX"];
     let t = table(&head, rows(true), None);
-    match width {
+    let t = match width {
         Some(w) if t.total_width() > w => table(&head, rows(false), width).to_string(),
         _ => t.to_string(),
+    };
+    let left: Vec<&Check> = checks.iter().filter(|c| !shown.iter().any(|s| std::ptr::eq(*s, *c))).collect();
+    if left.is_empty() {
+        return t;
     }
+    let of = |s: Status| left.iter().filter(|c| c.status == s).count();
+    let counts: Vec<String> = [Status::Fail, Status::Warn, Status::Pass, Status::Skip]
+        .into_iter()
+        .filter(|&s| of(s) > 0)
+        .map(|s| format!("{} {s}", of(s)))
+        .collect();
+    format!("{t}\n  … and {} more checks ({}; qbench probe --json lists every one)", left.len(), counts.join(", "))
+}
+
+/// The checks the verdict table shows: all of them up to [`ROWS`], else
+/// the FAILs and WARNs first and the rest while room is left, in order.
+fn shown(checks: &[Check]) -> Vec<&Check> {
+    if checks.len() <= ROWS {
+        return checks.iter().collect();
+    }
+    let bad = |c: &Check| matches!(c.status, Status::Fail | Status::Warn);
+    let room = ROWS.saturating_sub(checks.iter().filter(|c| bad(c)).count().min(ROWS));
+    let mut others = 0;
+    let mut bads = 0;
+    checks
+        .iter()
+        .filter(|c| {
+            if bad(c) {
+                bads += 1;
+                bads <= ROWS
+            } else {
+                others += 1;
+                others <= room
+            }
+        })
+        .collect()
 }

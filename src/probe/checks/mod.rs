@@ -81,19 +81,23 @@ fn readable(facts: &Facts) -> Check {
     let list: Vec<String> = facts.unreadable.iter().map(|u| format!("{} ({})", u.path, u.reason)).collect();
     Check::warn(
         NAME,
-        format!("{} unreadable: {}", list.len(), list.join("; ")),
+        format!("{} unreadable: {}", list.len(), and_list(&list)),
         "the facts read from these files are reported as unknown; a driver that writes malformed sysfs needs reloading or updating (dmesg says why)",
     )
 }
 
-/// "a, b and c".
+/// Past this many, a finding names the first ones and counts the rest (the
+/// JSON's facts list every one).
+const NAMED: usize = 8;
+
+/// "a, b and c"; past [`NAMED`] items, "a, b, …, h and 92 more".
 fn and_list<T: AsRef<str>>(items: &[T]) -> String {
+    let names = |items: &[T]| items.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", ");
     match items {
         [] => String::new(),
         [one] => one.as_ref().to_string(),
-        [init @ .., last] => {
-            format!("{} and {}", init.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", "), last.as_ref())
-        }
+        _ if items.len() > NAMED => format!("{} and {} more", names(&items[..NAMED]), items.len() - NAMED),
+        [init @ .., last] => format!("{} and {}", names(init), last.as_ref()),
     }
 }
 
@@ -119,6 +123,9 @@ mod tests {
     fn lists_read_as_english() {
         assert_eq!(and_list(&["a"]), "a");
         assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
+        let many: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        assert_eq!(and_list(&many), "0, 1, 2, 3, 4, 5, 6, 7 and 92 more");
+        assert_eq!(and_list(&many[..8]), "0, 1, 2, 3, 4, 5, 6 and 7");
         assert_eq!(count(2, "GPU"), "2 GPUs");
     }
 }
