@@ -351,14 +351,22 @@ impl Nccl {
         collectives: &[&dyn super::Collective],
     ) -> Result<Nccl> {
         let local = threads * per_thread;
+        // Each part of the setup can take seconds on a node's first run: a
+        // signal is honoured between them.
+        crate::interrupt::step("opening the GPUs");
         let gpus = gpu::open_local_gpus(local, world)?;
         let library = library_info()?;
+        crate::world::check_interrupt(world)?;
+        crate::interrupt::step("creating the NCCL communicators");
         let comms = Communicators::new(&gpus, world)?;
+        crate::world::check_interrupt(world)?;
         let (first_rank, nranks) = (world.rank() * local, world.size() * local);
         let mut ranks = Vec::with_capacity(local);
         let mut info = Vec::with_capacity(local);
         for (i, gpu) in gpus.into_iter().enumerate() {
             info.push(gpu.rank_info(first_rank + i));
+            crate::interrupt::step(format!("building the check kernels on GPU {}", gpu.ordinal));
+            crate::world::check_interrupt(world)?;
             let kernels = PatternKernels::load(&gpu, collectives)?;
             let wrong = gpu.alloc(8)?;
             ranks.push(Rank { gpu, kernels, send: None, recv: None, wrong });
