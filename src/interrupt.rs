@@ -15,8 +15,23 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-/// How long a run may take to reach its next check after a signal.
-const GRACE: Duration = Duration::from_secs(10);
+/// How long a run may take to reach its next check after a signal: a
+/// step that outlasts it (a node's first NCCL launch, loading the library's
+/// kernels from a cold disk, takes seconds in one call) is ended by the
+/// watchdog, which leaves the records gathered so far behind.
+const GRACE: Duration = Duration::from_millis(1500);
+
+/// What the watchdog has written before it ends a run: given how the run
+/// stopped, the files it left behind (None: none).
+pub type LastWords = Box<dyn FnOnce(&str) -> Option<String> + Send>;
+
+static LAST_WORDS: Mutex<Option<LastWords>> = Mutex::new(None);
+
+/// Sets (or, with None, clears) what the watchdog does before it ends a
+/// run that did not stop in time: the output's writing of the records so far.
+pub fn last_words(words: Option<LastWords>) {
+    *LAST_WORDS.lock().unwrap_or_else(PoisonError::into_inner) = words;
+}
 
 /// The signal that asked the run to stop (0: none).
 static SIGNAL: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
@@ -67,12 +82,17 @@ fn watchdog(signal: &AtomicUsize) {
         while since.elapsed() < GRACE {
             std::thread::sleep(Duration::from_millis(50));
         }
-        eprintln!(
-            "qbench: {} at {}; the run did not stop within {} s, so no records were written",
+        let stopped = format!(
+            "{} at {}; the run did not stop within {:.1} s",
             crate::error::signal_name(sig as i32),
             current_step(),
-            GRACE.as_secs()
+            GRACE.as_secs_f64()
         );
+        let words = LAST_WORDS.lock().unwrap_or_else(PoisonError::into_inner).take();
+        match words.and_then(|w| w(&stopped)) {
+            Some(files) => eprintln!("qbench: {stopped}: the records gathered so far are in {files} (incomplete)"),
+            None => eprintln!("qbench: {stopped}, so no records were written"),
+        }
         // _exit, not exit: the threads still in the GPU or MPI libraries
         // would race the atexit handlers that tear those libraries down.
         signal_hook::low_level::exit(128 + sig as i32);

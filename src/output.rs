@@ -4,7 +4,9 @@
 //! created up front (so that a bad path fails in a second, not after the
 //! sweep) and renamed onto it when written: a file is whole or absent,
 //! whoever else writes the same path. Only the job's main process writes.
-//! A closed stdout (`qbench … | head`) stops the run quietly.
+//! A closed stdout (`qbench … | head`) stops the run quietly. While the run
+//! goes, the record so far is kept for the interrupt watchdog, which writes
+//! it (marked incomplete) when a signalled run does not stop in time.
 
 use crate::error::{Error, Result};
 use crate::record::{Observer, Streamed};
@@ -13,6 +15,11 @@ use serde::Serialize;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How often the record kept for the watchdog is renewed, at most.
+const KEPT_EVERY: Duration = Duration::from_millis(500);
 
 /// What the command line asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -105,6 +112,46 @@ impl Drop for Pending {
     }
 }
 
+/// The run's record as it was last kept, and where its files go: what the
+/// watchdog leaves behind.
+#[derive(Default)]
+struct Kept {
+    record: Option<serde_json::Value>,
+    taken: Option<Instant>,
+    /// The JSON files' paths.
+    json: Vec<PathBuf>,
+    /// The temporary files of every pending output, removed.
+    temps: Vec<PathBuf>,
+}
+
+impl Kept {
+    /// Writes the record (marked incomplete, `stopped` saying why) to each
+    /// JSON path, whole, and removes the temporary files; the paths written.
+    fn leave(self, stopped: &str) -> Option<String> {
+        for t in &self.temps {
+            let _ = std::fs::remove_file(t);
+        }
+        let mut record = self.record?;
+        if let Some(fields) = record.as_object_mut() {
+            fields.insert("complete".into(), false.into());
+            fields.insert("stopped".into(), stopped.into());
+            fields.insert("end_time".into(), crate::host::now().into());
+        }
+        let text = serde_json::to_string_pretty(&record).ok()? + "\n";
+        let written: Vec<String> = self
+            .json
+            .iter()
+            .filter(|path| {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let last = path.with_file_name(format!(".{name}.{}.qbench-last", std::process::id()));
+                std::fs::write(&last, &text).and_then(|()| std::fs::rename(&last, path)).is_ok()
+            })
+            .map(|p| p.display().to_string())
+            .collect();
+        (!written.is_empty()).then(|| written.join(", "))
+    }
+}
+
 /// Two outputs of one run naming one file would overwrite each other.
 fn distinct(plan: &OutputPlan) -> Result<()> {
     let mut seen: Vec<PathBuf> = Vec::new();
@@ -131,6 +178,8 @@ pub struct Output {
     /// Whether the run's head was printed: a run refused before it began
     /// ends with its one-line error, no tail.
     begun: bool,
+    /// What the watchdog writes if the run does not stop in time.
+    kept: Arc<Mutex<Kept>>,
 }
 
 impl Output {
@@ -143,15 +192,27 @@ impl Output {
                 _ => Ok(None),
             }
         };
-        let json = plan.json_files.iter().map(|p| open(Some(p), "JSON")).collect::<Result<Vec<_>>>()?;
-        Ok(Output {
-            json_stdout: plan.json_stdout,
-            quiet: plan.quiet,
-            main,
-            json: json.into_iter().flatten().collect(),
-            csv: open(plan.csv_file.as_ref(), "CSV")?,
-            begun: false,
-        })
+        let json: Vec<Pending> = plan
+            .json_files
+            .iter()
+            .map(|p| open(Some(p), "JSON"))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        let csv = open(plan.csv_file.as_ref(), "CSV")?;
+        let kept = Arc::new(Mutex::new(Kept {
+            json: json.iter().map(|p| p.path.clone()).collect(),
+            temps: json.iter().chain(csv.iter()).filter_map(|p| p.temp.clone()).collect(),
+            ..Kept::default()
+        }));
+        if main {
+            let k = Arc::clone(&kept);
+            crate::interrupt::last_words(Some(Box::new(move |stopped| {
+                std::mem::take(&mut *k.lock().unwrap_or_else(PoisonError::into_inner)).leave(stopped)
+            })));
+        }
+        Ok(Output { json_stdout: plan.json_stdout, quiet: plan.quiet, main, json, csv, begun: false, kept })
     }
 
     /// Whether the tables go to stdout.
@@ -172,6 +233,8 @@ impl Output {
         if !self.main {
             return Ok(None);
         }
+        // From here the files are this thread's to write.
+        crate::interrupt::last_words(None);
         if self.tables() && self.begun {
             write_stdout(&record.tail())?;
         }
@@ -194,7 +257,19 @@ impl Output {
     }
 }
 
-impl<R: Streamed + Table> Observer<R> for Output {
+impl Output {
+    /// Keeps `run` for the watchdog, at most every [`KEPT_EVERY`].
+    fn keep<R: Serialize>(&self, run: &R) {
+        let mut k = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if k.json.is_empty() || k.taken.is_some_and(|t| t.elapsed() < KEPT_EVERY) {
+            return;
+        }
+        k.record = serde_json::to_value(run).ok();
+        k.taken = Some(Instant::now());
+    }
+}
+
+impl<R: Streamed + Table + Serialize> Observer<R> for Output {
     /// The run's head, after a line on stderr naming the fault it injects:
     /// said once the job has found it can apply it, never before a refusal.
     fn begin(&mut self, run: &R) {
@@ -202,9 +277,41 @@ impl<R: Streamed + Table> Observer<R> for Output {
             eprintln!("qbench: {fault}");
         }
         self.begun = true;
+        self.keep(run);
         self.print(&run.head());
     }
     fn part(&mut self, run: &R, part: &R::Part) {
+        self.keep(run);
         self.print(&run.part(part));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watchdog_leaves_the_record_so_far_whole_and_incomplete() {
+        let dir = std::env::temp_dir().join(format!("qbench-kept-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (json, temp) = (dir.join("run.json"), dir.join(".run.json.tmp"));
+        std::fs::write(&temp, "").unwrap();
+        let kept = Kept {
+            record: Some(serde_json::json!({"schema": "qbench.collective.v1", "complete": true, "results": [1, 2]})),
+            taken: None,
+            json: vec![json.clone()],
+            temps: vec![temp.clone()],
+        };
+        assert_eq!(kept.leave("SIGINT at warm-up").as_deref(), Some(json.to_str().unwrap()));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!((v["complete"].as_bool(), v["stopped"].as_str()), (Some(false), Some("SIGINT at warm-up")));
+        assert_eq!(v["results"], serde_json::json!([1, 2]));
+        assert!(!temp.exists());
+        // Nothing kept yet: the temporary files go, nothing is written.
+        let nothing = Kept { temps: vec![temp.clone()], json: vec![dir.join("none.json")], ..Kept::default() };
+        std::fs::write(&temp, "").unwrap();
+        assert_eq!(nothing.leave("SIGTERM"), None);
+        assert!(!temp.exists() && !dir.join("none.json").exists());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
