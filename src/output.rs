@@ -258,10 +258,11 @@ impl Output {
 }
 
 impl Output {
-    /// Keeps `run` for the watchdog, at most every [`KEPT_EVERY`].
-    fn keep<R: Serialize>(&self, run: &R) {
+    /// Keeps `run` for the watchdog: at its start and beginning, then at
+    /// most every [`KEPT_EVERY`] as parts come.
+    fn keep<R: Serialize>(&self, run: &R, part: bool) {
         let mut k = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if k.json.is_empty() || k.taken.is_some_and(|t| t.elapsed() < KEPT_EVERY) {
+        if k.json.is_empty() || (part && k.taken.is_some_and(|t| t.elapsed() < KEPT_EVERY)) {
             return;
         }
         k.record = serde_json::to_value(run).ok();
@@ -270,6 +271,9 @@ impl Output {
 }
 
 impl<R: Streamed + Table + Serialize> Observer<R> for Output {
+    fn started(&mut self, run: &R) {
+        self.keep(run, false);
+    }
     /// The run's head, after a line on stderr naming the fault it injects:
     /// said once the job has found it can apply it, never before a refusal.
     fn begin(&mut self, run: &R) {
@@ -277,11 +281,11 @@ impl<R: Streamed + Table + Serialize> Observer<R> for Output {
             eprintln!("qbench: {fault}");
         }
         self.begun = true;
-        self.keep(run);
+        self.keep(run, false);
         self.print(&run.head());
     }
     fn part(&mut self, run: &R, part: &R::Part) {
-        self.keep(run);
+        self.keep(run, true);
         self.print(&run.part(part));
     }
 }

@@ -194,6 +194,10 @@ impl<'o, R: Progressive> Progress<'o, R> {
 }
 
 impl<R: Progressive> Observer<R> for Progress<'_, R> {
+    fn started(&mut self, run: &R) {
+        self.inner.started(run);
+    }
+
     fn begin(&mut self, run: &R) {
         let Some(b) = &mut self.bar else { return self.inner.begin(run) };
         b.noun = run.noun();

@@ -128,6 +128,7 @@ fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) ->
         init: None,
         verdict: None,
     };
+    obs.started(&out);
     let result = check(plan, session, obs, &mut out);
     if result.is_ok() {
         out.settle();

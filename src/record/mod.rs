@@ -99,6 +99,9 @@ pub trait Streamed {
 /// Who hears of a run as it goes: the table renderer, a progress line, or
 /// nobody. Workloads call it; they never print.
 pub trait Observer<R: Streamed> {
+    /// The run's record exists, nothing measured yet: a run stopped in its
+    /// setup still leaves it behind.
+    fn started(&mut self, _run: &R) {}
     /// The run's header and configuration are known.
     fn begin(&mut self, _run: &R) {}
     /// One part has been measured (and already pushed into the run).

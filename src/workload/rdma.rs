@@ -44,6 +44,7 @@ fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> Outco
         links: Vec::new(),
         rows: Vec::new(),
     };
+    obs.started(&out);
     #[cfg(feature = "rdma")]
     let result = live::run(plan, session, obs, &mut out);
     #[cfg(not(feature = "rdma"))]

@@ -60,6 +60,7 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         avg_busbw_gbps: 0.0,
         min_bandwidth: None,
     };
+    obs.started(&run);
     let result = (|| {
         session.need(&Job::libraries(plan))?;
         let mut transport = open_transport(plan, session.world())?;

@@ -144,6 +144,7 @@ fn run_tests(plan: &CopyPlan, session: &Session, obs: &mut dyn Observer<CopyRun>
         wrong_words: 0,
         error: None,
     };
+    obs.started(&out);
     let result = (|| {
         session.need(&Job::libraries(plan))?;
         let found = gpu::device_count()?;

@@ -59,6 +59,7 @@ fn run(plan: &ComparePlan, session: &Session, obs: &mut dyn Observer<Comparison>
         iters: plan.iters,
         rows: Vec::new(),
     };
+    obs.started(&out);
     let result = compare(plan, local, session, obs, &mut out);
     Outcome::new(out, result)
 }

@@ -194,6 +194,7 @@ fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRu
         forecasts: Vec::new(),
         unavailable: plan.unavailable.clone(),
     };
+    obs.started(&out);
     let result = exchange(plan, session, obs, &mut out);
     Outcome::new(out, result)
 }
