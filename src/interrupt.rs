@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long a run may take to reach its next check after a signal: a
-/// step that outlasts it (a node's first NCCL launch, loading the library's
-/// kernels from a cold disk, takes seconds in one call) is ended by the
-/// watchdog, which leaves the records gathered so far behind.
+/// step that outlasts it (on a fresh node NVRTC's first build of the check
+/// kernels takes seconds in one call) is ended by the watchdog, which
+/// leaves the records gathered so far behind.
 const GRACE: Duration = Duration::from_millis(1500);
 
 /// What the watchdog has written before it ends a run: given how the run
