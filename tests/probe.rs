@@ -228,15 +228,18 @@ fn a_thousand_adapters_make_a_bounded_report() {
     assert!(started.elapsed().as_secs() < 30, "took {:?}", started.elapsed());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.len() < 200_000 && text.lines().count() < 800, "{} bytes, {} lines", text.len(), text.lines().count());
-    for needle in [
-        "2 GPUs and 1000 RDMA devices",
-        "… and 936 more ports",
-        "and 992 more",
-        "more checks (",
-        "verdict: WARN (0 FAIL, 2 WARN, 2012 PASS",
-    ] {
+    for needle in ["2 GPUs and 1000 RDMA devices", "… and 936 more ports", "and 992 more", "more checks ("] {
         assert!(text.contains(needle), "no {needle:?} in:\n{text}");
     }
+    // The WARN count depends on the features built in (a build without MPI
+    // warns about it), so the verdict is read, not matched: no FAIL, and
+    // every adapter's checks counted.
+    let verdict =
+        text.lines().find(|l| l.starts_with("verdict: WARN (")).unwrap_or_else(|| panic!("no verdict in:\n{text}"));
+    let counts: Vec<u64> =
+        verdict.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(|n| n.parse().unwrap()).collect();
+    assert_eq!(counts[0], 0, "{verdict}");
+    assert_eq!(counts[1] + counts[2], 2014, "{verdict}");
     let out = command(&[]).args(["probe", "--json", "--sysfs-root"]).arg(&root).output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["facts"]["rdma"]["devices"].as_array().unwrap().len(), 1000);
