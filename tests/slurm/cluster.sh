@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# A real one-node Slurm cluster (Debian's slurm-wlm 22.05 with munge) for tests,
-# run as root, with its key, state, spool, logs and temporary files in one folder.
+# A real Slurm cluster (Debian's slurm-wlm 22.05 with munge) for tests, run as
+# root, with its key, state, spool, logs and temporary files in one folder: one
+# node (this machine), or the emulated nodes of tests/cluster/nodes.sh, each
+# node's slurmd inside its namespaces and slurmctld in the root namespace.
 #
 # Needs (Debian 12):
 #   apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge libpmix-dev openmpi-bin libopenmpi-dev
@@ -10,11 +12,12 @@
 #                               return once the node has registered and responds: idle, or
 #                               drained already by a HealthCheckProgram (or fail, with the logs)
 #   cluster.sh env DIR          print the shell exports a test needs: eval "$(cluster.sh env DIR)"
-#   cluster.sh wait DIR STATE [SECONDS]
+#   cluster.sh wait DIR STATE [SECONDS [NODE]]
 #                               wait until the node's state (sinfo %T, e.g. idle, drained)
-#                               is STATE; fail after SECONDS (default 30). STATE "up": any
-#                               state of a registered, responding node
-#   cluster.sh reason DIR       print the node's Reason= (empty when none)
+#                               is STATE (every node's, or NODE's); fail after SECONDS
+#                               (default 30). STATE "up": any state of a registered,
+#                               responding node
+#   cluster.sh reason DIR [NODE] print the node's Reason= (empty when none)
 #   cluster.sh hook DIR NAME CMD [ARG...]
 #                               write DIR/hooks/NAME, a script that runs CMD with SLURM_CONF
 #                               set (slurmd gives a HealthCheckProgram no SLURM_CONF), and
@@ -34,6 +37,8 @@
 #   QBENCH_SLURM_EXTRA               more slurm.conf lines, appended verbatim
 #   QBENCH_SLURM_PORT                slurmctld port (default 6817); slurmd uses the next one
 #                                    (read by start only)
+#   QBENCH_SLURM_NODES               the DIR of tests/cluster/nodes.sh up: its nodes are the
+#                                    cluster's (each claims QBENCH_SLURM_CPUS, default 1)
 #
 # Every wait has a deadline; nothing here waits forever.
 set -euo pipefail
@@ -52,14 +57,25 @@ shift 2
 conf=$dir/slurm.conf
 sock=$dir/munge/munge.socket
 # slurmd registers under the short host name; NodeName must be exactly that.
-node=$(hostname -s)
+# slurmctld runs here, under this machine's name, in either kind of cluster.
+host=$(hostname -s)
+nodes_dir=${QBENCH_SLURM_NODES:-}
+if [ -n "$nodes_dir" ]; then
+    [ -f "$nodes_dir/nodes" ] || die "QBENCH_SLURM_NODES=$nodes_dir holds no nodes (tests/cluster/nodes.sh up)"
+    mapfile -t nodes < <(awk '{ print $1 }' "$nodes_dir/nodes")
+    ctl_addr=$(cat "$nodes_dir/controller")
+else
+    nodes=("$host")
+    ctl_addr=127.0.0.1
+fi
+node=${nodes[0]}
 
 write_conf() {
     local port=$1
     cat >"$conf.new" <<EOF
-# Written by tests/slurm/cluster.sh; one node, everything under $dir.
+# Written by tests/slurm/cluster.sh; ${#nodes[@]} node(s), everything under $dir.
 ClusterName=qbench
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$host($ctl_addr)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 SlurmUser=root
@@ -68,11 +84,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$sock
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 TmpFS=$dir/tmp
@@ -111,7 +127,14 @@ EOF
     # QBENCH_SLURM_CPUS instead claims that many CPUs (more ranks than cores),
     # which slurmd accepts only with config_overrides.
     local hw
-    if [ -n "${QBENCH_SLURM_CPUS:-}" ]; then
+    if [ -n "$nodes_dir" ]; then
+        echo "SlurmdParameters=config_overrides" >>"$conf.new"
+        awk -v cpus="${QBENCH_SLURM_CPUS:-1}" '{ printf "NodeName=%s NodeAddr=%s CPUs=%s State=UNKNOWN\n", $1, $2, cpus }' \
+            "$nodes_dir/nodes" >>"$conf.new"
+        echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >>"$conf.new"
+        mv "$conf.new" "$conf"
+        return
+    elif [ -n "${QBENCH_SLURM_CPUS:-}" ]; then
         hw="NodeName=$node CPUs=$QBENCH_SLURM_CPUS"
         echo "SlurmdParameters=config_overrides" >>"$conf.new"
     else
@@ -126,33 +149,41 @@ EOF
 
 client() { SLURM_CONF=$conf timeout "$CLIENT_TIMEOUT" "$@"; }
 
-node_state() { client sinfo -h -n "$node" -o %T 2>/dev/null | head -n1; }
+node_state() { client sinfo -h -n "$1" -o %T 2>/dev/null | head -n1; }
 
 # sinfo prints "none" for a node without a reason.
 node_reason() {
     local r
-    r=$(client sinfo -h -n "$node" -o %E 2>/dev/null | head -n1)
+    r=$(client sinfo -h -n "$1" -o %E 2>/dev/null | head -n1)
     [ "$r" = none ] || printf '%s\n' "$r"
 }
 
-# wait_state STATE SECONDS [GUARD]: GUARD, a command, is run each round and
-# ends the wait early (failing) when it fails.
+# Whether a node in state $2 is in the wanted state $1. "up": registered and
+# responding, in any state (a HealthCheckProgram run as slurmd starts may
+# have drained it already).
+in_state() {
+    [ "$2" = "$1" ] || { [ "$1" = up ] && case "$2" in "" | unknown* | down* | *'*') false ;; *) true ;; esac; }
+}
+
+# wait_state STATE SECONDS GUARD NODE...: every NODE in STATE. GUARD, a
+# command, is run each round and ends the wait early (failing) when it fails.
 wait_state() {
-    local want=$1 limit=$2 guard=${3:-true} t0 state=""
+    local want=$1 limit=$2 guard=$3 t0 n state states
+    shift 3
     t0=$(now)
     while :; do
         $guard || return 1
-        state=$(node_state || true)
-        # "up": registered and responding, in any state (a HealthCheckProgram
-        # run as slurmd starts may have drained it already).
-        if [ "$state" = "$want" ] || { [ "$want" = up ] && case "$state" in
-            "" | unknown* | down* | *'*') false ;; *) true ;; esac; }; then
-            [ "$want" = up ] && want="up ($state)"
-            echo "cluster.sh: node $node is $want after $(since "$t0") s" >&2
+        states=""
+        for n in "$@"; do
+            state=$(node_state "$n" || true)
+            in_state "$want" "$state" || states="$states $n=${state:-?}"
+        done
+        if [ -z "$states" ]; then
+            echo "cluster.sh: node(s) $* $want after $(since "$t0") s" >&2
             return 0
         fi
         if awk -v a="$t0" -v b="$(now)" -v l="$limit" 'BEGIN { exit !(b - a > l) }'; then
-            echo "cluster.sh: node $node is '${state}', not '$want', after $limit s" >&2
+            echo "cluster.sh: not '$want' after $limit s:$states" >&2
             return 1
         fi
         sleep 0.2
@@ -173,9 +204,9 @@ pid_of() { [ -s "$dir/run/$1.pid" ] && cat "$dir/run/$1.pid"; }
 # TERM, then KILL after a 10 s deadline; only the processes with these ids.
 # (Each daemon takes about 2 s to notice TERM, so they are ended together.)
 end_pids() {
-    local pid i left
+    local pid left
     for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         left=""
         for pid in "$@"; do running "$pid" && left="$left $pid"; done
         [ -z "$left" ] && return 0
@@ -210,11 +241,11 @@ stepds() {
 # Running and not a zombie (a zombie whose parent is slow to reap it is gone).
 running() { [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 
-# Both daemons still running (pid files appear a moment after they fork);
+# Every daemon still running (pid files appear a moment after they fork);
 # the guard of start's wait_state, whose t0 it reads.
 daemons_alive() {
     local name pid
-    for name in slurmctld slurmd; do
+    for name in slurmctld "${nodes[@]/#/slurmd-}"; do
         pid=$(pid_of "$name" || true)
         if [ -z "$pid" ]; then
             awk -v a="$t0" -v b="$(now)" 'BEGIN { exit !(b - a > 10) }' || continue
@@ -248,8 +279,8 @@ start() {
         --pid-file="$dir/run/munged.pid" --seed-file="$dir/munge/munged.seed" \
         --log-file="$dir/log/munged.log" ||
         { logs; die "munged did not start"; }
-    local i ok=0
-    for i in $(seq 50); do
+    local ok=0
+    for _ in $(seq 50); do
         if munge -n -S "$sock" 2>/dev/null | unmunge -S "$sock" >/dev/null 2>&1; then ok=1; break; fi
         sleep 0.1
     done
@@ -258,15 +289,25 @@ start() {
     write_conf "$port"
     # The daemons fork into the background and write their pid files.
     SLURM_CONF=$conf slurmctld -f "$conf" || { logs; stop_all; die "slurmctld did not start"; }
-    SLURM_CONF=$conf slurmd -f "$conf" || { logs; stop_all; die "slurmd did not start"; }
+    local n
+    for n in "${nodes[@]}"; do
+        mkdir -p "$dir/spool/$n"
+        if [ -n "$nodes_dir" ]; then
+            # Inside the node's namespaces, under its name.
+            SLURM_CONF=$conf nsenter -t "$(awk -v n="$n" '$1 == n { print $3 }' "$nodes_dir/nodes")" -u -n -m -- \
+                slurmd -f "$conf" -N "$n" || { logs; stop_all; die "slurmd of $n did not start"; }
+        else
+            SLURM_CONF=$conf slurmd -f "$conf" || { logs; stop_all; die "slurmd did not start"; }
+        fi
+    done
     t1=$(now)
-    if ! wait_state up 60 daemons_alive; then
-        client scontrol show node "$node" >&2 || true
+    if ! wait_state up 60 daemons_alive "${nodes[@]}"; then
+        client scontrol show node >&2 || true
         logs
         stop_all
         die "the node did not come up"
     fi
-    echo "cluster.sh: started in $(since "$t0") s (daemons launched after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s); node $node; SLURM_CONF=$conf" >&2
+    echo "cluster.sh: started in $(since "$t0") s (daemons launched after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s); node(s) ${nodes[*]}; SLURM_CONF=$conf" >&2
 }
 
 stop_all() {
@@ -282,11 +323,12 @@ stop_all() {
         done
     fi
     local pids=""
-    for name in slurmd slurmctld munged; do
+    for name in "${nodes[@]/#/slurmd-}" slurmctld munged; do
         pid=$(pid_of "$name" || true)
         [ -n "$pid" ] && pids="$pids $pid"
     done
-    # shellcheck disable=SC2086
+    # Word splitting wanted: each is a list of pids.
+    # shellcheck disable=SC2086,SC2046
     end_pids $pids $(stepds)
     rm -f "$dir"/run/*.pid
 }
@@ -300,14 +342,21 @@ env)
 export SLURM_CONF=$conf
 export QBENCH_SLURM_DIR=$dir
 export QBENCH_SLURM_NODE=$node
+export QBENCH_SLURM_NODELIST="${nodes[*]}"
 export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export TMPDIR=$dir/tmp
 EOF
     ;;
-wait) wait_state "${1:?state}" "${2:-30}" ;;
-reason) node_reason ;;
+wait)
+    if [ -n "${3:-}" ]; then
+        wait_state "${1:?state}" "${2:-30}" true "$3"
+    else
+        wait_state "${1:?state}" "${2:-30}" true "${nodes[@]}"
+    fi
+    ;;
+reason) node_reason "${1:-$node}" ;;
 hook)
     [ -f "$conf" ] || die "no cluster in $dir"
     [ $# -ge 2 ] || die "usage: cluster.sh hook DIR NAME CMD [ARG...]"
