@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# qbench across emulated nodes (nodes.sh: four network namespaces, each with
+# its own host name, address and interface) under a real Slurm of four
+# slurmd (tests/slurm/cluster.sh) and under mpirun with a hostfile:
+#   - mpirun --hostfile and srun -N 4 of allreduce and sendrecv on the cpu
+#     transport: one table, every rank's host named, every element checked;
+#   - probe on each node with NCCL_SOCKET_IFNAME set per node (eth0, and a
+#     wrong name on one node): each node judged on its own interfaces;
+#   - srun -N 4 qbench check with the cluster profile (the pairwise pass):
+#     one row per node, READY;
+#   - one node's link slowed (tc tbf): the pairwise pass names that node, and
+#     contrib/slurm/qbench-health run as one step across the nodes drains it
+#     alone with a qbench: reason while the others stay idle; with the link
+#     restored and the node resumed, the same step passes and drains none;
+#   - one node's process killed mid-run: srun ends the job within seconds,
+#     the killed node named, nothing left running.
+# Usage: tests/cluster/run.sh QBENCH [OUT]   (qbench built with --features mpi;
+#   OUT, when given, receives the check records). Needs root, iproute2 and the
+#   packages named at the top of tests/slurm/cluster.sh. Exits non-zero on the
+#   first failure; always stops the daemons and takes the nodes down.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+nodes=$here/nodes.sh
+cluster=$repo/tests/slurm/cluster.sh
+health=$repo/contrib/slurm/qbench-health
+q=$(realpath "${1:?usage: run.sh QBENCH [OUT]}")
+out=${2:-}
+dir=$(mktemp -d /tmp/qbench-cluster.XXXXXX)
+chmod 0755 "$dir"
+cleanup() {
+    local rc=$?
+    QBENCH_SLURM_NODES=$dir "$cluster" stop "$dir" || rc=1
+    "$nodes" down "$dir" || rc=1
+    if [ $rc -eq 0 ]; then
+        rm -rf "$dir"
+        echo "run.sh: PASS in ${SECONDS} s"
+    else
+        tail -n 20 "$dir"/log/*.log >&2 || true
+        echo "run.sh: FAIL (kept $dir)" >&2
+    fi
+    exit $rc
+}
+trap cleanup EXIT
+fail() { echo "run.sh: FAIL: $*" >&2; exit 1; }
+# hosts TEXT: the distinct host names in qbench's "Rank N ... on HOST" lines.
+hosts() { printf '%s\n' "$1" | sed -n 's/^#  Rank .* on *\([^ ]*\) device.*/\1/p' | sort -u | tr '\n' ' '; }
+
+"$nodes" up "$dir" 4
+export QBENCH_SLURM_NODES=$dir
+"$cluster" start "$dir"
+eval "$("$cluster" env "$dir")"
+# mpirun from this (the root) namespace reaches the nodes over the bridge;
+# its agent enters a node instead of ssh.
+mpi=(mpirun --mca plm_rsh_agent "$dir/rsh" --mca oob_tcp_if_include 10.77.0.0/24
+    --mca btl_tcp_if_include 10.77.0.0/24 --hostfile "$dir/hostfile")
+
+for coll in allreduce sendrecv; do
+    echo "== mpirun --hostfile -np 4 qbench $coll --transport cpu"
+    t=$(timeout 120 "${mpi[@]}" -np 4 "$q" "$coll" --transport cpu -b 64K -e 4M -f 4) || fail "mpirun $coll exited $?"
+    printf '%s\n' "$t" | grep -E '^#  Rank|^ +[0-9]+ ' | head -8
+    [ "$(hosts "$t")" = "qn1 qn2 qn3 qn4 " ] || fail "mpirun $coll: hosts '$(hosts "$t")'"
+    printf '%s\n' "$t" | grep -q '^# Out of bounds values : 0 OK' || fail "mpirun $coll: wrong data"
+    echo "== srun -N 4 qbench $coll --transport cpu"
+    t=$(timeout 120 srun -N 4 --mpi=pmix "$q" "$coll" --transport cpu -b 64K -e 4M -f 4) || fail "srun $coll exited $?"
+    [ "$(hosts "$t")" = "qn1 qn2 qn3 qn4 " ] || fail "srun $coll: hosts '$(hosts "$t")'"
+    printf '%s\n' "$t" | grep -q '^# Out of bounds values : 0 OK' || fail "srun $coll: wrong data"
+done
+
+echo "== probe on each node, NCCL_SOCKET_IFNAME per node (qn2's names an interface it lacks)"
+for n in qn1 qn2 qn3 qn4; do
+    ifname=eth0
+    [ "$n" = qn2 ] && ifname=ib0
+    v=$(NCCL_SOCKET_IFNAME=$ifname "$nodes" exec "$dir" "$n" "$q" probe --json) || [ $? -eq 1 ] || fail "probe on $n"
+    status=$(printf '%s' "$v" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["host"]["hostname"], next(c["status"] for c in r["checks"] if c["check"] == "nccl.env NCCL_SOCKET_IFNAME"))')
+    echo "$n NCCL_SOCKET_IFNAME=$ifname: $status"
+    case "$n $status" in
+    "qn2 qn2 FAIL" | "qn1 qn1 PASS" | "qn3 qn3 PASS" | "qn4 qn4 PASS") ;;
+    *) fail "probe on $n with NCCL_SOCKET_IFNAME=$ifname: $status" ;;
+    esac
+done
+
+echo "== srun -N 4 qbench check --profile cluster: one row per node, ready"
+profile=$here/cluster.toml
+t=$(timeout 120 srun -N 4 --mpi=pmix "$q" check --profile "$profile" -J "$dir/check.json") || fail "check exited $?: $t"
+printf '%s\n' "$t"
+printf '%s\n' "$t" | grep -q '^qbench check: READY' || fail "not ready"
+for n in qn1 qn2 qn3 qn4; do printf '%s\n' "$t" | grep -q "| $n " || fail "no row of $n"; done
+
+echo "== qn3's link slowed to 40 Mbit/s: the pairwise pass names qn3 alone"
+"$nodes" slow "$dir" qn3 40mbit
+if t=$(timeout 120 srun -N 4 --mpi=pmix "$q" check --profile "$profile" -J "$dir/check-slow.json"); then
+    fail "ready with qn3 slowed: $t"
+fi
+printf '%s\n' "$t"
+printf '%s\n' "$t" | grep -q '^qbench check: NOT READY: 1 FAIL, 0 WARN, 3 PASS; drain qn3' || fail "the verdict does not drain qn3 alone"
+
+echo "== qbench-health as one step across the nodes: qn3 drained alone, with qbench's reason"
+hc=$("$cluster" hook "$dir" health env QBENCH="$q" QBENCH_PROFILE="$profile" "$health")
+timeout 120 srun -N 4 --mpi=pmix "$hc" && fail "the health step passed with qn3 slowed"
+"$cluster" wait "$dir" drained 30 qn3
+reason=$("$cluster" reason "$dir" qn3)
+echo "qn3: $reason"
+case "$reason" in "qbench: check FAIL qn3 node pairs"*) ;; *) fail "qn3 drained with '$reason'" ;; esac
+"$cluster" wait "$dir" idle 10 qn1
+"$cluster" wait "$dir" idle 10 qn2
+"$cluster" wait "$dir" idle 10 qn4
+
+echo "== the link restored and qn3 resumed: the same step passes and drains nothing"
+"$nodes" fast "$dir" qn3
+# A drained node takes no job, so a pass across nodes cannot clear it by
+# itself: the admin (here the test) resumes it once the link is mended, and
+# the next pass must then find every node ready.
+scontrol update nodename=qn3 state=resume reason=
+"$cluster" wait "$dir" idle 10 qn3
+timeout 120 srun -N 4 --mpi=pmix "$hc" || fail "the health step failed with the link restored"
+"$cluster" wait "$dir" idle 10
+echo "qn1..qn4 idle, no reason: $("$cluster" reason "$dir" qn3)"
+
+echo "== one node's process killed mid-run: the job ends, the node named"
+timeout 120 srun -N 4 --mpi=pmix -K "$q" allreduce --transport cpu -b 16M -e 16M -n 100000 >"$dir/killed.out" 2>"$dir/killed.err" &
+job=$!
+holder=$(awk '$1 == "qn2" { print $3 }' "$dir/nodes")
+victim=""
+for _ in $(seq 100); do
+    for p in $(pgrep -x qbench || true); do
+        [ "$(readlink "/proc/$p/ns/uts")" = "$(readlink "/proc/$holder/ns/uts")" ] && victim=$p
+    done
+    [ -n "$victim" ] && break
+    sleep 0.1
+done
+[ -n "$victim" ] || fail "no qbench process on qn2"
+sleep 2
+t0=$SECONDS
+kill -KILL "$victim"
+rc=0
+wait "$job" || rc=$?
+echo "srun exited $rc, $((SECONDS - t0)) s after the kill"
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then fail "srun exited $rc"; fi
+[ $((SECONDS - t0)) -le 30 ] || fail "the job took $((SECONDS - t0)) s to end"
+grep -q "qn2" "$dir/killed.err" || fail "the killed node is not named: $(cat "$dir/killed.err")"
+grep "qn2" "$dir/killed.err" | head -3
+sleep 1
+[ -z "$(pgrep -x qbench || true)" ] || fail "qbench processes left running: $(pgrep -a -x qbench)"
+
+if [ -n "$out" ]; then
+    mkdir -p "$out"
+    cp "$dir/check.json" "$out/check-4-nodes.json"
+    cp "$dir/check-slow.json" "$out/check-4-nodes-qn3-slowed.json"
+fi
