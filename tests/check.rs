@@ -117,6 +117,22 @@ fn a_profile_the_node_cannot_meet_fails_naming_the_step_and_its_fix() {
 }
 
 #[test]
+fn quiet_names_the_steps_a_lone_process_did_not_measure() {
+    // The emulated cluster's profile is the pairwise pass alone: one process
+    // has no pair to measure, is ready, and says on stderr which step it
+    // skipped, so that a health check does not lift a drain that step made.
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/cluster.toml");
+    let o = check(&["--profile", profile, "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("qbench: check SKIP "), "{err}");
+    assert!(lines[0].contains(" node pairs, MPI sendrecv 1M: one process: no pair of nodes to test"), "{err}");
+}
+
+#[test]
 fn a_node_slower_than_its_baseline_is_a_regression() {
     let dir = scratch("baseline");
     let base = dir.join("base.json");

@@ -91,14 +91,17 @@ impl Table for CheckRun {
     /// The FAIL rows, then the WARN rows, that `rank` speaks for (its
     /// node's; rows across the job: rank 0's), one line each, in the form Slurm
     /// shows as a drain reason: the node, the step, what was measured and
-    /// what was wanted.
+    /// what was wanted. Then the SKIP rows with why, so that a health check
+    /// knows which steps a run did not measure (a lone process measures no
+    /// node pairs) and does not lift a drain that such a step put there.
     fn quiet_lines(&self, rank: usize) -> Vec<String> {
         let mine: Vec<&Row> = self.rows_said_by(rank).collect();
-        [Status::Fail, Status::Warn]
-            .into_iter()
-            .flat_map(|s| mine.iter().filter(move |r| r.status == s))
-            .map(|r| format!("qbench: check {} {} {}: {}; {}", r.status, r.node, r.label(), found_and_wanted(r), r.fix))
-            .collect()
+        let judged = [Status::Fail, Status::Warn].into_iter().flat_map(|s| mine.iter().filter(move |r| r.status == s));
+        let judged = judged.map(|r| {
+            format!("qbench: check {} {} {}: {}; {}", r.status, r.node, r.label(), found_and_wanted(r), r.fix)
+        });
+        let skipped = mine.iter().filter(|r| r.status == Status::Skip);
+        judged.chain(skipped.map(|r| format!("qbench: check SKIP {} {}: {}", r.node, r.label(), r.found))).collect()
     }
 }
 
