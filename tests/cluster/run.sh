@@ -10,8 +10,11 @@
 #     one row per node, READY;
 #   - one node's link slowed (tc tbf): the pairwise pass names that node, and
 #     contrib/slurm/qbench-health run as one step across the nodes drains it
-#     alone with a qbench: reason while the others stay idle; with the link
-#     restored and the node resumed, the same step passes and drains none;
+#     alone with a qbench: reason while the others stay idle; the health
+#     check alone on that node, as slurmd runs it, measures no pairs and
+#     leaves the drain; with the link restored, the health check run across
+#     it and a healthy node by mpirun resumes it, and the step across the four
+#     passes;
 #   - one node's process killed mid-run: srun ends the job within seconds,
 #     the killed node named, nothing left running.
 # Usage: tests/cluster/run.sh QBENCH [OUT]   (qbench built with --features mpi;
@@ -53,11 +56,11 @@ eval "$("$cluster" env "$dir")"
 # mpirun from this (the root) namespace reaches the nodes over the bridge;
 # its agent enters a node instead of ssh.
 mpi=(mpirun --mca plm_rsh_agent "$dir/rsh" --mca oob_tcp_if_include 10.77.0.0/24
-    --mca btl_tcp_if_include 10.77.0.0/24 --hostfile "$dir/hostfile")
+    --mca btl_tcp_if_include 10.77.0.0/24)
 
 for coll in allreduce sendrecv; do
     echo "== mpirun --hostfile -np 4 qbench $coll --transport cpu"
-    t=$(timeout 120 "${mpi[@]}" -np 4 "$q" "$coll" --transport cpu -b 64K -e 4M -f 4) || fail "mpirun $coll exited $?"
+    t=$(timeout 120 "${mpi[@]}" --hostfile "$dir/hostfile" -np 4 "$q" "$coll" --transport cpu -b 64K -e 4M -f 4) || fail "mpirun $coll exited $?"
     printf '%s\n' "$t" | grep -E '^#  Rank|^ +[0-9]+ ' | head -8
     [ "$(hosts "$t")" = "qn1 qn2 qn3 qn4 " ] || fail "mpirun $coll: hosts '$(hosts "$t")'"
     printf '%s\n' "$t" | grep -q '^# Out of bounds values : 0 OK' || fail "mpirun $coll: wrong data"
@@ -106,16 +109,24 @@ case "$reason" in "qbench: check FAIL qn3 node pairs"*) ;; *) fail "qn3 drained 
 "$cluster" wait "$dir" idle 10 qn2
 "$cluster" wait "$dir" idle 10 qn4
 
-echo "== the link restored and qn3 resumed: the same step passes and drains nothing"
+echo "== qbench-health alone on qn3, as slurmd runs it: the pairs unmeasured, qn3 stays drained"
+lone() { "$nodes" exec "$dir" qn3 env -i SLURMD_NODENAME=qn3 "$hc"; }
+lone || fail "the lone health check on qn3 exited $?"
+[ "$("$cluster" reason "$dir" qn3)" = "$reason" ] || fail "the lone check changed qn3's drain: $("$cluster" reason "$dir" qn3)"
+"$cluster" wait "$dir" drained 5 qn3
 "$nodes" fast "$dir" qn3
-# A drained node takes no job, so a pass across nodes cannot clear it by
-# itself: the admin (here the test) resumes it once the link is mended, and
-# the next pass must then find every node ready.
-scontrol update nodename=qn3 state=resume reason=
+lone || fail "the lone health check on qn3 exited $?"
+"$cluster" wait "$dir" drained 5 qn3
+
+echo "== the link restored: qbench-health across qn3 and qn1 (mpirun, no Slurm job) resumes qn3"
+# A drained node takes no job; the pairs that drained it are measured again
+# across it and a healthy node from outside Slurm, as an admin would.
+timeout 120 "${mpi[@]}" --host qn1,qn3 -np 2 "$hc" || fail "the health check across qn1 and qn3 exited $?"
 "$cluster" wait "$dir" idle 10 qn3
+[ -z "$("$cluster" reason "$dir" qn3)" ] || fail "qn3 keeps a reason: $("$cluster" reason "$dir" qn3)"
+echo "== the same step across the four nodes: ready, nothing drained"
 timeout 120 srun -N 4 --mpi=pmix "$hc" || fail "the health step failed with the link restored"
 "$cluster" wait "$dir" idle 10
-echo "qn1..qn4 idle, no reason: $("$cluster" reason "$dir" qn3)"
 
 echo "== one node's process killed mid-run: the job ends, the node named"
 timeout 120 srun -N 4 --mpi=pmix -K "$q" allreduce --transport cpu -b 16M -e 16M -n 100000 >"$dir/killed.out" 2>"$dir/killed.err" &
