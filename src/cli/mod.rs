@@ -31,7 +31,7 @@ use std::path::PathBuf;
     long_about = None,
 )]
 pub struct Cli {
-    /// No progress on stderr while a run works (it is drawn only when stderr is a terminal); for check, no table: nothing when every step passed, else one line per FAIL then per WARN on stderr, each with the node, the step, what was measured and what was wanted (exit 0 with only WARNs; Slurm Prolog and HealthCheckProgram)
+    /// No progress on stderr while a run works (it is drawn only when stderr is a terminal); for check, no table: nothing when every step passed, else one line per FAIL then per WARN on stderr, each with the node, the step, what was measured and what was wanted (exit 0 with only WARNs), then one SKIP line per step not measured, with why; for Slurm Prolog and HealthCheckProgram
     #[arg(long, global = true)]
     pub quiet: bool,
     #[command(subcommand)]

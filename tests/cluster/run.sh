@@ -4,6 +4,8 @@
 # slurmd (tests/slurm/cluster.sh) and under mpirun with a hostfile:
 #   - mpirun --hostfile and srun -N 4 of allreduce and sendrecv on the cpu
 #     transport: one table, every rank's host named, every element checked;
+#   - srun -N 4 qbench exchange --transport cpu: the register spread over
+#     the nodes, QFT and a mirrored random circuit, every amplitude checked;
 #   - probe on each node with NCCL_SOCKET_IFNAME set per node (eth0, and a
 #     wrong name on one node): each node judged on its own interfaces;
 #   - srun -N 4 qbench check with the cluster profile (the pairwise pass):
@@ -18,7 +20,7 @@
 #   - one node's process killed mid-run: srun ends the job within seconds,
 #     the killed node named, nothing left running.
 # Usage: tests/cluster/run.sh QBENCH [OUT]   (qbench built with --features mpi;
-#   OUT, when given, receives the check records). Needs root, iproute2 and the
+#   OUT, when given, receives the check and exchange records). Needs root, iproute2 and the
 #   packages named at the top of tests/slurm/cluster.sh. Exits non-zero on the
 #   first failure; always stops the daemons and takes the nodes down.
 set -euo pipefail
@@ -69,6 +71,21 @@ for coll in allreduce sendrecv; do
     [ "$(hosts "$t")" = "qn1 qn2 qn3 qn4 " ] || fail "srun $coll: hosts '$(hosts "$t")'"
     printf '%s\n' "$t" | grep -q '^# Out of bounds values : 0 OK' || fail "srun $coll: wrong data"
 done
+
+echo "== srun -N 4 qbench exchange --transport cpu: the register over the four nodes, circuits checked"
+t=$(timeout 180 srun -N 4 --mpi=pmix "$q" exchange --transport cpu --qubits 18 -g 1 --circuit qft,random:40 -n 2 -J "$dir/exchange.json") ||
+    fail "exchange exited $?: $t"
+printf '%s\n' "$t" | grep -E 'circuit|spreading|wrong' | head -12
+python3 - "$dir/exchange.json" <<'PY' || fail "the exchange across the nodes"
+import json, sys
+r = json.load(open(sys.argv[1]))
+hosts = sorted({d["host"] for d in r["devices"]})
+assert hosts == ["qn1", "qn2", "qn3", "qn4"], hosts
+runs = [c for g in r["registers"] if g["ranks"] == 4 for c in g["circuits"]]
+assert {c["circuit"].split(":")[0] for c in runs} == {"qft", "random"}, runs
+assert all(c["wrong"] == 0 for c in runs), [(c["circuit"], c["wrong"]) for c in runs]
+print(f"exchange: {len(runs)} circuit runs over 4 ranks on {' '.join(hosts)}, 0 wrong")
+PY
 
 echo "== probe on each node, NCCL_SOCKET_IFNAME per node (qn2's names an interface it lacks)"
 for n in qn1 qn2 qn3 qn4; do
@@ -158,4 +175,5 @@ if [ -n "$out" ]; then
     mkdir -p "$out"
     cp "$dir/check.json" "$out/check-4-nodes.json"
     cp "$dir/check-slow.json" "$out/check-4-nodes-qn3-slowed.json"
+    cp "$dir/exchange.json" "$out/exchange-4-nodes.json"
 fi
