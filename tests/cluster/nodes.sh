@@ -15,6 +15,7 @@
 #                               node instead of ssh)
 #   nodes.sh exec DIR NODE CMD [ARG...]
 #                               run CMD inside NODE
+#   nodes.sh pid DIR NODE       print the pid of NODE's holder (whose namespaces are the node's)
 #   nodes.sh slow DIR NODE RATE shape NODE's link to RATE (tc tbf, both directions; "40mbit")
 #   nodes.sh fast DIR NODE      remove that shaping
 #   nodes.sh down DIR           end the holders, remove the interfaces, namespaces and bridge
@@ -24,7 +25,7 @@
 set -euo pipefail
 
 die() { echo "nodes.sh: $*" >&2; exit 1; }
-[ $# -ge 2 ] || die "usage: nodes.sh up|exec|slow|fast|down DIR [...]"
+[ $# -ge 2 ] || die "usage: nodes.sh up|exec|pid|slow|fast|down DIR [...]"
 cmd=$1
 dir=$(realpath -m -- "$2")
 shift 2
@@ -135,6 +136,11 @@ exec)
     [ -n "$pid" ] || die "no node $1"
     shift
     exec nsenter -t "$pid" -u -n -m -- "$@"
+    ;;
+pid)
+    pid=$(holder "${1:?node}")
+    [ -n "$pid" ] || die "no node $1"
+    echo "$pid"
     ;;
 slow) shape "${1:?node}" "${2:?rate}" ;;
 fast) shape "${1:?node}" ;;

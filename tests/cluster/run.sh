@@ -50,6 +50,11 @@ trap cleanup EXIT
 fail() { echo "run.sh: FAIL: $*" >&2; exit 1; }
 # hosts TEXT: the distinct host names in qbench's "Rank N ... on HOST" lines.
 hosts() { printf '%s\n' "$1" | sed -n 's/^#  Rank .* on *\([^ ]*\) device.*/\1/p' | sort -u | tr '\n' ' '; }
+# across WHAT TEXT: TEXT, a collective's table, has a rank on each node and no wrong element.
+across() {
+    [ "$(hosts "$2")" = "qn1 qn2 qn3 qn4 " ] || fail "$1: hosts '$(hosts "$2")'"
+    printf '%s\n' "$2" | grep -q '^# Out of bounds values : 0 OK' || fail "$1: wrong data"
+}
 
 "$nodes" up "$dir" 4
 export QBENCH_SLURM_NODES=$dir
@@ -64,12 +69,10 @@ for coll in allreduce sendrecv; do
     echo "== mpirun --hostfile -np 4 qbench $coll --transport cpu"
     t=$(timeout 120 "${mpi[@]}" --hostfile "$dir/hostfile" -np 4 "$q" "$coll" --transport cpu -b 64K -e 4M -f 4) || fail "mpirun $coll exited $?"
     printf '%s\n' "$t" | grep -E '^#  Rank|^ +[0-9]+ ' | head -8
-    [ "$(hosts "$t")" = "qn1 qn2 qn3 qn4 " ] || fail "mpirun $coll: hosts '$(hosts "$t")'"
-    printf '%s\n' "$t" | grep -q '^# Out of bounds values : 0 OK' || fail "mpirun $coll: wrong data"
+    across "mpirun $coll" "$t"
     echo "== srun -N 4 qbench $coll --transport cpu"
     t=$(timeout 120 srun -N 4 --mpi=pmix "$q" "$coll" --transport cpu -b 64K -e 4M -f 4) || fail "srun $coll exited $?"
-    [ "$(hosts "$t")" = "qn1 qn2 qn3 qn4 " ] || fail "srun $coll: hosts '$(hosts "$t")'"
-    printf '%s\n' "$t" | grep -q '^# Out of bounds values : 0 OK' || fail "srun $coll: wrong data"
+    across "srun $coll" "$t"
 done
 
 echo "== srun -N 4 qbench exchange --transport cpu: the register over the four nodes, circuits checked"
@@ -148,7 +151,7 @@ timeout 120 srun -N 4 --mpi=pmix "$hc" || fail "the health step failed with the 
 echo "== one node's process killed mid-run: the job ends, the node named"
 timeout 120 srun -N 4 --mpi=pmix -K "$q" allreduce --transport cpu -b 16M -e 16M -n 100000 >"$dir/killed.out" 2>"$dir/killed.err" &
 job=$!
-holder=$(awk '$1 == "qn2" { print $3 }' "$dir/nodes")
+holder=$("$nodes" pid "$dir" qn2)
 victim=""
 for _ in $(seq 100); do
     for p in $(pgrep -x qbench || true); do

@@ -42,6 +42,8 @@
 #
 # Every wait has a deadline; nothing here waits forever.
 set -euo pipefail
+# The emulated nodes' script, which enters a node.
+nodes_sh=$(cd "$(dirname "$0")/../cluster" && pwd)/nodes.sh
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 now() { date +%s.%N; }
@@ -294,7 +296,7 @@ start() {
         mkdir -p "$dir/spool/$n"
         if [ -n "$nodes_dir" ]; then
             # Inside the node's namespaces, under its name.
-            SLURM_CONF=$conf nsenter -t "$(awk -v n="$n" '$1 == n { print $3 }' "$nodes_dir/nodes")" -u -n -m -- \
+            SLURM_CONF=$conf "$nodes_sh" exec "$nodes_dir" "$n" \
                 slurmd -f "$conf" -N "$n" || { logs; stop_all; die "slurmd of $n did not start"; }
         else
             SLURM_CONF=$conf slurmd -f "$conf" || { logs; stop_all; die "slurmd did not start"; }
@@ -342,7 +344,6 @@ env)
 export SLURM_CONF=$conf
 export QBENCH_SLURM_DIR=$dir
 export QBENCH_SLURM_NODE=$node
-export QBENCH_SLURM_NODELIST="${nodes[*]}"
 export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
