@@ -13,7 +13,9 @@
 #   STAGE=two      two processes sharing the GPU at 30 qubits: QuEST, qbench,
 #                  qbench (gate classes only), QuEST (the global H and swap),
 #                  so that the machine's drift between runs falls on both
-#                  tools; then ref/quest_compare.py sets all of one's and
+#                  tools (the spread run's verdict asked for QuEST: given
+#                  QuEST's one-GPU QFT time from STAGE=one and qbench's
+#                  one-GPU record); then ref/quest_compare.py sets all of one's and
 #                  two's runs side by side (each tool's figure: the median of
 #                  its runs' medians) and judges the goals (exit 1 when one
 #                  missed).
@@ -116,8 +118,20 @@ if [ "$STAGE" = two ]; then
     quest_build
     quest_run "two processes sharing the GPU at 30 qubits, every op (3 rounds)" QUBITS=
 
-    step "qbench: two processes sharing the GPU, 30 qubits, the quest wire and schedule, 3 rounds"
+    # The verdict is asked for QuEST itself: its one-GPU QFT(30) from STAGE=one, and qbench's one-GPU record.
+    QUEST_ONE=$(python3 - "$W"/quest/quest-*.jsonl << 'EOF'
+import json, statistics, sys
+runs = [r["median_s"] for p in sys.argv[1:] for line in open(p) if line.startswith("{")
+        for r in [json.loads(line)] if (r["ranks"], r["qubits"], r["op"]) == (1, 30, "qft")]
+print(statistics.median(runs) if runs else "")
+EOF
+)
+    if [ -z "$QUEST_ONE" ] || [ ! -s "$W/qbench-1gpu-30q.json" ]; then
+        echo "STAGE=two needs STAGE=one's QuEST and qbench runs in $W"; exit 2
+    fi
+    step "qbench: two processes sharing the GPU, 30 qubits, the quest wire and schedule, 3 rounds; priced at QuEST's one-GPU $QUEST_ONE s"
     timeout 240 "${MPI[@]}" "$Q" exchange --qubits 30 -g 1 --transport quest --circuit qft --schedule quest --rounds 3 -n 3 -w 1 \
+        --simulator-time "qft=$QUEST_ONE" --one-gpu-from "$W/qbench-1gpu-30q.json" \
         -J "$W/qbench-mpi2-30q.json" > "$W/qbench-mpi2-30q.txt"; want $? 0
     tail -30 "$W/qbench-mpi2-30q.txt"; wrongs "$W/qbench-mpi2-30q.json"
 

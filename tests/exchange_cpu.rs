@@ -358,3 +358,70 @@ fn a_plan_answers_for_gpus_this_node_does_not_have() {
     let o = plan("30", &["--profile", "cpu"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn a_simulators_one_gpu_time_is_priced_spread_from_a_record_of_one_rank() {
+    let qb = env!("CARGO_BIN_EXE_qbench");
+    let dir = std::env::temp_dir().join(format!("qbench-simtime-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (one, two) = (dir.join("one.json"), dir.join("two.json"));
+    let exchange = |args: &[&str]| {
+        std::process::Command::new(qb)
+            .args(["exchange", "--transport", "cpu", "--qubits", "12", "--circuit", "qft", "-n", "1"])
+            .args(args)
+            .env_remove("QBENCH_CORRUPT")
+            .output()
+            .unwrap()
+    };
+    let o = exchange(&["-g", "1", "-J", one.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = exchange(&[
+        "-g",
+        "2",
+        "--simulator-time",
+        "qft=0.25",
+        "--one-gpu-from",
+        one.to_str().unwrap(),
+        "-J",
+        two.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("for the simulator given (0.250 s on one host rank)"), "{text}");
+    let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
+    let one_s = recorded["registers"][0]["circuits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["time"]["median"].as_f64().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&two).unwrap()).unwrap();
+    let d = &v["decisions"][0];
+    assert_eq!(d["one_gpu_from"], format!("measured in {}", one.display()));
+    assert_eq!(d["one_gpu_s"].as_f64(), Some(one_s));
+    let (local, exchange_s, spread) =
+        (d["local_s"].as_f64().unwrap(), d["exchange_s"].as_f64().unwrap(), d["spread_s"].as_f64().unwrap());
+    assert!((local + exchange_s - spread).abs() < 1e-12 && local > 0.0, "{d}");
+    let p = &d["simulator"];
+    let want = 0.25 * local / one_s + exchange_s;
+    assert!((p["spread_s"].as_f64().unwrap() - want).abs() < 1e-9 * want, "{d}");
+    assert!((p["speedup"].as_f64().unwrap() - 0.25 / want).abs() < 1e-9, "{d}");
+    // A record whose one-rank register is left out cannot stand for one GPU.
+    let mut spread_only = v.clone();
+    spread_only["registers"].as_array_mut().unwrap().retain(|r| r["ranks"] != 1);
+    let spread_only_path = dir.join("spread-only.json");
+    std::fs::write(&spread_only_path, spread_only.to_string()).unwrap();
+    // Bad input: one line, exit 2, before anything runs.
+    for (args, says) in [
+        (vec!["-g", "2", "--simulator-time", "fast"], "not a positive number"),
+        (vec!["-g", "2", "--simulator-time", "random=1"], "--circuit does not run"),
+        (vec!["-g", "2", "--one-gpu-from", "Cargo.toml"], "not JSON"),
+        (vec!["-g", "2", "--one-gpu-from", spread_only_path.to_str().unwrap()], "no circuit ran correctly on one rank"),
+    ] {
+        let o = exchange(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says) && err.trim().lines().count() == 1, "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,7 +5,10 @@ simulator verdict: one GPU, QFT measured by qbench at most 1.10x QuEST's
 and qbench's projection from its gate classes within 10% of its own
 measured QFT; two processes sharing the GPU, the quest wire's global H and
 global swap within 10% of QuEST's and QFT with QuEST's wire and schedule
-within 15%. Every figure is read from a file; nothing is estimated.
+within 15%; and, where a spread run was given QuEST's one-GPU QFT time
+(`--simulator-time`), the spread time its verdict priced from it within
+15% of QuEST's measured one. Every figure is read from a file; nothing is
+estimated.
 Each tool may be run more than once in the job (interleaved, so that a
 machine's drift between runs falls on both): its figure for an op is then
 the median of its runs' medians, and the row keeps every run's figure.
@@ -24,6 +27,7 @@ ONE_GPU_QFT_MAX = 1.10
 PROJECTION_TOLERANCE = 0.10
 WIRE_TOLERANCE = 0.10
 SPREAD_QFT_TOLERANCE = 0.15
+SIMULATOR_VERDICT_TOLERANCE = 0.15
 
 
 def read_quest(paths):
@@ -148,11 +152,25 @@ def compare(quest, qbench, wire="quest"):
     spread = spreading(rows)
     for sp in spread:
         # What the spread runs' own verdicts said, from their one-GPU figure.
+        priced = []
         for _, run, _ in qbench[(sp["ranks"], sp["qubits"])]:
             for d in run.get("decisions", []):
                 if d["circuit"] == "qft" and d["qubits"] == sp["qubits"] and d.get("one_gpu_s"):
                     sp.update(verdict_factor=d["spread_s"] / d["one_gpu_s"], verdict_one_gpu_s=d["one_gpu_s"],
                               verdict_one_gpu_from=d["one_gpu_from"], verdict=d["verdict"])
+                    if d.get("simulator"):
+                        priced.append(d["simulator"])
+        if priced:
+            # The verdict priced at QuEST's own one-GPU time, against QuEST spread.
+            p = min(priced, key=lambda x: x["spread_s"])
+            ratio = p["spread_s"] / sp["quest_s"]
+            sp.update(simulator_one_gpu_s=p["one_gpu_s"], simulator_spread_s=p["spread_s"],
+                      simulator_factor=p["spread_s"] / p["one_gpu_s"], simulator_ratio=ratio)
+            given = abs(p["one_gpu_s"] / sp["quest_one_s"] - 1) <= 1e-6
+            goals.append(goal(f"QFT({sp['qubits']}) over {sp['ranks']} processes priced from QuEST's one-GPU time "
+                              f"(given: {'QuEST' if given else 'NOT QuEST'}'s {p['one_gpu_s']:.4g} s): qbench's verdict / "
+                              f"QuEST measured within {SIMULATOR_VERDICT_TOLERANCE:.0%}", ratio,
+                              given and abs(ratio - 1) <= SIMULATOR_VERDICT_TOLERANCE))
     return {"rows": rows, "goals": goals, "spreading": spread}
 
 
@@ -171,7 +189,8 @@ def spreading(rows):
             o = one[r["qubits"]]
             q, b = r["quest_s"] / o["quest_s"], r["qbench_s"] / o["qbench_s"]
             qa, ba = r["quest_s"] - o["quest_s"], r["qbench_s"] - o["qbench_s"]
-            out.append({"qubits": r["qubits"], "ranks": r["ranks"], "quest_factor": q, "qbench_factor": b,
+            out.append({"qubits": r["qubits"], "ranks": r["ranks"], "quest_s": r["quest_s"], "quest_one_s": o["quest_s"],
+                        "quest_factor": q, "qbench_factor": b,
                         "ratio": b / q, "quest_added_s": qa, "qbench_added_s": ba, "added_ratio": ba / qa})
     return out
 
@@ -192,6 +211,10 @@ def table(result):
         if "verdict" in s:
             lines.append(f"  qbench's verdict on the spread run: x{s['verdict_factor']:.2f} from one GPU at "
                          f"{s['verdict_one_gpu_s']:.3f} s ({s['verdict_one_gpu_from']})")
+        if "simulator_spread_s" in s:
+            lines.append(f"  priced from {s['simulator_one_gpu_s']:.3f} s on one GPU: {s['simulator_spread_s']:.3f} s spread, "
+                         f"x{s['simulator_factor']:.2f} (QuEST measured {s['quest_s']:.3f} s, x{s['quest_factor']:.2f}; "
+                         f"ratio {s['simulator_ratio']:.3f})")
     for g in result["goals"]:
         lines.append(f"{'held' if g['held'] else 'MISSED':<6} {g['goal']}: {g['value']:.3f}")
     return "\n".join(lines)

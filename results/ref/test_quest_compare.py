@@ -51,7 +51,7 @@ class Compare(unittest.TestCase):
             f.write(text)
         return p
 
-    def run_compare(self, one_qft=2.4, projected=2.5, spread_qft=10.0, global_h=5.2):
+    def run_compare(self, one_qft=2.4, projected=2.5, spread_qft=10.0, global_h=5.2, priced=None):
         quest = self.write("q.jsonl", "\n".join([
             "not json: a warning QuEST printed",
             quest_line(1, "h:0", 0.0085), quest_line(1, "cphase:1,0", 0.0085), quest_line(1, "qft", 2.49),
@@ -62,6 +62,11 @@ class Compare(unittest.TestCase):
                                           cls("global_swap", [29, 0], 2.40, "quest"),
                                           cls("global_gate", [29], 3.0, "nccl")],
                                       [qft(spread_qft, 10.1, "quest", "quest"), qft(6.0, 6.0, "quest", "nccl")])]}
+        if priced:
+            given, spread = priced
+            two["decisions"] = [{"circuit": "qft", "qubits": 30, "gpus": 2, "one_gpu_s": one_qft, "spread_s": 6.0,
+                                 "one_gpu_from": "measured in one.json", "verdict": "…",
+                                 "simulator": {"one_gpu_s": given, "spread_s": spread, "speedup": given / spread}}]
         files = [self.write("one.json", json.dumps(one)), self.write("two.json", json.dumps(two))]
         out = os.path.join(self.dir, "out.json")
         rc = qc.main(["--quest", quest, "--qbench", *files, "--out", out])
@@ -92,6 +97,20 @@ class Compare(unittest.TestCase):
             bad = [g["goal"] for g in r["goals"] if not g["held"]]
             self.assertEqual(len(bad), 1, (kwargs, bad))
             self.assertIn(missed, bad[0])
+
+    def test_the_verdict_priced_at_quests_one_gpu_time_is_held_against_quest_spread(self):
+        rc, r = self.run_compare(priced=(2.49, 10.5))
+        self.assertEqual(rc, 0, r["goals"])
+        s = r["spreading"][0]
+        self.assertAlmostEqual(s["simulator_ratio"], 10.5 / 9.95)
+        self.assertAlmostEqual(s["simulator_factor"], 10.5 / 2.49)
+        self.assertEqual(len(r["goals"]), 6)
+        for priced, why in [((2.49, 12.0), "too far from QuEST"), ((2.0, 9.95), "not QuEST's time given")]:
+            rc, r = self.run_compare(priced=priced)
+            self.assertEqual(rc, 1, why)
+            bad = [g["goal"] for g in r["goals"] if not g["held"]]
+            self.assertEqual(len(bad), 1, (why, bad))
+            self.assertIn("priced from QuEST's one-GPU time", bad[0])
 
     def test_runs_of_a_tool_give_the_median_of_their_medians(self):
         quest = self.write("q.jsonl", "\n".join([quest_line(2, "h:29", 5.0), quest_line(2, "h:29", 5.7),

@@ -7,6 +7,7 @@ use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::statevec::schedule::Schedule;
 use crate::transport::amplitudes::Wire;
+use crate::workload::exchange::decision::Against;
 use crate::workload::exchange::forecast::Machine;
 use crate::workload::exchange::plan::{
     ComparePlan, ExchangePlan, check_chunk, memories, parse_counts, parse_qubits, parse_wires,
@@ -59,6 +60,12 @@ pub struct ExchangeArgs {
     /// Times each circuit runs (the median is reported)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
+    /// A simulator's own time of the circuit on one GPU, seconds (CIRCUIT=SECONDS,... for several circuits): the verdict prices that simulator spread, its local steps at its speed and the exchanges as measured
+    #[arg(long, value_name = "[CIRCUIT=]SECONDS,...", conflicts_with = "plan")]
+    pub simulator_time: Option<String>,
+    /// Records of `qbench exchange -g 1` on the same register whose circuits are the one-GPU time the verdict compares with (for ranks under mpirun, which do not measure it); taken over one measured here
+    #[arg(long, value_name = "RUN.json", num_args = 1.., conflicts_with = "plan")]
+    pub one_gpu_from: Vec<std::path::PathBuf>,
     /// Measure nothing: project every -g count from --profile's machine figures or --from records
     #[arg(long, requires = "qubits")]
     pub plan: bool,
@@ -105,6 +112,15 @@ impl ExchangeArgs {
     pub fn plan(&self) -> Result<ExchangePlan> {
         let ops = GlobalOp::parse_list(&self.pattern)?;
         let wires = parse_wires(&self.transport, self.no_pipeline)?;
+        let circuits: Vec<CircuitSpec> =
+            self.circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?;
+        let against = Against {
+            simulator_s: match &self.simulator_time {
+                Some(t) => Against::parse_simulator(t, &circuits)?,
+                None => Vec::new(),
+            },
+            one_gpu_runs: Against::load_one_gpu(&self.one_gpu_from)?,
+        };
         Ok(ExchangePlan {
             qubits: parse_qubits(&self.qubits)?,
             ngpus: parse_counts(&self.ngpus)?,
@@ -115,10 +131,11 @@ impl ExchangeArgs {
             chunk: check_chunk(self.chunk)?,
             iters: self.iters,
             warmup: self.warmup_iters,
-            circuits: self.circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?,
+            circuits,
             schedules: Schedule::parse_list(&self.schedule)?,
             rounds: self.rounds,
             one_rank_too: true,
+            against,
             fault: ExchangePlan::fault_for(&ops)?,
             ops,
             unavailable: Vec::new(),

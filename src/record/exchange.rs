@@ -139,13 +139,15 @@ pub struct CircuitRun {
 
 /// Whether spreading the register pays for a circuit: its time on one GPU
 /// (measured, or projected from this register's local classes) against
-/// the fastest schedule and wire measured on the spread register.
+/// the fastest schedule and wire measured on the spread register; and,
+/// given a simulator's own one-GPU time, the same question for it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
     pub circuit: String,
     pub qubits: u32,
     pub gpus: usize,
-    /// The circuit on one GPU, seconds: measured in this run, or projected.
+    /// The circuit on one GPU with qbench's kernels, seconds: measured in
+    /// this run or in a record given, or projected.
     pub one_gpu_s: Option<f64>,
     /// Where `one_gpu_s` comes from, in words.
     pub one_gpu_from: String,
@@ -155,9 +157,34 @@ pub struct Decision {
     pub spread_s: f64,
     pub schedule: Option<Schedule>,
     pub transport: Option<String>,
-    /// one_gpu_s / spread_s.
+    /// one_gpu_s / spread_s: qbench's kernels on both sides.
     pub speedup: Option<f64>,
+    /// Seconds of that run in steps that exchange nothing (its median
+    /// round, as the rank that wrote the record timed them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_s: Option<f64>,
+    /// spread_s − local_s: the exchanges and the waits on them, the part
+    /// that does not depend on whose kernels run the local gates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_s: Option<f64>,
+    /// The user's simulator priced on the spread register (`--simulator-time`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<SimulatorPrice>,
     pub verdict: String,
+}
+
+/// A simulator's one-GPU time of a circuit, as its user gave it, and its
+/// spread time priced from it: the local steps scaled by its speed against
+/// qbench's (its one-GPU seconds / qbench's), the exchange seconds as
+/// measured, since the wire moves the same bytes whoever computes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimulatorPrice {
+    /// Given, seconds.
+    pub one_gpu_s: f64,
+    /// one_gpu_s × local_s / the decision's one_gpu_s + exchange_s.
+    pub spread_s: f64,
+    /// one_gpu_s / spread_s.
+    pub speedup: f64,
 }
 
 /// What a circuit would cost on a number of GPUs this run did not

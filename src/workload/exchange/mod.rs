@@ -6,6 +6,7 @@
 mod circuits;
 mod classes;
 pub mod compare;
+pub mod decision;
 pub mod forecast;
 pub mod plan;
 mod projection;

@@ -1,6 +1,7 @@
 //! What an exchange or a comparison runs, resolved and checked before any
 //! GPU is touched.
 
+use super::decision::Against;
 use super::forecast::Machine;
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
@@ -39,6 +40,8 @@ pub struct ExchangePlan {
     pub fault: Option<Fault>,
     /// `--plan`: measure nothing, project every count from these figures.
     pub forecast: Option<Machine>,
+    /// What the verdict holds spread runs against besides this run.
+    pub against: Against,
     /// The memory and wires asked for that this machine cannot run, with
     /// why: left out of the plan, named in the record.
     pub unavailable: Vec<Unavailable>,

@@ -2,26 +2,25 @@
 //! references (a chunk copy, the host link, NCCL's sendrecv), every gate
 //! class timed and checked (classes.rs), the circuits run for real under
 //! each schedule and over each wire (circuits.rs), and, from the circuits
-//! measured, whether spreading the register pays. Records in, nothing
+//! measured, whether spreading the register pays (decision.rs). Records in, nothing
 //! printed: the observer hears of each register as it is measured.
 
 use super::circuits;
 use super::classes::{self, Probe};
+use super::decision;
 use super::forecast;
 use super::plan::{ExchangePlan, gpu_libraries};
-use super::projection::{self, Table};
+use super::projection::Table;
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::interrupt;
 use crate::libs::Library;
-use crate::record::exchange::{
-    CircuitRun, ClassTime, Decision, ExchangeRun, KIND, References, RegisterRun, Unavailable,
-};
+use crate::record::exchange::{ExchangeRun, KIND, References, RegisterRun, Unavailable};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
-use crate::statevec::circuit::{Circuit, CircuitSpec};
-use crate::statevec::layout::{GlobalOp, Layout, Precision, largest_register};
-use crate::statevec::schedule::{Schedule, compile};
+use crate::statevec::circuit::Circuit;
+use crate::statevec::layout::{GlobalOp, Layout, Precision};
+use crate::statevec::schedule::Schedule;
 use crate::statevec::state::ProductState;
 use crate::stats::Summary;
 use crate::transport::amplitudes::gpu::GpuRegister;
@@ -330,7 +329,8 @@ fn exchange(
             }
         }
     }
-    out.decisions = decide(&out.registers, &memory_of, &plan.circuits, sharing(&out.devices));
+    out.decisions =
+        decision::decide(&out.registers, &memory_of, &plan.circuits, decision::sharing(&out.devices), &plan.against);
     if out.registers.iter().all(|r| r.classes.is_empty()) {
         let mut why: Vec<String> = out
             .registers
@@ -378,134 +378,4 @@ fn agree_on_reach(plan: &ExchangePlan, world: &dyn crate::world::World) -> Resul
             )))
         }
     }
-}
-
-/// Whether spreading pays, circuit by circuit, in each memory: the largest
-/// spread register's fastest run against the same register on one rank
-/// (measured, else priced from the spread register's local classes).
-/// `device` is the memory of one rank's device in each memory; `sharing`
-/// how many GPU ranks shared each GPU.
-fn decide(
-    registers: &[RegisterRun],
-    memory_of: &[(Memory, u64)],
-    specs: &[CircuitSpec],
-    sharing: usize,
-) -> Vec<Decision> {
-    let mut out = Vec::new();
-    for &(memory, device) in memory_of {
-        let mine: Vec<&RegisterRun> = registers.iter().filter(|r| r.memory == memory.name()).collect();
-        // The largest register spread over several ranks, else one on one.
-        let with =
-            |spread: bool| mine.iter().rev().find(|r| !r.circuits.is_empty() && (r.ranks > 1) == spread).copied();
-        let Some(top) = with(true).or_else(|| with(false)) else { continue };
-        let one = mine.iter().find(|r| r.ranks == 1 && r.qubits == top.qubits && r.precision == top.precision);
-        let layout = Layout::new(top.qubits, top.ranks, top.precision).ok();
-        for spec in specs {
-            let name = spec.name();
-            let runs: Vec<&CircuitRun> = top.circuits.iter().filter(|c| c.circuit == name && c.wrong == 0).collect();
-            let measured_one = one.and_then(|o| {
-                o.circuits
-                    .iter()
-                    .filter(|c| c.circuit == name && c.wrong == 0)
-                    .min_by(|a, b| a.time.median.total_cmp(&b.time.median))
-            });
-            let unit = if memory == Memory::Gpu { "GPU" } else { "host rank" };
-            if top.ranks == 1 {
-                let Some(c) = runs.iter().min_by(|a, b| a.time.median.total_cmp(&b.time.median)) else { continue };
-                out.push(Decision {
-                    circuit: name.clone(),
-                    qubits: top.qubits,
-                    gpus: 1,
-                    one_gpu_s: Some(c.time.median),
-                    one_gpu_from: "measured".into(),
-                    one_gpu_fits: true,
-                    spread_s: c.time.median,
-                    schedule: None,
-                    transport: None,
-                    speedup: None,
-                    verdict: format!("{} gates in {:.3} s on one {unit} (measured)", c.gates, c.time.median),
-                });
-                continue;
-            }
-            let Some(best) = runs.iter().min_by(|a, b| a.time.median.total_cmp(&b.time.median)) else { continue };
-            let fits = largest_register(device, top.precision, 0) >= top.qubits;
-            let (one_s, from) = match (measured_one, layout) {
-                (Some(m), _) => (Some(m.time.median), "measured".to_string()),
-                // Ranks that shared a GPU timed each class with the others'
-                // kernels time-sliced beside theirs: those times do not
-                // scale to one rank alone.
-                (None, _) if memory == Memory::Gpu && sharing > 1 => (
-                    None,
-                    format!(
-                        "not measured: {sharing} ranks shared each GPU, so their classes do not scale to one rank \
-                         alone; `qbench exchange -g 1` without mpirun measures it"
-                    ),
-                ),
-                (None, Some(l)) => (
-                    one_rank_price(top, &l, spec),
-                    format!(
-                        "projected: this register's local classes × {} (a chunk {} times larger)",
-                        top.ranks, top.ranks
-                    ),
-                ),
-                (None, None) => (None, "unknown".into()),
-            };
-            let speedup = one_s.map(|o| o / best.time.median);
-            let how = format!(
-                "{} schedule over {}",
-                best.schedule.map_or("", |s| s.name()),
-                best.transport.as_deref().unwrap_or("-")
-            );
-            let verdict = match speedup {
-                None => format!(
-                    "{:.3} s on {} {unit}s ({how}); no one-{unit} time to compare ({from})",
-                    best.time.median, top.ranks
-                ),
-                Some(x) if x >= 1.05 => format!("spreading pays: ×{x:.2} faster on {} {unit}s ({how})", top.ranks),
-                Some(x) if x > 0.95 => format!("break-even: spreading neither pays nor costs ({how})"),
-                Some(x) if fits => format!("spreading costs ×{:.2}: run it on one {unit} ({how})", 1.0 / x),
-                Some(x) => format!(
-                    "spreading only buys memory: ×{:.2} slower than one {unit} would be, but {} qubits do not fit on one ({how})",
-                    1.0 / x,
-                    top.qubits
-                ),
-            };
-            out.push(Decision {
-                circuit: name.clone(),
-                qubits: top.qubits,
-                gpus: top.ranks,
-                one_gpu_s: one_s,
-                one_gpu_from: from,
-                one_gpu_fits: fits,
-                spread_s: best.time.median,
-                schedule: best.schedule,
-                transport: best.transport.clone(),
-                speedup,
-                verdict,
-            });
-        }
-    }
-    out
-}
-
-/// The most GPU ranks of the run on one GPU (1 where each has its own).
-fn sharing(devices: &[crate::record::RankInfo]) -> usize {
-    let mut on: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
-    for d in devices.iter().filter(|d| d.bus_id != "host") {
-        *on.entry((d.host.as_str(), d.bus_id.as_str())).or_default() += 1;
-    }
-    on.into_values().max().unwrap_or(1)
-}
-
-/// The circuit on one rank, priced from the spread register's local classes.
-/// (the faster schedule's).
-fn one_rank_price(top: &RegisterRun, spread: &Layout, spec: &CircuitSpec) -> Option<f64> {
-    let one = Layout::new(top.qubits, 1, top.precision).ok()?;
-    let circuit = spec.build(top.qubits).ok()?;
-    let classes: Vec<ClassTime> = top.classes.iter().filter(|c| !c.class.exchanges()).cloned().collect();
-    let table = Table { classes: &classes, layout: *spread };
-    Schedule::ALL
-        .iter()
-        .filter_map(|&s| projection::price(&compile(&circuit, &one, s), &one, None, table))
-        .min_by(f64::total_cmp)
 }
