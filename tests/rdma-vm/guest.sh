@@ -10,49 +10,8 @@ Q=/tmp/qbench.bin
 cp "$1" $Q && chmod +x $Q || exit 1
 OUT=$2
 N=${RDMA_VM_ITERS:-100}
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-start=$(date +%s)
-section() { echo; echo "=== [$(($(date +%s) - start)) s] $*"; }
-
-# check NAME CODE LOG: the exit code of the last command was $rc; it must be CODE.
-check() {
-  if [ "$rc" = "$2" ]; then pass "$1 (exit $rc)"; else fail "$1: exit $rc, expected $2"; cat "$3"; fi
-}
-
-# one_line NAME CODE TEXT FILE: stderr FILE is one line holding TEXT, exit CODE.
-one_line() {
-  lines=$(grep -c . "$4")
-  if [ "$rc" = "$2" ] && [ "$lines" = 1 ] && grep -q -- "$3" "$4"; then
-    pass "$1: $(cat "$4")"
-  else
-    fail "$1: exit $rc (expected $2), $lines lines:"; cat "$4"
-  fi
-}
-
-# faulted NAME CODE TEXT FILE: stderr FILE is the line that announces the
-# QBENCH_CORRUPT fault, then one line holding TEXT, exit CODE.
-faulted() {
-  if head -1 "$4" | grep -q '^qbench: QBENCH_CORRUPT=rdma'; then
-    sed 1d "$4" > "$4.rest"
-    one_line "$1" "$2" "$3" "$4.rest"
-  else
-    fail "$1: the fault is not announced:"; cat "$4"
-  fi
-}
-
-# clean NAME JSON: a finished qbench.rdma.v2 record, with rows and no wrong byte.
-clean() {
-  rows=$(grep -c '"kind":' "$2" 2>/dev/null)
-  if [ "${rows:-0}" -gt 0 ] && ! grep -q '"wrong_bytes": [1-9]' "$2" \
-    && grep -q '"schema": "qbench.rdma.v2"' "$2" && grep -q '"complete": true' "$2"; then
-    pass "$1: $rows rows, every byte right"
-  else
-    fail "$1: $rows rows, or wrong bytes, or not a finished qbench.rdma.v2 record in $2"
-  fi
-}
+# shellcheck source=tests/rdma-vm/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # agree NAME PROBE_JSON RECORD_JSON: every endpoint of the rdma record is a
 # port and GID of probe's facts (probe and rdma read the same sysfs facts).
@@ -70,17 +29,6 @@ PY
 }
 
 T="timeout 300"
-
-# listening PORT: waits (at most a minute) until a server listens on TCP PORT,
-# without connecting to it (a connection would be a client).
-listening() {
-  hex=$(printf '%04X' "$1")
-  i=0
-  while ! grep -Eq ":$hex [0-9A-F]+:0000 0A " /proc/net/tcp /proc/net/tcp6 2> /dev/null && [ $i -lt 600 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-}
 
 section "the adapters, as probe and libibverbs see them"
 ibv_devices
