@@ -2,7 +2,7 @@
 //! reach the peer it names: the options of the rdma library's plan.
 
 use super::{OutputArgs, size_arg};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::rdma::oob::DEFAULT_PORT;
 use crate::rdma::plan::{CudaVia, Options, Peer, Plan};
 use clap::{Args, ValueEnum};
@@ -21,7 +21,7 @@ pub enum CudaArg {
 
 #[derive(Args, Debug, Clone)]
 #[command(
-    after_help = "Start `qbench rdma --server` on one node and `qbench rdma HOST` on the other with the same test options, \
+    after_help = "Start `qbench rdma` (or `--server`) on one node and `qbench rdma HOST` on the other with the same test options, as perftest's ib_*_bw and ib_*_lat, \
 or `qbench rdma --loopback` for every pair of adapters of this node, or `mpirun -np 2N qbench rdma` for N pairs of ranks.\n\
 Every byte that arrives is compared with its seeded pattern; a wrong byte exits 1.\n\
 QBENCH_CORRUPT=rdma[:BYTE] flips byte BYTE (default 0) of every buffer this process sends from, to prove it."
@@ -30,7 +30,7 @@ pub struct RdmaArgs {
     /// The server to connect to (this process is the client)
     #[arg(value_name = "HOST", conflicts_with_all = ["server", "loopback"])]
     pub host: Option<String>,
-    /// Wait for one client, run the tests with it, then exit
+    /// Wait for one client, run the tests with it, then exit (what no HOST means, as in perftest)
     #[arg(long, conflicts_with = "loopback")]
     pub server: bool,
     /// Both sides in this process: every pair of this node's adapters (or the two of -d A,B)
@@ -125,16 +125,13 @@ impl RdmaArgs {
     fn peer(&self) -> Result<Peer> {
         Ok(if self.loopback {
             Peer::Loopback
-        } else if self.server {
-            Peer::Listen { bind: self.bind, port: self.port }
         } else if let Some(host) = &self.host {
             Peer::Connect { host: host.clone(), port: self.port }
-        } else if crate::world::launched_as_many().is_some() {
+        } else if !self.server && crate::world::launched_as_many().is_some() {
             Peer::Ranks
         } else {
-            return Err(Error::Usage(
-                "say where the other side is: `qbench rdma --server` here and `qbench rdma HOST` there, --loopback for two adapters of this node, or mpirun -np 2N for pairs of ranks".into(),
-            ));
+            // No host is the server, as perftest's `ib_write_bw -d mlx5_0`.
+            Peer::Listen { bind: self.bind, port: self.port }
         })
     }
 
@@ -186,6 +183,11 @@ mod tests {
         assert_eq!(p.memory, Memory::CudaDmabuf { gpu: 0 });
         assert_eq!(p.peer.mode(), Mode::Server);
         assert_eq!(p.libraries(), [crate::libs::Library::Driver]);
+        // No host is perftest's server: `ib_write_bw -d mlx5_0 -a --report_gbits`.
+        let p = parse(&["-d", "mlx5_0", "-a", "--report_gbits"]).unwrap().plan().unwrap();
+        assert_eq!(p.peer.mode(), Mode::Server);
+        assert_eq!(p.peer, Peer::Listen { bind: a.bind, port: DEFAULT_PORT });
+        assert_eq!(p.devices, ["mlx5_0"]);
         let a = parse(&["--loopback", "--use_cuda=peermem", "-d", "rxe0, rxe1"]).unwrap();
         let p = a.plan().unwrap();
         assert_eq!(p.memory, Memory::CudaPeermem { gpu: 0 });
@@ -206,6 +208,7 @@ mod tests {
             &["--loopback", "--test", "ping"],
             &["--loopback", "-d", "rxe0"],
             &["--server", "-d", "rxe0,rxe1"],
+            &["-d", "rxe0,rxe1"],
             &["-d", "a,b,c", "host"],
         ] {
             assert_eq!(parse(bad).unwrap().plan().unwrap_err().exit_code(), 2, "{bad:?}");
