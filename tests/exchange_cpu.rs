@@ -14,6 +14,8 @@ use qbench::transport::amplitudes::{Register, Wire, step};
 use qbench::world::Solo;
 use std::f64::consts::FRAC_1_SQRT_2;
 
+mod common;
+
 fn reference_h(v: &mut [Complex64], q: u32) {
     for i in 0..v.len() {
         if i >> q & 1 == 0 {
@@ -361,17 +363,12 @@ fn a_plan_answers_for_gpus_this_node_does_not_have() {
 
 #[test]
 fn a_simulators_one_gpu_time_is_priced_spread_from_a_record_of_one_rank() {
-    let qb = env!("CARGO_BIN_EXE_qbench");
     let dir = std::env::temp_dir().join(format!("qbench-simtime-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (one, two) = (dir.join("one.json"), dir.join("two.json"));
     let exchange = |args: &[&str]| {
-        std::process::Command::new(qb)
-            .args(["exchange", "--transport", "cpu", "--qubits", "12", "--circuit", "qft", "-n", "1"])
-            .args(args)
-            .env_remove("QBENCH_CORRUPT")
-            .output()
-            .unwrap()
+        let base = ["exchange", "--transport", "cpu", "--qubits", "12", "--circuit", "qft", "-n", "1"];
+        common::qbench(&[&base[..], args].concat())
     };
     let o = exchange(&["-g", "1", "-J", one.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
