@@ -22,7 +22,9 @@ impl Session {
         libs::require(libraries, without_gpus)?;
         let world = world::detect()?;
         let args: Vec<String> = std::env::args().skip(1).collect();
-        world::agree_on_settings(world.as_ref(), &world::settings(&args))?;
+        let mut settings = world::settings(&args);
+        settings.extend(world::agreed_environment());
+        world::agree_on_settings(world.as_ref(), &settings)?;
         Ok(Session { world, loaded: libraries.to_vec() })
     }
 

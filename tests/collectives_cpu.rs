@@ -223,3 +223,23 @@ fn a_missing_argument_is_named_in_one_line() {
         assert!(err.contains(want) && err.lines().count() == 1, "{args:?}: {err}");
     }
 }
+
+/// NCCL_TESTS_SPLIT splits MPI processes only, as in nccl-tests: one
+/// process runs its ranks as one communicator. A value nccl-tests would
+/// take silently as colour 0 is one line and exit 2 here.
+#[test]
+fn a_split_value_that_cannot_be_read_is_one_line_and_exit_2() {
+    let args = ["allreduce", "--transport", "cpu", "-g", "2", "-b", "1M", "-e", "1M"];
+    let o = qbench_with(&args, &[("NCCL_TESTS_SPLIT", "MOD 2")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(rows(&o).len(), 1);
+    assert!(!stdout(&o).contains("# Group "), "{}", stdout(&o));
+    for (var, value) in [("NCCL_TESTS_SPLIT", "XOR 2"), ("NCCL_TESTS_SPLIT", "MOD 0"), ("NCCL_TESTS_SPLIT_MASK", "zz")]
+    {
+        let o = qbench_with(&args, &[(var, value)]);
+        assert_eq!(o.status.code(), Some(2), "{var}={value}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("qbench: {var}={value}: ")), "{err}");
+    }
+}

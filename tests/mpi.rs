@@ -360,3 +360,68 @@ fn ranks_launched_with_other_settings_end_the_job_before_work() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// NCCL_TESTS_SPLIT="MOD 2" over 4 processes: two communicators of 2 ranks
+/// (0 2 and 1 3) running at once, as nccl-tests runs them; the table
+/// combines their times, each colour has its own table and record rows,
+/// every element checked in both, the bus factor of 2 ranks; a wrong
+/// element in one communicator fails the job; a process started with
+/// another split is refused before any work.
+#[test]
+fn a_split_runs_one_communicator_per_colour_with_a_table_each() {
+    let dir = std::env::temp_dir().join(format!("qbench-mpi-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("split.json");
+    let args = ["allreduce", "--transport", "cpu", "-b", "64K", "-e", "1M", "-f", "4", "-J", json.to_str().unwrap()];
+    let o = mpirun(4, &args, &[("NCCL_TESTS_SPLIT", "MOD 2")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    for (rank, group) in [(0, 0), (1, 1), (2, 0), (3, 1)] {
+        assert!(out.contains(&format!("#  Rank  {rank} Group  {group} ")), "{out}");
+    }
+    assert!(out.contains("# Group 0: ranks 0 2 on "), "{out}");
+    assert!(out.contains("# Group 1: ranks 1 3 on "), "{out}");
+    let table = rows(&o);
+    assert_eq!(table.len(), 3 * 3, "the combined table and one per colour: {out}");
+    assert_clean(&table, "split");
+    for r in &table {
+        let (alg, bus): (f64, f64) = (r[6].parse().unwrap(), r[7].parse().unwrap());
+        assert!((bus - alg).abs() <= 0.02, "2 ranks a communicator: busbw = algbw: {r:?}");
+    }
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(record["split"]["asked"], "NCCL_TESTS_SPLIT=MOD 2");
+    assert_eq!(
+        record["split"]["groups"],
+        serde_json::json!([{"group": 0, "ranks": [0, 2]}, {"group": 1, "ranks": [1, 3]}])
+    );
+    for row in record["results"].as_array().unwrap() {
+        let groups = row["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 2);
+        for g in groups {
+            assert_eq!(g["out_of_place"]["wrong"], 0);
+            assert_eq!(g["count"], row["count"]);
+        }
+    }
+
+    let o = mpirun(4, &args[..9], &[("NCCL_TESTS_SPLIT_MASK", "0x1"), ("QBENCH_CORRUPT", "1:3")]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = rows(&o);
+    // Rank 1 of each communicator (job ranks 2 and 3) delivers one wrong element.
+    assert_eq!(table[0][8], "2", "{table:?}");
+    assert_eq!((table[3][8].as_str(), table[6][8].as_str()), ("1", "1"), "{table:?}");
+
+    let script = format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then export NCCL_TESTS_SPLIT='MOD 2'; fi; exec {} allreduce --transport cpu -b 1M -e 1M",
+        env!("CARGO_BIN_EXE_qbench")
+    );
+    let o = Command::new("timeout")
+        .args(["60", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "sh", "-c", &script])
+        .env_remove("QBENCH_CORRUPT")
+        .env_remove("NCCL_TESTS_SPLIT")
+        .output()
+        .expect("run mpirun");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("rank 1 on ") && err.contains("'NCCL_TESTS_SPLIT=MOD 2'"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -7,6 +7,7 @@ use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 use crate::units::Step;
+use crate::world::split::Split;
 use serde::{Deserialize, Serialize};
 
 pub const KIND: &str = "collective";
@@ -134,6 +135,37 @@ pub struct SizeRecord {
     pub root: i64,
     pub out_of_place: Cell,
     pub in_place: Cell,
+    /// Under a split (`NCCL_TESTS_SPLIT`), each communicator's own row: the
+    /// cells above combine every communicator's times, as nccl-tests does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupRow>,
+}
+
+/// One communicator's half of a row of a split run: its own times
+/// combined over its ranks (`-a`), its bandwidths with its own rank
+/// count, its wrong elements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupRow {
+    /// The colour.
+    pub group: usize,
+    pub count: u64,
+    pub out_of_place: Cell,
+    pub in_place: Cell,
+}
+
+/// How a split run divided the job's processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Groups {
+    #[serde(flatten)]
+    pub split: Split,
+    /// Each colour and its ranks (job ranks), in colour order.
+    pub groups: Vec<Group>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub group: usize,
+    pub ranks: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,6 +187,9 @@ pub struct CollectiveRun {
     pub config: Config,
     pub library: Option<LibraryInfo>,
     pub devices: Vec<RankInfo>,
+    /// Set when `NCCL_TESTS_SPLIT` ran one communicator per colour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Groups>,
     /// How the time column and the per-iteration figures were measured.
     #[serde(default)]
     pub timing: String,

@@ -63,7 +63,22 @@ fn header(run: &CollectiveRun) -> String {
     if let Some(max) = run.max_bytes_reduced_to {
         let _ = writeln!(s, "#\n# Reducing maxBytes to {max} due to memory limitation");
     }
+    if let Some(g) = &run.split {
+        let _ = writeln!(
+            s,
+            "#\n# {}: {} communicators, one per Group; each row combines all of their times (-a), as nccl-tests does, and each has its own table below",
+            g.split.asked,
+            g.groups.len()
+        );
+    }
     s.push_str("#\n");
+    s.push_str(&columns());
+    s
+}
+
+/// The column heads of a table.
+fn columns() -> String {
+    let mut s = String::new();
     let _ = writeln!(
         s,
         "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place          ",
@@ -104,21 +119,50 @@ fn cell(c: &Cell) -> String {
 
 /// One row.
 fn row(r: &SizeRecord) -> String {
+    row_of(r, r.count, &r.out_of_place, &r.in_place)
+}
+
+/// A row of size `r` with the given count and cells.
+fn row_of(r: &SizeRecord, count: u64, out_of_place: &Cell, in_place: &Cell) -> String {
     format!(
         "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}\n",
         r.size,
-        r.count,
+        count,
         r.dtype.name(),
         r.redop.map_or("none", |o| o.name()),
         r.root,
-        cell(&r.out_of_place),
-        cell(&r.in_place)
+        cell(out_of_place),
+        cell(in_place)
     )
+}
+
+/// Under a split, each communicator's own table: its rows, its average.
+fn group_tables(run: &CollectiveRun) -> String {
+    let mut s = String::new();
+    let Some(split) = &run.split else { return s };
+    for g in &split.groups {
+        let hosts: Vec<&str> =
+            g.ranks.iter().filter_map(|&r| run.devices.iter().find(|d| d.rank == r).map(|d| d.host.as_str())).collect();
+        let ranks: Vec<String> = g.ranks.iter().map(|r| r.to_string()).collect();
+        let _ = writeln!(s, "#\n# Group {}: ranks {} on {}", g.group, ranks.join(" "), hosts.join(" "));
+        s.push_str(&columns());
+        let mut busbw = Vec::new();
+        for r in &run.results {
+            if let Some(gr) = r.groups.iter().find(|gr| gr.group == g.group) {
+                s.push_str(&row_of(r, gr.count, &gr.out_of_place, &gr.in_place));
+                busbw.extend([gr.out_of_place.busbw_gbps, gr.in_place.busbw_gbps]);
+            }
+        }
+        let avg = busbw.iter().sum::<f64>() / busbw.len().max(1) as f64;
+        let _ = writeln!(s, "# Group {} {:<14} : {}", g.group, "avg bus bandwidth", cfmt::g(avg));
+    }
+    s.push_str("#\n");
+    s
 }
 
 /// Everything below the last row.
 fn footer(run: &CollectiveRun) -> String {
-    let mut s = String::new();
+    let mut s = group_tables(run);
     let _ = writeln!(
         s,
         "# {:<20} : {} {}",
@@ -207,7 +251,7 @@ mod tests {
     }
 
     fn row(size: u64, count: u64, dtype: DataType, redop: Option<RedOp>, root: i64, a: Cell, b: Cell) -> SizeRecord {
-        SizeRecord { cycle: 0, size, count, dtype, redop, root, out_of_place: a, in_place: b }
+        SizeRecord { cycle: 0, size, count, dtype, redop, root, out_of_place: a, in_place: b, groups: Vec::new() }
     }
 
     /// The golden file is rendered by an independent implementation of
@@ -258,6 +302,7 @@ mod tests {
                 path: None,
             }),
             devices: vec![device(0, "0000:00:06"), device(1, "0000:00:07")],
+            split: None,
             timing: String::new(),
             max_bytes_reduced_to: Some(512 << 20),
             results: vec![

@@ -5,6 +5,7 @@
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod split;
 
 use crate::error::{Error, Result};
 use crate::record::RankInfo;
@@ -135,6 +136,16 @@ pub fn settings(args: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Environment variables that change what a job measures, so that every
+/// process must see the same values.
+const AGREED_ENV: [&str; 2] = ["NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK"];
+
+/// [`AGREED_ENV`]'s variables as this process has them, for
+/// [`agree_on_settings`].
+pub fn agreed_environment() -> Vec<String> {
+    AGREED_ENV.iter().map(|v| format!("{v}={}", std::env::var(v).unwrap_or_else(|_| "(unset)".into()))).collect()
 }
 
 /// The option of `names` that `arg` is, and its value when written

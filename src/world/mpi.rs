@@ -9,7 +9,7 @@ use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::ffi;
 use mpi::raw::AsRaw;
-use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use std::ffi::{c_int, c_void};
 use std::time::{Duration, Instant};
@@ -23,8 +23,9 @@ pub struct Mpi {
     comm: SimpleCommunicator,
     local_rank: usize,
     local_size: usize,
-    // Finalises MPI when dropped, after the communicators above.
-    _universe: Universe,
+    // Finalises MPI when dropped, after the communicators above; None in
+    // a world split from the job's, which the job's outlives.
+    _universe: Option<Universe>,
 }
 
 impl Mpi {
@@ -33,7 +34,20 @@ impl Mpi {
         let comm = universe.world();
         let node = comm.split_shared(comm.rank());
         let (local_rank, local_size) = (node.rank() as usize, node.size() as usize);
-        Ok(Mpi { comm, local_rank, local_size, _universe: universe })
+        Ok(Mpi { comm, local_rank, local_size, _universe: Some(universe) })
+    }
+
+    /// The processes of this job whose colour is `colour` (every process
+    /// calls it together), ranked in job order: nccl-tests'
+    /// MPI_Comm_split(MPI_COMM_WORLD, color, proc).
+    pub fn split(&self, colour: usize) -> Result<Mpi> {
+        let comm = self
+            .comm
+            .split_by_color_with_key(Color::with_value(colour as c_int), self.comm.rank())
+            .ok_or_else(|| Error::Runtime(format!("MPI gave no communicator for colour {colour}")))?;
+        let node = comm.split_shared(comm.rank());
+        let (local_rank, local_size) = (node.rank() as usize, node.size() as usize);
+        Ok(Mpi { comm, local_rank, local_size, _universe: None })
     }
 
     pub fn comm(&self) -> &SimpleCommunicator {

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::record::collective::{Config, TransportKind};
 use crate::units::sweep;
+use crate::world::split::Split;
 
 /// `qbench <collective>`.
 #[derive(Debug, Clone)]
@@ -19,6 +20,8 @@ pub struct CollectivePlan {
     pub fault: Option<Fault>,
     /// `NCCL_TESTS_MIN_BW`: fail when the average busbw is below 90% of it.
     pub min_bw: Option<f64>,
+    /// `NCCL_TESTS_SPLIT`: one communicator per colour of processes.
+    pub split: Option<Split>,
 }
 
 impl CollectivePlan {
@@ -50,7 +53,7 @@ impl CollectivePlan {
                 crate::transport::cpu::MAX_RANKS
             )));
         }
-        Ok(CollectivePlan { kind, transport, config, fault, min_bw: min_bandwidth()? })
+        Ok(CollectivePlan { kind, transport, config, fault, min_bw: min_bandwidth()?, split: Split::from_env()? })
     }
 
     /// The fault `QBENCH_CORRUPT` asks of collective `kind`, if it can apply it.

@@ -8,15 +8,16 @@ use crate::fault::Fault;
 use crate::interrupt;
 use crate::libs::Library;
 use crate::pattern::Pattern;
-use crate::record::collective::{Cell, CollectiveRun, KIND, SizeRecord, TransportKind};
+use crate::record::collective::{Cell, CollectiveRun, Group, GroupRow, Groups, KIND, SizeRecord, TransportKind};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::stats::Summary;
-use crate::transport::{Op, Transport};
+use crate::transport::{Op, Timing, Transport};
 use crate::units::sweep;
 use crate::workload::Job;
 use crate::workload::collective::plan::CollectivePlan;
 use crate::workload::collective::{Kind, OpUse, Spec};
+use crate::world::split::Joined;
 use crate::world::{self, World};
 
 impl Job for CollectivePlan {
@@ -52,6 +53,7 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         config: plan.config.clone(),
         library: None,
         devices: Vec::new(),
+        split: None,
         timing: String::new(),
         max_bytes_reduced_to: None,
         results: Vec::new(),
@@ -63,8 +65,14 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
     obs.started(&run);
     let result = (|| {
         session.need(&Job::libraries(plan))?;
-        let mut transport = open_transport(plan, session.world())?;
-        let mut bench = Bench::new(plan, transport.as_mut(), session.world(), &mut run)?;
+        let world = session.world();
+        let joined = match &plan.split {
+            Some(split) => world::split::join(split, world)?,
+            None => None,
+        };
+        let comm = joined.as_ref().map_or(world, |j| j.world.as_ref());
+        let mut transport = open_transport(plan, comm)?;
+        let mut bench = Bench::new(plan, transport.as_mut(), world, joined.as_ref(), &mut run)?;
         obs.begin(&run);
         bench.sweep(&mut run, obs)
     })();
@@ -102,7 +110,10 @@ struct Bench<'a> {
     plan: &'a CollectivePlan,
     spec: &'static dyn Spec,
     transport: &'a mut dyn Transport,
+    /// The whole job: times, wrong counts and interruptions combine over it.
     world: &'a dyn World,
+    /// Under a split, this process's communicator and its colour.
+    group: Option<(&'a dyn World, usize)>,
     sizes: Vec<u64>,
 }
 
@@ -113,6 +124,7 @@ impl<'a> Bench<'a> {
         plan: &'a CollectivePlan,
         transport: &'a mut dyn Transport,
         world: &'a dyn World,
+        joined: Option<&'a Joined>,
         run: &mut CollectiveRun,
     ) -> Result<Bench<'a>> {
         let n = transport.nranks();
@@ -149,8 +161,20 @@ impl<'a> Bench<'a> {
         run.config.nranks = n;
         run.library = transport.library().cloned();
         run.timing = transport.timing().into();
-        run.devices = world::all_ranks(world, transport.ranks())?;
-        Ok(Bench { plan, spec: plan.kind.spec(), transport, world, sizes })
+        let mut mine = transport.ranks().to_vec();
+        if let Some(j) = joined {
+            // The transport numbers its ranks within the communicator; the
+            // devices list numbers them in the job, with their colour.
+            let local = mine.len();
+            for (i, r) in mine.iter_mut().enumerate() {
+                (r.rank, r.group) = (world.rank() * local + i, j.colour);
+            }
+            let groups = j.groups.iter().map(|(group, ranks)| Group { group: *group, ranks: ranks.clone() });
+            run.split = plan.split.clone().map(|split| Groups { split, groups: groups.collect() });
+        }
+        run.devices = world::all_ranks(world, &mine)?;
+        let group = joined.map(|j| (j.world.as_ref(), j.colour));
+        Ok(Bench { plan, spec: plan.kind.spec(), transport, world, group, sizes })
     }
 
     fn sweep(&mut self, run: &mut CollectiveRun, obs: &mut dyn Observer<CollectiveRun>) -> Result<()> {
@@ -180,9 +204,10 @@ impl<'a> Bench<'a> {
                             ));
                             let mut base = self.op(size, dtype, op, root);
                             let counts = base.counts;
-                            let out_of_place = self.cell(&base)?;
+                            let (out_of_place, group_out) = self.cell(&base)?;
                             base.in_place = true;
-                            let in_place = self.cell(&base)?;
+                            let (in_place, group_in) = self.cell(&base)?;
+                            let groups = self.group_rows(counts.param, group_out, group_in)?;
                             run.push(SizeRecord {
                                 cycle,
                                 size: counts.bytes(dtype),
@@ -192,6 +217,7 @@ impl<'a> Bench<'a> {
                                 root,
                                 out_of_place,
                                 in_place,
+                                groups,
                             });
                             obs.part(run, run.results.last().expect("pushed"));
                         }
@@ -237,40 +263,69 @@ impl<'a> Bench<'a> {
         Ok(())
     }
 
-    fn cell(&mut self, op: &Op) -> Result<Cell> {
+    /// One cell over the job, and under a split the same cell over this
+    /// process's communicator.
+    fn cell(&mut self, op: &Op) -> Result<(Cell, Option<Cell>)> {
         world::check_interrupt(self.world)?;
         let cfg = &self.plan.config;
-        let n = self.transport.nranks();
         self.transport.fill(op)?;
         let timing = self.transport.time(op, cfg.warmup_iters, cfg.iters, cfg.cudagraph)?;
-        let seconds = cfg.average.reduce(&world::gather_f64(self.world, &timing.per_thread));
-        let iterations = self.world.max_f64(&timing.iterations);
-        let bytes = op.counts.bytes(op.dtype) as f64;
-        let algbw = if seconds > 0.0 { bytes / 1e9 / seconds } else { 0.0 };
-        let busbw = algbw * self.spec.bus_factor(n as u64);
         let checked = cfg.check > 0 && (!op.in_place || self.spec.checks_in_place());
         let wrong = if checked { Some(self.validate(op)?) } else { None };
-        Ok(Cell {
+        let job = self.combine(op, self.world, &timing, wrong.map(|(job, _)| job));
+        let group = self.group.map(|(g, _)| self.combine(op, g, &timing, wrong.map(|(_, group)| group)));
+        Ok((job, group))
+    }
+
+    /// A cell from this process's timing combined over the processes of `over`.
+    fn combine(&self, op: &Op, over: &dyn World, timing: &Timing, wrong: Option<u64>) -> Cell {
+        let seconds = self.plan.config.average.reduce(&world::gather_f64(over, &timing.per_thread));
+        let iterations = over.max_f64(&timing.iterations);
+        let bytes = op.counts.bytes(op.dtype) as f64;
+        let algbw = if seconds > 0.0 { bytes / 1e9 / seconds } else { 0.0 };
+        Cell {
             time_us: seconds * 1e6,
             algbw_gbps: algbw,
-            busbw_gbps: busbw,
+            busbw_gbps: algbw * self.spec.bus_factor(self.transport.nranks() as u64),
             wrong,
             iterations: Summary::of(&iterations).scaled(1e6),
-        })
+        }
+    }
+
+    /// Under a split, every communicator's row of this size, in colour
+    /// order, each as the first process of its colour measured it.
+    fn group_rows(&self, count: u64, out_of_place: Option<Cell>, in_place: Option<Cell>) -> Result<Vec<GroupRow>> {
+        let (Some((group, colour)), Some(out_of_place), Some(in_place)) = (self.group, out_of_place, in_place) else {
+            return Ok(Vec::new());
+        };
+        let mine = GroupRow { group: colour, count, out_of_place, in_place };
+        let first = group.rank() == 0;
+        let bytes =
+            if first { serde_json::to_vec(&mine).map_err(|e| Error::Runtime(e.to_string()))? } else { Vec::new() };
+        let mut rows = Vec::new();
+        for b in self.world.all_gather(&bytes).iter().filter(|b| !b.is_empty()) {
+            rows.push(serde_json::from_slice::<GroupRow>(b).map_err(|e| Error::Runtime(e.to_string()))?);
+        }
+        rows.sort_by_key(|r| r.group);
+        Ok(rows)
     }
 
     /// nccl-tests' check loop: fill, run once, compare every element; up to
     /// `-c` times, stopping at the first failure.
-    fn validate(&mut self, op: &Op) -> Result<u64> {
-        let mut wrong = 0;
+    /// Returns the wrong elements over the job and over this process's
+    /// communicator (the same without a split).
+    fn validate(&mut self, op: &Op) -> Result<(u64, u64)> {
+        let mut wrong = (0, 0);
         for _ in 0..self.plan.config.check {
             self.transport.fill(op)?;
             self.transport.run_once(op)?;
             if let Some(Fault::Element { rank, index }) = self.plan.fault {
                 self.transport.corrupt(op, rank, index)?;
             }
-            wrong = self.world.sum_u64(self.transport.count_wrong(op)?);
-            if wrong > 0 {
+            let here = self.transport.count_wrong(op)?;
+            let job = self.world.sum_u64(here);
+            wrong = (job, self.group.map_or(job, |(g, _)| g.sum_u64(here)));
+            if job > 0 {
                 break;
             }
         }
