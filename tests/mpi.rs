@@ -425,3 +425,36 @@ fn a_split_runs_one_communicator_per_colour_with_a_table_each() {
     assert!(err.contains("rank 1 on ") && err.contains("'NCCL_TESTS_SPLIT=MOD 2'"), "{err}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A rails step across 4 processes: one row per rail, each naming its
+/// ranks, judged on its own; a floor no rail meets fails both, by name.
+#[test]
+fn check_runs_the_collective_per_rail_and_names_each() {
+    let dir = std::env::temp_dir().join(format!("qbench-mpi-rails-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rails = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/rails.toml")).unwrap();
+    // Four processes on a shared machine: any share passes here.
+    let p = dir.join("rails.toml");
+    std::fs::write(&p, rails.replace("floor = 0.03", "floor = 0.001")).unwrap();
+    let o = mpirun(4, &["check", "--profile", p.to_str().unwrap()], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("all_reduce 512K per rail (rail 0: ranks 0 2 on "), "{out}");
+    assert!(out.contains("all_reduce 512K per rail (rail 1: ranks 1 3 on "), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("qbench check: READY: 2 PASS"), "{out}");
+
+    let p = dir.join("impossible.toml");
+    std::fs::write(&p, rails.replace("metric = \"share\"\nfloor = 0.03", "metric = \"busbw\"\nfloor = 1e9")).unwrap();
+    let o = mpirun(4, &["check", "--profile", p.to_str().unwrap(), "--quiet"], &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let fails: Vec<&str> =
+        err.lines().filter(|l| l.starts_with("qbench: check FAIL all all_reduce 512K per rail (rail ")).collect();
+    assert_eq!(fails.len(), 2, "{err}");
+
+    // One process has no rails: the step is skipped, said why.
+    let o = common::qbench(&["check", "--profile", dir.join("rails.toml").to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("one process: no rails to split (run under mpirun or srun)"), "{out}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -83,9 +83,9 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
         // One run a node: the others would measure each other.
         return Ok(Vec::new());
     }
-    if scope == Scope::Pairs && world.size() < 2 {
+    if let (Some(lacks), 1) = (kind.needs_several(), world.size()) {
         return Ok(if world.rank() == 0 {
-            vec![skipped(step, cx.node, "one process: no pair of nodes to test (run under mpirun or srun)")]
+            vec![skipped(step, cx.node, &format!("one process: {lacks} (run under mpirun or srun)"))]
         } else {
             Vec::new()
         });

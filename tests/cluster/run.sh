@@ -10,6 +10,9 @@
 #     wrong name on one node): each node judged on its own interfaces;
 #   - srun -N 4 qbench check with the cluster profile (the pairwise pass):
 #     one row per node, READY;
+#   - srun -N 4 qbench check with the rails profile (NCCL_TESTS_SPLIT MOD 2):
+#     a row per rail, READY; with one node's link slowed, its rail FAILs and
+#     the other passes, and the split all_reduce's per-group tables show it;
 #   - one node's link slowed (tc tbf): the pairwise pass names that node, and
 #     contrib/slurm/qbench-health run as one step across the nodes drains it
 #     alone with a qbench: reason while the others stay idle; the health
@@ -110,8 +113,33 @@ printf '%s\n' "$t"
 printf '%s\n' "$t" | grep -q '^qbench check: READY' || fail "not ready"
 for n in qn1 qn2 qn3 qn4; do printf '%s\n' "$t" | grep -q "| $n " || fail "no row of $n"; done
 
+echo "== srun -N 4 qbench check --profile rails: a row per rail (NCCL_TESTS_SPLIT MOD 2), ready"
+rails=$here/rails.toml
+t=$(timeout 120 srun -N 4 --mpi=pmix "$q" check --profile "$rails" -J "$dir/check-rails.json") || fail "rails check exited $?: $t"
+printf '%s\n' "$t"
+printf '%s\n' "$t" | grep -q '^qbench check: READY: 2 PASS' || fail "rails not ready"
+
 echo "== qn3's link slowed to 40 Mbit/s: the pairwise pass names qn3 alone"
 "$nodes" slow "$dir" qn3 40mbit
+echo "== ... the rail through qn3 named: qn1 with qn3 FAIL, qn2 with qn4 PASS; the split table shows it"
+if t=$(timeout 120 srun -N 4 --mpi=pmix "$q" check --profile "$rails" -J "$dir/check-rails-slow.json"); then
+    fail "rails ready with qn3 slowed: $t"
+fi
+printf '%s\n' "$t"
+printf '%s\n' "$t" | grep -q 'per rail (rail 0: ranks 0 2 on qn1 qn3) .* FAIL' || fail "rail 0 not failed: $t"
+printf '%s\n' "$t" | grep -q 'per rail (rail 1: ranks 1 3 on qn2 qn4) .* PASS' || fail "rail 1 not passed: $t"
+printf '%s\n' "$t" | grep -q '^qbench check: NOT READY: 1 FAIL, 0 WARN, 1 PASS in ' || fail "the rails verdict: $t"
+t=$(NCCL_TESTS_SPLIT="MOD 2" timeout 120 srun -N 4 --mpi=pmix --export=ALL "$q" allreduce --transport cpu -b 512K -e 512K -n 10 -J "$dir/allreduce-split.json") || fail "split allreduce exited $?: $t"
+printf '%s\n' "$t"
+printf '%s\n' "$t" | grep -q '^# Group 0: ranks 0 2 on qn1 qn3$' || fail "no table of group 0"
+printf '%s\n' "$t" | grep -q '^# Group 1: ranks 1 3 on qn2 qn4$' || fail "no table of group 1"
+python3 - "$dir/allreduce-split.json" <<'PY' || fail "the slowed rail is not the slower in the record"
+import json, sys
+r = json.load(open(sys.argv[1]))
+g = {x["group"]: x["out_of_place"]["busbw_gbps"] for x in r["results"][0]["groups"]}
+print("busbw per group:", g)
+sys.exit(0 if g[0] * 4 < g[1] else 1)
+PY
 if t=$(timeout 120 srun -N 4 --mpi=pmix "$q" check --profile "$profile" -J "$dir/check-slow.json"); then
     fail "ready with qn3 slowed: $t"
 fi
@@ -179,4 +207,7 @@ if [ -n "$out" ]; then
     cp "$dir/check.json" "$out/check-4-nodes.json"
     cp "$dir/check-slow.json" "$out/check-4-nodes-qn3-slowed.json"
     cp "$dir/exchange.json" "$out/exchange-4-nodes.json"
+    cp "$dir/check-rails.json" "$out/check-rails-4-nodes.json"
+    cp "$dir/check-rails-slow.json" "$out/check-rails-4-nodes-qn3-slowed.json"
+    cp "$dir/allreduce-split.json" "$out/allreduce-split-4-nodes-qn3-slowed.json"
 fi

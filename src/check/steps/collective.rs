@@ -33,12 +33,12 @@ pub struct Keys {
 }
 
 impl Keys {
-    fn transport(&self) -> Result<TransportKind> {
+    pub(super) fn transport(&self) -> Result<TransportKind> {
         self.transport.as_deref().map_or(Ok(TransportKind::Nccl), TransportKind::parse)
     }
 
     /// The plan of the collective with `g` ranks a process.
-    fn plan(&self, g: usize) -> Result<CollectivePlan> {
+    pub(super) fn plan(&self, g: usize) -> Result<CollectivePlan> {
         let kind = Kind::from_command(&self.collective)
             .ok_or_else(|| Error::Usage(format!("unknown collective '{}'", self.collective)))?;
         let size = bytes(&self.size)?;

@@ -78,6 +78,10 @@ pub trait StepKind {
     fn scope(&self) -> Scope;
     /// Whether it measures GPUs (a node short of GPUs does not run it).
     fn uses_gpus(&self) -> bool;
+    /// What a job of one process lacks for it, where it needs several.
+    fn needs_several(&self) -> Option<&'static str> {
+        None
+    }
     /// Runs it in `session` and reads `metric` from the record.
     fn measure(&self, metric: &str, session: &Session) -> Result<Vec<Figure>>;
 }
@@ -116,6 +120,7 @@ kinds! {
     Copy => copy,
     Exchange => exchange,
     Pairs => pairs,
+    Rails => rails,
     Rdma => rdma,
 }
 

@@ -49,6 +49,10 @@ impl StepKind for Keys {
         false
     }
 
+    fn needs_several(&self) -> Option<&'static str> {
+        Some("no pair of nodes to test")
+    }
+
     /// Each process's figure is its best pair.
     fn measure(&self, _metric: &str, session: &Session) -> Result<Vec<Figure>> {
         let world = session.world();
