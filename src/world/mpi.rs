@@ -39,15 +39,15 @@ impl Mpi {
 
     /// The processes of this job whose colour is `colour` (every process
     /// calls it together), ranked in job order: nccl-tests'
-    /// MPI_Comm_split(MPI_COMM_WORLD, color, proc).
+    /// MPI_Comm_split(MPI_COMM_WORLD, color, proc). Its local rank and size
+    /// stay this process's among all of the job's on its node, so that
+    /// each process still takes its own GPUs (nccl-tests' localRank).
     pub fn split(&self, colour: usize) -> Result<Mpi> {
         let comm = self
             .comm
             .split_by_color_with_key(Color::with_value(colour as c_int), self.comm.rank())
             .ok_or_else(|| Error::Runtime(format!("MPI gave no communicator for colour {colour}")))?;
-        let node = comm.split_shared(comm.rank());
-        let (local_rank, local_size) = (node.rank() as usize, node.size() as usize);
-        Ok(Mpi { comm, local_rank, local_size, _universe: None })
+        Ok(Mpi { comm, local_rank: self.local_rank, local_size: self.local_size, _universe: None })
     }
 
     pub fn comm(&self) -> &SimpleCommunicator {
