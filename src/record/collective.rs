@@ -119,6 +119,18 @@ pub struct Cell {
     pub iterations: Summary,
 }
 
+impl Cell {
+    /// The figure a readiness step names: `busbw`, `algbw` or `time_us`.
+    pub fn figure(&self, metric: &str) -> Option<f64> {
+        match metric {
+            "busbw" => Some(self.busbw_gbps),
+            "algbw" => Some(self.algbw_gbps),
+            "time_us" => Some(self.time_us),
+            _ => None,
+        }
+    }
+}
+
 /// One table row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SizeRecord {
@@ -218,6 +230,17 @@ impl Streamed for CollectiveRun {
 }
 
 impl CollectiveRun {
+    /// The hosts of job ranks `ranks`, each once, in rank order.
+    pub fn hosts_of(&self, ranks: &[usize]) -> Vec<&str> {
+        let mut hosts: Vec<&str> = Vec::new();
+        for d in ranks.iter().filter_map(|&r| self.devices.iter().find(|d| d.rank == r)) {
+            if !hosts.contains(&d.host.as_str()) {
+                hosts.push(&d.host);
+            }
+        }
+        hosts
+    }
+
     /// Adds a row and its cells to the totals.
     pub fn push(&mut self, row: SizeRecord) {
         for c in [&row.out_of_place, &row.in_place] {

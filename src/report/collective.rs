@@ -141,8 +141,7 @@ fn group_tables(run: &CollectiveRun) -> String {
     let mut s = String::new();
     let Some(split) = &run.split else { return s };
     for g in &split.groups {
-        let hosts: Vec<&str> =
-            g.ranks.iter().filter_map(|&r| run.devices.iter().find(|d| d.rank == r).map(|d| d.host.as_str())).collect();
+        let hosts = run.hosts_of(&g.ranks);
         let ranks: Vec<String> = g.ranks.iter().map(|r| r.to_string()).collect();
         let _ = writeln!(s, "#\n# Group {}: ranks {} on {}", g.group, ranks.join(" "), hosts.join(" "));
         s.push_str(&columns());

@@ -104,12 +104,7 @@ impl StepKind for Keys {
         let g = per_process(self.gpus, session, self.transport()? == TransportKind::Cpu);
         let run = done(self.plan(g)?.run(session, &mut Quiet))?;
         let r = run.results.first().ok_or_else(|| Error::Runtime("the collective measured no size".into()))?;
-        let c = &r.out_of_place;
-        let value = match metric {
-            "busbw" => c.busbw_gbps,
-            "algbw" => c.algbw_gbps,
-            _ => c.time_us,
-        };
+        let value = r.out_of_place.figure(metric).ok_or_else(|| Error::Runtime(format!("no metric '{metric}'")))?;
         Ok(vec![Figure { place: None, value, wrong: run.wrong_elements }])
     }
 }

@@ -89,7 +89,6 @@ impl StepKind for Keys {
         let (Some(split), Some(row)) = (&run.split, run.results.first()) else {
             return Err(Error::Runtime("the split measured no rail".into()));
         };
-        let host = |rank: &usize| run.devices.iter().find(|d| d.rank == *rank).map_or("?", |d| d.host.as_str());
         let fastest = row.groups.iter().map(|r| r.out_of_place.busbw_gbps).fold(0.0, f64::max);
         let mut figures = Vec::new();
         for rail in &split.groups {
@@ -100,15 +99,9 @@ impl StepKind for Keys {
                 .map(|r| (r.out_of_place, r.in_place))
                 .ok_or_else(|| Error::Runtime(format!("rail {} measured nothing", rail.group)))?;
             let ranks: Vec<String> = rail.ranks.iter().map(|r| r.to_string()).collect();
-            let mut hosts: Vec<&str> = rail.ranks.iter().map(host).collect();
-            hosts.dedup();
-            let value = match metric {
-                "busbw" => cell.busbw_gbps,
-                "algbw" => cell.algbw_gbps,
-                "time_us" => cell.time_us,
-                _ if fastest > 0.0 => cell.busbw_gbps / fastest,
-                _ => 0.0,
-            };
+            let hosts = run.hosts_of(&rail.ranks);
+            // `share`, the one metric a cell lacks: against the fastest rail.
+            let value = cell.figure(metric).unwrap_or(if fastest > 0.0 { cell.busbw_gbps / fastest } else { 0.0 });
             figures.push(Figure {
                 place: Some(format!("rail {}: ranks {} on {}", rail.group, ranks.join(" "), hosts.join(" "))),
                 value,
