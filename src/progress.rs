@@ -12,6 +12,7 @@ use crate::record::collective::CollectiveRun;
 use crate::record::compare::Comparison;
 use crate::record::copy::CopyRun;
 use crate::record::exchange::ExchangeRun;
+use crate::record::osu::OsuRun;
 use crate::record::rdma::RdmaRun;
 use crate::record::{Observer, Streamed};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -85,6 +86,13 @@ impl Progressive for ExchangeRun {
 impl Progressive for Comparison {
     fn noun(&self) -> &'static str {
         "transports"
+    }
+}
+
+/// Every datatype's sizes.
+impl Progressive for OsuRun {
+    fn noun(&self) -> &'static str {
+        "sizes"
     }
 }
 

@@ -4,7 +4,8 @@
 //! refusing to run twice on one node; qbench check as one table with
 //! every pair of processes; exchange and compare on host-memory ranks, one
 //! per process, every amplitude checked, and the GPU and RDMA wires
-//! refused in one line where they cannot run.
+//! refused in one line where they cannot run; OSU's MPI tests in OSU's
+//! table, every size checked.
 #![cfg(feature = "mpi")]
 
 mod common;
@@ -457,4 +458,92 @@ fn check_runs_the_collective_per_rail_and_names_each() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("one process: no rails to split (run under mpirun or srun)"), "{out}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// OSU's data rows: (size, figures…), comment lines skipped.
+fn osu_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn osu_point_to_point_tests_print_osus_table_every_size_checked() {
+    for (program, title, column) in [
+        ("osu_latency", "# OSU MPI Latency Test v7.4", "# Size       Avg Latency(us)        Validation"),
+        ("osu_bw", "# OSU MPI Bandwidth Test v7.4", "# Size      Bandwidth (MB/s)        Validation"),
+        ("osu_bibw", "# OSU MPI Bi-Directional Bandwidth Test v7.4", "# Size      Bandwidth (MB/s)        Validation"),
+    ] {
+        let json = std::env::temp_dir().join(format!("qbench-{program}-{}.json", std::process::id()));
+        let o = mpirun(2, &[program, "-m", "64K", "-i", "20", "-x", "2", "-c", "-J", json.to_str().unwrap()], &[]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{program}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(out.starts_with(&format!("\n{title} (qbench ")), "{program}: {out}");
+        assert!(out.contains(&format!("# Datatype: MPI_CHAR.\n{column}\n")), "{program}: {out}");
+        let rows = osu_rows(&out);
+        let sizes: Vec<u64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+        assert_eq!(sizes, (0..17).map(|i| 1u64 << i).collect::<Vec<_>>(), "{program}");
+        for r in &rows {
+            assert!(r[1].parse::<f64>().unwrap() > 0.0, "{program}: {r:?}");
+            assert_eq!(r[2], "Pass", "{program}: {r:?}");
+        }
+        let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(record["schema"], "qbench.osu.v2");
+        assert_eq!(record["wrong_elements"], 0);
+        assert_eq!(record["rows"].as_array().unwrap().len(), 17);
+        assert_eq!(record["rows"][16]["iterations"], 20);
+        let _ = std::fs::remove_file(&json);
+    }
+}
+
+#[test]
+fn osu_message_rate_and_allreduce_over_several_processes() {
+    let o = mpirun(4, &["osu_mbw_mr", "-m", "4:1K", "-i", "10", "-W", "16"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("# [ pairs: 2 ] [ window size: 16 ]\n"), "{out}");
+    for r in osu_rows(&out) {
+        let (size, mbs, rate): (f64, f64, f64) = (r[0].parse().unwrap(), r[1].parse().unwrap(), r[2].parse().unwrap());
+        assert!((rate - 1e6 * mbs / size).abs() <= 0.01 * rate + 1e4, "{r:?}");
+    }
+    let o = mpirun(3, &["osu_allreduce", "-m", "64", "-f", "-T", "all", "-i", "20"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for t in ["MPI_CHAR", "MPI_INT", "MPI_FLOAT"] {
+        assert!(out.contains(&format!("# Datatype: {t}.\n")), "{out}");
+    }
+    let rows = osu_rows(&out);
+    // MPI_CHAR from 1 byte, MPI_INT and MPI_FLOAT from 4: 7 + 5 + 5 sizes.
+    assert_eq!(rows.len(), 17, "{out}");
+    for r in &rows {
+        let v: Vec<f64> = r[1..4].iter().map(|x| x.parse().unwrap()).collect();
+        assert!(v[1] <= v[0] + 0.01 && v[0] <= v[2] + 0.01, "min avg max {r:?}");
+        assert_eq!(r[4], "20", "{r:?}");
+    }
+}
+
+#[test]
+fn osu_wrong_data_is_found_and_ends_the_run_with_exit_1() {
+    let o = mpirun(2, &["osu_bw", "-m", "64", "-i", "5", "-c"], &[("QBENCH_CORRUPT", "1:3")]);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(osu_rows(&out).iter().all(|r| r[2] == "Fail"), "{out}");
+    assert!(err.contains("7 wrong elements in 7 of 7 sizes (the first at 1 B MPI_CHAR)"), "{err}");
+    // The all-reduce's exact sums: one rank's flipped element is found.
+    let o = mpirun(3, &["osu_allreduce", "-m", "4K", "-T", "mpi_float", "-i", "5"], &[("QBENCH_CORRUPT", "2:5")]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("# Data check: 11 wrong elements in 11 of 11 sizes: FAIL"));
+    // Clean, the same runs pass.
+    assert!(mpirun(3, &["osu_allreduce", "-m", "4K", "-T", "mpi_float", "-i", "5"], &[]).status.success());
+}
+
+#[test]
+fn osu_needs_the_processes_its_test_names() {
+    let o = mpirun(3, &["osu_latency", "-m", "8"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("osu_latency needs exactly two processes, not 3"));
+    let o = mpirun(3, &["osu_mbw_mr", "-m", "8"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("an even number of processes (pairs), not 3"));
 }

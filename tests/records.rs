@@ -41,6 +41,7 @@ fn round_trip(rec: &AnyRecord) -> AnyRecord {
         AnyRecord::Copy(r) => serde_json::to_string(r),
         AnyRecord::Check(r) => serde_json::to_string(r),
         AnyRecord::Rdma(r) => serde_json::to_string(r),
+        AnyRecord::Osu(r) => serde_json::to_string(r),
     }
     .unwrap();
     record::parse(&json).unwrap()
@@ -54,6 +55,7 @@ fn same(a: &AnyRecord, b: &AnyRecord) -> bool {
         (AnyRecord::Copy(x), AnyRecord::Copy(y)) => x == y,
         (AnyRecord::Check(x), AnyRecord::Check(y)) => x == y,
         (AnyRecord::Rdma(x), AnyRecord::Rdma(y)) => x == y,
+        (AnyRecord::Osu(x), AnyRecord::Osu(y)) => x == y,
         _ => false,
     }
 }

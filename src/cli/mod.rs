@@ -6,6 +6,7 @@ mod check;
 mod collective;
 mod copy;
 mod exchange;
+mod osu;
 mod plot;
 mod probe;
 mod rdma;
@@ -69,6 +70,8 @@ pub enum Command {
     Show(ShowArgs),
     /// RDMA WRITE/READ/SEND bandwidth and latency between two adapters (perftest's ib_*_bw, ib_*_lat)
     Rdma(RdmaArgs),
+    #[command(flatten)]
+    Osu(osu::OsuCommand),
 }
 
 /// Where a run's records go besides the text on stdout.

@@ -176,6 +176,20 @@ impl DeviceBuffer {
     pub fn ptr(&self) -> u64 {
         self.ptr
     }
+
+    /// Copies `bytes` to the start of the buffer, waiting for the copy.
+    pub fn upload(&self, bytes: &[u8]) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+        // SAFETY: callers size the buffer for `bytes`; the copy is synchronous.
+        unsafe { result::memcpy_htod_sync(self.ptr, bytes) }.map_err(cuda_err("copying to the GPU"))
+    }
+
+    /// Copies the start of the buffer into `out`, waiting for the copy.
+    pub fn download(&self, out: &mut [u8]) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+        // SAFETY: callers size the buffer for `out`; the copy is synchronous.
+        unsafe { result::memcpy_dtoh_sync(out, self.ptr) }.map_err(cuda_err("copying from the GPU"))
+    }
 }
 
 impl Drop for DeviceBuffer {

@@ -9,6 +9,7 @@ pub mod collective;
 pub mod compare;
 pub mod copy;
 pub mod exchange;
+pub mod osu;
 pub mod rdma;
 
 use crate::error::{Error, Result};
@@ -87,7 +88,7 @@ fn schema_parts(schema: &str) -> Option<(&str, u32)> {
 
 /// A record that reaches its reader in parts as they are measured: the
 /// collective's rows, the exchange's registers, the copy's tests, the rdma
-/// run's rows.
+/// and OSU runs' rows.
 pub trait Streamed {
     type Part;
     fn header(&self) -> &Header;
@@ -167,6 +168,7 @@ pub enum AnyRecord {
     Copy(copy::CopyRun),
     Check(check::CheckRun),
     Rdma(rdma::RdmaRun),
+    Osu(osu::OsuRun),
 }
 
 impl AnyRecord {
@@ -180,6 +182,7 @@ impl AnyRecord {
             AnyRecord::Copy(r) => &r.header,
             AnyRecord::Check(r) => &r.header,
             AnyRecord::Rdma(r) => &r.header,
+            AnyRecord::Osu(r) => &r.header,
         }
     }
 }
@@ -217,6 +220,7 @@ pub fn parse(text: &str) -> Result<AnyRecord> {
         "check" => AnyRecord::Check(typed(value, schema)?),
         // v1 (before the rdma record had a header) was never committed.
         "rdma" if version >= 2 => AnyRecord::Rdma(typed(value, schema)?),
+        "osu" => AnyRecord::Osu(typed(value, schema)?),
         _ => return Err(Error::Usage(format!("schema {schema} is not a record qbench reads back"))),
     })
 }

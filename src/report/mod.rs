@@ -1,6 +1,6 @@
 //! Renderings of run records, one file per kind of record, each with its
 //! table and its CSV: the nccl-tests table (collective.rs), the exchange,
-//! compare, copy, check and rdma tables; plot/ draws them. Each reads a
+//! compare, copy, check, rdma and OSU tables; plot/ draws them. Each reads a
 //! record and nothing else; JSON is the record itself (serde).
 
 pub mod cfmt;
@@ -10,6 +10,7 @@ pub mod compare;
 pub mod copy;
 pub mod exchange;
 pub mod fit;
+pub mod osu;
 pub mod plot;
 pub mod rdma;
 
@@ -48,6 +49,7 @@ pub fn render_any(record: &crate::record::AnyRecord) -> String {
         AnyRecord::Copy(r) => render(r),
         AnyRecord::Check(r) => render(r),
         AnyRecord::Rdma(r) => render(r),
+        AnyRecord::Osu(r) => render(r),
     }
 }
 

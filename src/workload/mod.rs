@@ -5,6 +5,7 @@
 pub mod collective;
 pub mod copy;
 pub mod exchange;
+pub mod osu;
 pub mod rdma;
 
 use crate::error::Result;

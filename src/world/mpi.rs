@@ -54,10 +54,137 @@ impl Mpi {
         &self.comm
     }
 
+    /// OSU's window: `window` receives of `count` elements into `recv`
+    /// from `peer` posted first, then `window` sends from `send` to it,
+    /// then one wait for all (the single buffer of OSU's default `-b
+    /// single`); either side may be absent. A peer silent for
+    /// [`PEER_TIMEOUT`] ends the job.
+    ///
+    /// # Safety
+    ///
+    /// `send` must be readable and `recv` writable for `count` elements of
+    /// `element` (host memory; GPU memory only where [`World::cuda_aware`]
+    /// says so), and nothing else may touch them until this returns.
+    pub unsafe fn window(
+        &self,
+        peer: usize,
+        recv: Option<*mut u8>,
+        send: Option<*const u8>,
+        count: usize,
+        element: Element,
+        window: usize,
+    ) -> Result<()> {
+        self.fits(peer, count)?;
+        let (comm, datatype) = (self.comm.as_raw(), element.raw());
+        // SAFETY: MPI's own null request.
+        let null = unsafe { ffi::RSMPI_REQUEST_NULL };
+        let total = window * (recv.is_some() as usize + send.is_some() as usize);
+        // A ping-pong's one request lives on the stack: no allocation in its timed loop.
+        let (mut few, mut many) = ([null; 2], Vec::new());
+        let reqs: &mut [ffi::MPI_Request] = if total <= few.len() {
+            &mut few[..total]
+        } else {
+            many.resize(total, null);
+            &mut many
+        };
+        let mut posted = reqs.iter_mut();
+        for _ in 0..window {
+            if let (Some(buf), Some(req)) = (recv, recv.and_then(|_| posted.next())) {
+                // SAFETY: the caller vouches for `count` elements at `buf`;
+                // the request is completed below.
+                unsafe {
+                    ffi::MPI_Irecv(buf.cast::<c_void>(), count as c_int, datatype, peer as c_int, TAG, comm, req)
+                };
+            }
+        }
+        for _ in 0..window {
+            if let (Some(buf), Some(req)) = (send, send.and_then(|_| posted.next())) {
+                // SAFETY: as above, for reading.
+                unsafe {
+                    ffi::MPI_Isend(buf.cast::<c_void>(), count as c_int, datatype, peer as c_int, TAG, comm, req)
+                };
+            }
+        }
+        self.complete(reqs, peer);
+        Ok(())
+    }
+
+    /// MPI_Send of `count` elements to `peer`, blocking, as OSU's
+    /// ping-pong sends (its cost is part of what osu_latency measures; a
+    /// job whose process died is ended by the launcher).
+    ///
+    /// # Safety
+    ///
+    /// As [`Mpi::window`], for `send`.
+    pub unsafe fn send(&self, peer: usize, send: *const u8, count: usize, element: Element) -> Result<()> {
+        self.fits(peer, count)?;
+        // SAFETY: the caller vouches for `count` elements at `send`.
+        unsafe {
+            ffi::MPI_Send(send.cast::<c_void>(), count as c_int, element.raw(), peer as c_int, TAG, self.comm.as_raw())
+        };
+        Ok(())
+    }
+
+    /// MPI_Recv of `count` elements from `peer`, blocking, as [`Mpi::send`].
+    ///
+    /// # Safety
+    ///
+    /// As [`Mpi::window`], for `recv`.
+    pub unsafe fn recv(&self, peer: usize, recv: *mut u8, count: usize, element: Element) -> Result<()> {
+        self.fits(peer, count)?;
+        // SAFETY: the caller vouches for `count` elements at `recv`.
+        unsafe {
+            ffi::MPI_Recv(
+                recv.cast::<c_void>(),
+                count as c_int,
+                element.raw(),
+                peer as c_int,
+                TAG,
+                self.comm.as_raw(),
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+        Ok(())
+    }
+
+    /// Err unless `peer` is a process of this world and `count` an MPI count.
+    fn fits(&self, peer: usize, count: usize) -> Result<()> {
+        if peer >= self.size() || count > c_int::MAX as usize {
+            return Err(Error::Runtime(format!("internal: {count} elements with process {peer} of {}", self.size())));
+        }
+        Ok(())
+    }
+
+    /// MPI_Allreduce with MPI_SUM of `count` elements, blocking, as OSU
+    /// calls it (a job whose process died is ended by the launcher).
+    ///
+    /// # Safety
+    ///
+    /// As [`Mpi::window`], for `send` and `recv` both.
+    pub unsafe fn all_reduce_sum(&self, send: *const u8, recv: *mut u8, count: usize, element: Element) -> Result<()> {
+        if count > c_int::MAX as usize {
+            return Err(Error::Runtime(format!("internal: an all-reduce of {count} elements")));
+        }
+        // SAFETY: the caller vouches for both buffers; MPI's own sum.
+        unsafe {
+            ffi::MPI_Allreduce(
+                send.cast::<c_void>(),
+                recv.cast::<c_void>(),
+                count as c_int,
+                element.raw(),
+                ffi::RSMPI_SUM,
+                self.comm.as_raw(),
+            )
+        };
+        Ok(())
+    }
+
     /// Tests `reqs` until all have completed; past [`PEER_TIMEOUT`], or
     /// when interrupted, ends the job.
     fn complete(&self, reqs: &mut [ffi::MPI_Request], peer: usize) {
-        let start = Instant::now();
+        // The clock starts at the first poll that finds work left, so that
+        // a message done at once (a small one) costs one call.
+        let mut started = None;
         loop {
             let mut done: c_int = 0;
             // SAFETY: live requests of this process; statuses ignored.
@@ -65,6 +192,7 @@ impl Mpi {
             if done != 0 {
                 return;
             }
+            let start = *started.get_or_insert_with(Instant::now);
             if let Err(e) = crate::interrupt::check() {
                 super::fail_job(self, &e);
             }
@@ -93,6 +221,25 @@ impl Mpi {
 /// not yet finalised), for a panic to end the job from wherever it struck.
 pub fn running() -> Option<SimpleCommunicator> {
     (mpi::environment::is_initialized() && !mpi::environment::is_finalized()).then(SimpleCommunicator::world)
+}
+
+/// An element type of [`Mpi::window`] and [`Mpi::all_reduce_sum`]: OSU's
+/// `-T mpi_char|mpi_int|mpi_float`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Element {
+    Char,
+    Int,
+    Float,
+}
+
+impl Element {
+    fn raw(self) -> ffi::MPI_Datatype {
+        match self {
+            Element::Char => i8::equivalent_datatype().as_raw(),
+            Element::Int => i32::equivalent_datatype().as_raw(),
+            Element::Float => f32::equivalent_datatype().as_raw(),
+        }
+    }
 }
 
 /// Counts and displacements (in elements) of blocks of the given sizes.

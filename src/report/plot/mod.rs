@@ -11,6 +11,7 @@ mod copy;
 mod draw;
 mod exchange;
 pub mod figure;
+mod osu;
 mod raster;
 mod rdma;
 
@@ -176,6 +177,7 @@ pub fn figure(records: &[(PathBuf, AnyRecord)], options: &Options) -> Result<Fig
         AnyRecord::Copy(_) => of_kind(records, options, |r| if let AnyRecord::Copy(x) = r { Some(x) } else { None }),
         AnyRecord::Check(_) => of_kind(records, options, |r| if let AnyRecord::Check(x) = r { Some(x) } else { None }),
         AnyRecord::Rdma(_) => of_kind(records, options, |r| if let AnyRecord::Rdma(x) = r { Some(x) } else { None }),
+        AnyRecord::Osu(_) => of_kind(records, options, |r| if let AnyRecord::Osu(x) = r { Some(x) } else { None }),
     }
 }
 
