@@ -243,3 +243,135 @@ fn a_split_value_that_cannot_be_read_is_one_line_and_exit_2() {
         assert!(err.starts_with(&format!("qbench: {var}={value}: ")), "{err}");
     }
 }
+
+/// The option lines of nccl-tests 2.19.6's usage text (src/common.cu), the
+/// interface scripts type.
+const NCCL_TESTS_USAGE: &str = include_str!("fixtures/nccl-tests/usage-2.19.6.txt");
+
+/// A value of each nccl-tests option that the cpu transport can run.
+fn cpu_value(letter: char) -> &'static str {
+    match letter {
+        't' | 'g' | 'm' | 'N' | 'c' | 'a' | 'z' | 'C' | 'S' | 'I' => "1",
+        'b' | 'e' => "1K",
+        'i' => "1M",
+        'f' => "2",
+        'n' => "3",
+        'o' => "sum",
+        'd' => "float",
+        'V' => "16",
+        _ => "0",
+    }
+}
+
+#[test]
+fn every_option_of_nccl_tests_usage_is_taken_by_its_letter_and_its_long_name() {
+    let options: Vec<(char, &str)> = NCCL_TESTS_USAGE
+        .lines()
+        .filter_map(|l| l.strip_prefix("[-"))
+        .map(|l| {
+            let (letter, rest) = l.split_once(",--").unwrap();
+            let long = rest.split([' ', ']']).next().unwrap();
+            (letter.chars().next().unwrap(), long)
+        })
+        .collect();
+    assert_eq!(options.len(), 32, "{options:?}");
+    let json = std::env::temp_dir().join(format!("qbench-usage-{}.json", std::process::id()));
+    for (letter, long) in options {
+        if letter == 'h' {
+            for form in ["-h", "--help"] {
+                let o = qbench(&["allreduce", form]);
+                assert!(o.status.success() && stdout(&o).contains("--report_cputime"), "{form}");
+            }
+            continue;
+        }
+        let value = if letter == 'J' { json.to_str().unwrap() } else { cpu_value(letter) };
+        let short = format!("-{letter}");
+        let long_eq = format!("--{long}={value}");
+        let base = ["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K", "-n", "3", "-w", "0"];
+        for args in [vec![short.as_str(), value], vec![long_eq.as_str()]] {
+            let o = qbench(&[&base[..], &args].concat());
+            let err = stderr(&o);
+            if letter == 'x' {
+                // NCCL's CTA policy: taken, and refused on host ranks in one line.
+                assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+                assert!(err.contains("-x (NCCL's CTA policy) needs --transport nccl"), "{args:?}: {err}");
+                continue;
+            }
+            assert!(o.status.success(), "{args:?}: {err}");
+            assert_eq!(rows(&o).len(), 1, "{args:?}");
+        }
+    }
+    let _ = std::fs::remove_file(&json);
+}
+
+#[test]
+fn nccl_tests_modes_show_in_the_table_as_nccl_tests_prints_them() {
+    let o = qbench(&[
+        "allreduce",
+        "--transport",
+        "cpu",
+        "-g",
+        "2",
+        "-b",
+        "1K",
+        "-e",
+        "4K",
+        "-f",
+        "2",
+        "-n",
+        "12",
+        "-z",
+        "3",
+        "-C",
+        "1",
+        "-S",
+        "1",
+        "-I",
+        "1",
+        "-K",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n")
+    );
+    assert!(text.contains("; summary skips first 2 iterations \n"), "{text}");
+    assert!(text.contains("  cputime   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%  cputime"), "{text}");
+    assert!(text.contains("      (%)   %Y-%m-%d %H:%M:%S\n"), "{text}");
+    for r in rows(&o) {
+        // size count type redop root, 8 figures per placement, date, time.
+        assert_eq!(r.len(), 5 + 16 + 2, "{r:?}");
+        let (min, max, p99): (f64, f64, f64) = (r[9].parse().unwrap(), r[10].parse().unwrap(), r[11].parse().unwrap());
+        assert!(min <= p99 && p99 <= max, "{r:?}");
+        assert_eq!(r[21].len(), 10, "{r:?}");
+    }
+    // The JSON keeps each iteration and the summary's skip.
+    let o =
+        qbench(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K", "-n", "7", "-I", "1", "-K", "3", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = &v["results"][0]["out_of_place"]["per_iter"];
+    assert_eq!((p["skipped"].as_u64(), p["times_us"].as_array().map(Vec::len)), (Some(3), Some(7)), "{p}");
+    assert!(v["results"][0]["out_of_place"]["cpu_time_us"].is_null());
+}
+
+#[test]
+fn nccl_tests_values_qbench_cannot_honour_are_one_line_naming_their_meaning() {
+    for (args, says) in [
+        (&["-y", "1"][..], "NULL stream"),
+        (&["-D", "2"], "device kernels"),
+        (&["-u", "3"], "misaligned GPU buffers"),
+        (&["-R", "1"], "registration"),
+        (&["-M", "1"], "GPU memory report"),
+        (&["-x", "1"], "CTA policy"),
+        (&["-K", "2"], "-K needs -I 1"),
+        (&["-I", "1", "-K", "3"], "leaves none of the 3 iterations"),
+        (&["-z", "4"], "0..=3"),
+    ] {
+        let o = qbench(&[&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K", "-n", "3"][..], args].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

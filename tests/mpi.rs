@@ -547,3 +547,26 @@ fn osu_needs_the_processes_its_test_names() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("an even number of processes (pairs), not 3"));
 }
+
+#[test]
+fn blocking_modes_and_per_iteration_columns_span_the_processes() {
+    for z in ["1", "2", "3"] {
+        let o = mpirun(
+            3,
+            &["sendrecv", "--transport", "cpu", "-b", "1K", "-e", "64K", "-f", "8", "-z", z, "-C", "1", "-I", "1"],
+            &[],
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "-z {z}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(out.contains("# Blocking Enabled: "), "-z {z}: {out}");
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 3, "-z {z}: {out}");
+        for r in rows {
+            assert_eq!((r.len(), r[8], r[16]), (21, "0", "N/A"), "-z {z}: {r:?}");
+        }
+    }
+}

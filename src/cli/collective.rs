@@ -5,7 +5,7 @@
 use super::{OutputArgs, size_arg};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
-use crate::record::collective::{Average, Config, TransportKind};
+use crate::record::collective::{Average, Config, Register, TransportKind};
 use crate::units::Step;
 use crate::workload::collective::Kind;
 use crate::workload::collective::plan::CollectivePlan;
@@ -39,8 +39,11 @@ impl Subcommand for CollectiveCommand {
     fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
         for &kind in Kind::ALL {
             let spec = kind.spec();
-            let mut sub =
-                CollArgs::augment_args(clap::Command::new(spec.command())).about(spec.about()).after_help(TIMING_HELP);
+            // As getopt in nccl-tests: an option given twice takes its last value.
+            let mut sub = CollArgs::augment_args(clap::Command::new(spec.command()))
+                .about(spec.about())
+                .after_help(TIMING_HELP)
+                .args_override_self(true);
             if spec.name() != spec.command() {
                 sub = sub.visible_alias(spec.name());
             }
@@ -122,6 +125,45 @@ pub struct CollArgs {
     /// Abort the communicator and exit 4 when one operation takes longer than this many seconds (0 = never)
     #[arg(short = 'T', long = "timeout", default_value_t = 0)]
     pub timeout: u64,
+    /// Blocking: 0 launches back to back; 1 waits for the GPUs and a barrier of every rank after each launch; 2 waits after each launch; 3 waits and a barrier after each timed iteration, the barrier untimed
+    #[arg(short = 'z', long = "blocking", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub blocking: u8,
+    /// 1: the time column is the host time spent launching (nccl-tests' cputime); bandwidths stay the GPU-complete time's
+    #[arg(short = 'C', long = "report_cputime", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub report_cputime: u8,
+    /// 1: each row ends with the local time it was measured
+    #[arg(short = 'S', long = "report_timestamps", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub report_timestamps: u8,
+    /// Buffer registration: 0 none; 1 with each communicator (ncclCommRegister); 2 symmetric windows (ncclCommWindowRegister, NCCL 2.27 and later; local before)
+    #[arg(short = 'R', long = "local_register", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub local_register: u8,
+    /// NCCL's CTA policy for the communicators: 0 default, 1 efficiency, 2 zero (NCCL 2.28 and later); unset leaves NCCL's choice
+    #[arg(short = 'x', long = "cta_policy", value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub cta_policy: Option<u8>,
+    /// 1: the GPU memory the communicators, the buffers and the collectives took, after the table
+    #[arg(short = 'M', long = "memory", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub memory: u8,
+    /// Start both buffers this many elements past their allocation (misaligned)
+    #[arg(short = 'u', long = "unalign", default_value_t = 0)]
+    pub unalign: u64,
+    /// 1: per-iteration columns i_min, i_max, i_p99, i_cv% (CUDA events around each timed iteration, from qbench's separate event pass)
+    #[arg(short = 'I', long = "per_iter_timing", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub per_iter_timing: u8,
+    /// Leave this many first iterations out of -I's figures
+    #[arg(short = 'K', long = "per_iter_skip", default_value_t = 0)]
+    pub per_iter_skip: u32,
+    /// nccl-tests' parallel communicator setup across threads: accepted, changes nothing qbench measures
+    #[arg(short = 'p', long = "parallel_init", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub parallel_init: u8,
+    /// nccl-tests' launch on the NULL stream: only 0 (qbench launches on each GPU's own stream)
+    #[arg(short = 'y', long = "stream_null", default_value_t = 0)]
+    pub stream_null: u8,
+    /// nccl-tests' own device-side kernels (NCCL's device API): only 0, NCCL's collectives
+    #[arg(short = 'D', long = "device_implementation", default_value_t = 0)]
+    pub device_implementation: u32,
+    /// CTAs of -D's device kernels: accepted, changes nothing without -D
+    #[arg(short = 'V', long = "device_cta_count", default_value_t = 16)]
+    pub device_cta_count: u32,
     #[command(flatten)]
     pub out: OutputArgs,
     #[arg(long, default_value = "nccl", value_parser = transport_arg, help = transport_help())]
@@ -155,7 +197,35 @@ impl CollArgs {
             ops: RedOp::parse(&self.op)?,
             root: self.root,
             seed: self.seed,
+            blocking: self.blocking,
+            report_cputime: self.report_cputime == 1,
+            report_timestamps: self.report_timestamps == 1,
+            unalign: self.unalign,
+            per_iter_timing: self.per_iter_timing == 1,
+            per_iter_skip: self.per_iter_skip,
+            memory_report: self.memory == 1,
+            register: Register::from_code(self.local_register).unwrap_or_default(),
+            cta_policy: self.cta_policy.map(i32::from),
         };
+        self.unhonoured()?;
         CollectivePlan::new(kind, self.transport, config, CollectivePlan::fault_asked(kind)?)
+    }
+
+    /// nccl-tests' options qbench takes but cannot honour at the value given:
+    /// one line naming what nccl-tests would do.
+    fn unhonoured(&self) -> Result<()> {
+        if self.stream_null != 0 {
+            return Err(Error::Usage(format!(
+                "-y {}: nccl-tests would launch on the NULL stream; qbench launches on each GPU's own stream and times it with events there (use -y 0)",
+                self.stream_null
+            )));
+        }
+        if self.device_implementation != 0 {
+            return Err(Error::Usage(format!(
+                "-D {}: nccl-tests would run its own device kernels over NCCL's device API (with -R 2); qbench runs NCCL's collectives only (use -D 0)",
+                self.device_implementation
+            )));
+        }
+        Ok(())
     }
 }

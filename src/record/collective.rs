@@ -105,10 +105,135 @@ pub struct Config {
     pub ops: Vec<RedOp>,
     pub root: i64,
     pub seed: u64,
+    /// -z: 0 launches back to back; 1 waits and barriers after each launch;
+    /// 2 waits after each launch; 3 waits and barriers after each timed
+    /// iteration, the barrier left out of the time.
+    #[serde(default)]
+    pub blocking: u8,
+    /// -C: the time column is the host time spent launching.
+    #[serde(default)]
+    pub report_cputime: bool,
+    /// -S: each row ends with the time it was measured.
+    #[serde(default)]
+    pub report_timestamps: bool,
+    /// -u: both buffers start this many elements past their allocation.
+    #[serde(default)]
+    pub unalign: u64,
+    /// -I: per-iteration columns; -K: iterations they leave out first.
+    #[serde(default)]
+    pub per_iter_timing: bool,
+    #[serde(default)]
+    pub per_iter_skip: u32,
+    /// -M: the GPU memory the setup and the collectives took.
+    #[serde(default)]
+    pub memory_report: bool,
+    /// -R: how the buffers are registered with the communicators.
+    #[serde(default)]
+    pub register: Register,
+    /// -x: NCCL's CTA policy for the communicators (NCCL's default when unset).
+    #[serde(default)]
+    pub cta_policy: Option<i32>,
+}
+
+/// nccl-tests' `-R`: the buffers left alone, registered with each
+/// communicator (ncclCommRegister), or registered as symmetric windows
+/// across all of them (ncclCommWindowRegister, NCCL 2.27 and later).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Register {
+    #[default]
+    None,
+    Local,
+    Symmetric,
+}
+
+impl Register {
+    /// nccl-tests' `-R` code.
+    pub fn from_code(code: u8) -> Option<Register> {
+        match code {
+            0 => Some(Register::None),
+            1 => Some(Register::Local),
+            2 => Some(Register::Symmetric),
+            _ => None,
+        }
+    }
+
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Where the transport's buffers came from and how they were registered,
+/// as it happened (a request the library could not honour says so).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BufferSetup {
+    /// "ncclMemAlloc" (NCCL 2.19 and later, as nccl-tests) or "cuMemAlloc".
+    pub allocator: String,
+    /// The registration that took effect.
+    pub register: Register,
+    /// Why the registration is not the one asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// nccl-tests' `-M` figures: GPU memory taken, the most on any one GPU of
+/// the job, from the free memory the driver reports before and after.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MemoryUse {
+    /// Creating the communicators.
+    pub initialization_bytes: i64,
+    /// The send and receive buffers and their registration.
+    pub user_allocated_bytes: i64,
+    /// The sweep's collectives (NCCL's lazily made connections and buffers).
+    pub collective_bytes: i64,
+}
+
+/// nccl-tests' `-I` figures of one cell: each timed iteration's time (CUDA
+/// events; the slowest process's), summarised after leaving out the first
+/// `skipped` (-K) as nccl-tests does (p50 the upper median, p95 and p99 by
+/// nearest rank, the population's standard deviation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerIter {
+    pub skipped: u32,
+    pub min_us: f64,
+    pub max_us: f64,
+    pub avg_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub stdev_us: f64,
+    pub cv_pct: f64,
+    /// Every timed iteration, the skipped ones included.
+    pub times_us: Vec<f64>,
+}
+
+impl PerIter {
+    /// The figures of `times_us` with the first `skip` left out (none when
+    /// that leaves nothing).
+    pub fn of(times_us: &[f64], skip: u32) -> Option<PerIter> {
+        let mut v: Vec<f64> = times_us.get(skip as usize..).filter(|v| !v.is_empty())?.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let at = |pct: usize| v[(n * pct).div_ceil(100).clamp(1, n) - 1];
+        let avg = v.iter().sum::<f64>() / n as f64;
+        let stdev = (v.iter().map(|t| (t - avg) * (t - avg)).sum::<f64>() / n as f64).sqrt();
+        Some(PerIter {
+            skipped: skip,
+            min_us: v[0],
+            max_us: v[n - 1],
+            avg_us: avg,
+            p50_us: v[n / 2],
+            p95_us: at(95),
+            p99_us: at(99),
+            stdev_us: stdev,
+            cv_pct: if avg > 0.0 { stdev / avg * 100.0 } else { 0.0 },
+            times_us: times_us.to_vec(),
+        })
+    }
 }
 
 /// One half of a table row: out-of-place or in-place.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     pub time_us: f64,
     pub algbw_gbps: f64,
@@ -117,6 +242,13 @@ pub struct Cell {
     pub wrong: Option<u64>,
     /// Per-iteration times, µs.
     pub iterations: Summary,
+    /// -C: the host time spent launching, per operation, combined over the
+    /// ranks as the time is (`-a`); the bandwidths stay the time's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time_us: Option<f64>,
+    /// -I: the per-iteration figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_iter: Option<PerIter>,
 }
 
 impl Cell {
@@ -147,6 +279,9 @@ pub struct SizeRecord {
     pub root: i64,
     pub out_of_place: Cell,
     pub in_place: Cell,
+    /// -S: local time when the row was measured, "%Y-%m-%d %H:%M:%S".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
     /// Under a split (`NCCL_TESTS_SPLIT`), each communicator's own row: the
     /// cells above combine every communicator's times, as nccl-tests does.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -207,6 +342,12 @@ pub struct CollectiveRun {
     pub timing: String,
     /// Set when the sizes were cut to fit the devices' memory.
     pub max_bytes_reduced_to: Option<u64>,
+    /// How the GPU buffers were allocated and registered (GPU transports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<BufferSetup>,
+    /// -M: the GPU memory the run took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryUse>,
     pub results: Vec<SizeRecord>,
     /// Cells with at least one wrong element (nccl-tests' "Out of bounds values").
     pub out_of_bounds: u64,
@@ -275,5 +416,26 @@ impl CollectiveRun {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PerIter;
+
+    /// nccl-tests' computeIterStats: sorted[n/2], nearest-rank p95 and p99,
+    /// the population's deviation.
+    #[test]
+    fn per_iteration_figures_are_nccl_tests() {
+        let times: Vec<f64> = [100.0, 100.0, 5.0, 1.0, 2.0, 3.0, 4.0].to_vec();
+        let p = PerIter::of(&times, 2).unwrap();
+        assert_eq!((p.min_us, p.max_us, p.p50_us, p.p95_us, p.p99_us), (1.0, 5.0, 3.0, 5.0, 5.0));
+        assert_eq!((p.avg_us, p.stdev_us), (3.0, 2f64.sqrt()));
+        assert!((p.cv_pct - 100.0 * 2f64.sqrt() / 3.0).abs() < 1e-12);
+        assert_eq!(p.times_us.len(), 7);
+        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
+        let p = PerIter::of(&hundred, 0).unwrap();
+        assert_eq!((p.p50_us, p.p95_us, p.p99_us), (51.0, 95.0, 99.0));
+        assert!(PerIter::of(&times, 7).is_none());
     }
 }

@@ -162,7 +162,8 @@ pub struct LibraryInfo {
 /// Any record qbench writes, as read back from a file.
 #[derive(Debug, Clone)]
 pub enum AnyRecord {
-    Collective(collective::CollectiveRun),
+    /// Boxed: the largest record by far.
+    Collective(Box<collective::CollectiveRun>),
     Exchange(exchange::ExchangeRun),
     Compare(compare::Comparison),
     Copy(copy::CopyRun),
@@ -213,7 +214,7 @@ pub fn parse(text: &str) -> Result<AnyRecord> {
         serde_json::from_value(v).map_err(|e| Error::Usage(format!("not a valid {schema} record: {e}")))
     }
     Ok(match kind {
-        "collective" => AnyRecord::Collective(typed(value, schema)?),
+        "collective" => AnyRecord::Collective(Box::new(typed(value, schema)?)),
         "exchange" => AnyRecord::Exchange(typed(value, schema)?),
         "compare" => AnyRecord::Compare(typed(value, schema)?),
         "copy" => AnyRecord::Copy(typed(value, schema)?),

@@ -5,7 +5,7 @@
 
 use super::{Csv, Table, cfmt, csv_lines};
 use crate::error::Result;
-use crate::record::collective::{Cell, CollectiveRun, SizeRecord};
+use crate::record::collective::{Cell, CollectiveRun, Config, Register, SizeRecord};
 use crate::units::Step;
 use serde::Serialize;
 use std::fmt::Write;
@@ -15,7 +15,7 @@ impl Table for CollectiveRun {
         header(self)
     }
     fn part(&self, r: &SizeRecord) -> String {
-        row(r)
+        row(self, r)
     }
     fn tail(&self) -> String {
         footer(self)
@@ -32,6 +32,9 @@ fn header(run: &CollectiveRun) -> String {
         .map(|l| format!(" {}-library={}", l.name.to_lowercase(), l.version_code))
         .unwrap_or_default();
     let _ = writeln!(s, "# qbench version {} transport={}{lib}", run.header.qbench_version, run.transport.name());
+    if let Some(note) = run.buffers.as_ref().and_then(|b| b.note.as_ref()) {
+        let _ = writeln!(s, "# {note}");
+    }
     let _ = writeln!(s, "# Collective test starting: {}", run.program);
     let (step, how) = match c.step {
         Step::Factor(f) => (f, "factor"),
@@ -39,7 +42,7 @@ fn header(run: &CollectiveRun) -> String {
     };
     let _ = writeln!(
         s,
-        "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} graph: {} unalign: 0",
+        "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} graph: {} unalign: {}",
         c.nthreads,
         c.ngpus,
         c.minbytes,
@@ -50,8 +53,30 @@ fn header(run: &CollectiveRun) -> String {
         c.iters,
         c.agg_iters,
         c.check,
-        c.cudagraph
+        c.cudagraph,
+        c.unalign
     );
+    s.push_str(match c.blocking {
+        1 => "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n",
+        2 => "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n",
+        3 => "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n",
+        _ => "",
+    });
+    if c.per_iter_timing {
+        s.push_str("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows");
+        if c.per_iter_skip > 0 {
+            let _ = write!(s, "; summary skips first {} iterations", c.per_iter_skip);
+        }
+        s.push_str(" \n");
+    }
+    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Register::None) {
+        let how = match b.register {
+            Register::None => "not registered",
+            Register::Local => "registered with each communicator (ncclCommRegister)",
+            Register::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
+        };
+        let _ = writeln!(s, "# Buffers: {}, {how} (-R {})", b.allocator, c.register.code());
+    }
     s.push_str("#\n# Using devices\n");
     for d in &run.devices {
         let _ = writeln!(
@@ -72,67 +97,116 @@ fn header(run: &CollectiveRun) -> String {
         );
     }
     s.push_str("#\n");
-    s.push_str(&columns());
+    s.push_str(&columns(c));
     s
 }
 
-/// The column heads of a table.
-fn columns() -> String {
+/// The column heads of a table: nccl-tests' writeResultHeader, with -C's
+/// "cputime", -I's per-iteration columns and -S's timestamp.
+fn columns(c: &Config) -> String {
+    let time = if c.report_cputime { "cputime" } else { "time" };
+    let (ts_label, ts_format) = if c.report_timestamps { ("timestamp", "%Y-%m-%d %H:%M:%S") } else { ("", "") };
+    let pad = if c.report_timestamps { 19 } else { 0 };
+    let lead = |a: &str, b: &str| format!("# {a:>10}  {b:>12}  {:>8}  {:>6}  {:>6}", "", "", "");
     let mut s = String::new();
+    if c.per_iter_timing {
+        let _ = writeln!(
+            s,
+            "{}              out-of-place (+ per-iteration)                                in-place (+ per-iteration)",
+            lead("", "")
+        );
+        for (first, unit) in
+            [(["size", "count", "type", "redop", "root"], false), (["(B)", "(elements)", "", "", ""], true)]
+        {
+            let half: [&str; 8] = if unit {
+                ["(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)"]
+            } else {
+                [time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%"]
+            };
+            let _ =
+                write!(s, "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", first[0], first[1], first[2], first[3], first[4]);
+            for _ in 0..2 {
+                let _ = write!(
+                    s,
+                    "  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}",
+                    half[0], half[1], half[2], half[3], half[4], half[5], half[6], half[7]
+                );
+            }
+            let _ = writeln!(s, " {:>pad$}", if unit { ts_format } else { ts_label });
+        }
+        return s;
+    }
+    let _ = writeln!(s, "{}           out-of-place                       in-place          ", lead("", ""));
     let _ = writeln!(
         s,
-        "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place          ",
-        "", "", "", "", ""
-    );
-    let _ = writeln!(
-        s,
-        "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} ",
+        "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} {:>pad$}",
         "size",
         "count",
         "type",
         "redop",
         "root",
-        "time",
+        time,
         "algbw",
         "busbw",
         "#wrong",
-        "time",
+        time,
         "algbw",
         "busbw",
-        "#wrong"
+        "#wrong",
+        ts_label
     );
     let _ = writeln!(
         s,
-        "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} ",
-        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""
+        "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} {:>pad$}",
+        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ts_format
     );
     s
 }
 
-fn cell(c: &Cell) -> String {
-    let (t, a, b) = (cfmt::bounded(c.time_us, 7), cfmt::bounded(c.algbw_gbps, 6), cfmt::bounded(c.busbw_gbps, 6));
-    match c.wrong {
+/// One half of a row: nccl-tests' writeBenchmarkLineBody (the time column
+/// -C's cputime when asked), then -I's writePerIterReport.
+fn cell(c: &Config, x: &Cell) -> String {
+    let time = if c.report_cputime { x.cpu_time_us.unwrap_or(x.time_us) } else { x.time_us };
+    let (t, a, b) = (cfmt::bounded(time, 7), cfmt::bounded(x.algbw_gbps, 6), cfmt::bounded(x.busbw_gbps, 6));
+    let mut s = match x.wrong {
         Some(w) => format!("  {t}  {a}  {b}  {:>6}", cfmt::g(w as f64)),
         None => format!("  {t}  {a}  {b}    N/A"),
+    };
+    if c.per_iter_timing {
+        let p = x.per_iter.as_ref();
+        let f = |v: Option<f64>| cfmt::bounded(v.unwrap_or(0.0), 7);
+        let _ = write!(
+            s,
+            "  {}  {}  {}  {}",
+            f(p.map(|p| p.min_us)),
+            f(p.map(|p| p.max_us)),
+            f(p.map(|p| p.p99_us)),
+            f(p.map(|p| p.cv_pct))
+        );
     }
+    s
 }
 
 /// One row.
-fn row(r: &SizeRecord) -> String {
-    row_of(r, r.count, &r.out_of_place, &r.in_place)
+fn row(run: &CollectiveRun, r: &SizeRecord) -> String {
+    row_of(&run.config, r, r.count, &r.out_of_place, &r.in_place)
 }
 
-/// A row of size `r` with the given count and cells.
-fn row_of(r: &SizeRecord, count: u64, out_of_place: &Cell, in_place: &Cell) -> String {
+/// A row of size `r` with the given count and cells, and -S's timestamp.
+fn row_of(c: &Config, r: &SizeRecord, count: u64, out_of_place: &Cell, in_place: &Cell) -> String {
+    let stamp = match (&r.timestamp, c.report_timestamps) {
+        (Some(t), true) => format!("{t:>21}"),
+        _ => String::new(),
+    };
     format!(
-        "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}\n",
+        "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}{stamp}\n",
         r.size,
         count,
         r.dtype.name(),
         r.redop.map_or("none", |o| o.name()),
         r.root,
-        cell(out_of_place),
-        cell(in_place)
+        cell(c, out_of_place),
+        cell(c, in_place)
     )
 }
 
@@ -144,11 +218,11 @@ fn group_tables(run: &CollectiveRun) -> String {
         let hosts = run.hosts_of(&g.ranks);
         let ranks: Vec<String> = g.ranks.iter().map(|r| r.to_string()).collect();
         let _ = writeln!(s, "#\n# Group {}: ranks {} on {}", g.group, ranks.join(" "), hosts.join(" "));
-        s.push_str(&columns());
+        s.push_str(&columns(&run.config));
         let mut busbw = Vec::new();
         for r in &run.results {
             if let Some(gr) = r.groups.iter().find(|gr| gr.group == g.group) {
-                s.push_str(&row_of(r, gr.count, &gr.out_of_place, &gr.in_place));
+                s.push_str(&row_of(&run.config, r, gr.count, &gr.out_of_place, &gr.in_place));
                 busbw.extend([gr.out_of_place.busbw_gbps, gr.in_place.busbw_gbps]);
             }
         }
@@ -171,8 +245,41 @@ fn footer(run: &CollectiveRun) -> String {
     );
     let verdict = run.min_bandwidth.as_ref().map_or("", |m| if m.ok { "OK" } else { "FAILED" });
     let _ = writeln!(s, "# {:<20} : {} {}", "Avg bus bandwidth", cfmt::g(run.avg_busbw_gbps), verdict);
-    let _ = writeln!(s, "#\n# Collective test concluded: {}\n#\n", run.program);
+    let _ = writeln!(s, "#\n# Collective test concluded: {}", run.program);
+    if let Some(m) = &run.memory {
+        let parts = [
+            ("Initialization", m.initialization_bytes),
+            ("User-Allocated", m.user_allocated_bytes),
+            ("Collective", m.collective_bytes),
+        ];
+        let each: Vec<String> = parts.iter().map(|(name, b)| format!("{name} {} ", memory(*b))).collect();
+        let total = parts.iter().map(|p| p.1).sum::<i64>();
+        let _ = writeln!(s, "# {:<20} : {}| Total  {}", "GPU memory usage", each.join("| "), memory(total));
+    }
+    s.push_str("#\n\n");
     s
+}
+
+/// nccl-tests' getMemString: binary units, two decimals below 10, one
+/// below 100, none above.
+fn memory(bytes: i64) -> String {
+    let mut amount = bytes as f64;
+    let mut unit = " B";
+    for (scale, name) in [(1u64 << 30, " GB"), (1 << 20, " MB"), (1 << 10, " KB")] {
+        if amount.abs() >= scale as f64 {
+            amount /= scale as f64;
+            unit = name;
+            break;
+        }
+    }
+    let precision = if amount.abs() < 10.0 {
+        2
+    } else if amount.abs() < 100.0 {
+        1
+    } else {
+        0
+    };
+    format!("{amount:.precision$}{unit}")
 }
 
 #[derive(Serialize)]
@@ -202,7 +309,7 @@ impl Csv for CollectiveRun {
     fn csv(&self) -> Result<Vec<u8>> {
         csv_lines(self.results.iter().flat_map(|r| {
             [("out-of-place", &r.out_of_place), ("in-place", &r.in_place)].map(|(placement, c)| {
-                let Cell { time_us, algbw_gbps, busbw_gbps, wrong, iterations: it } = *c;
+                let (it, wrong) = (&c.iterations, c.wrong);
                 Line {
                     collective: &self.collective,
                     transport: self.transport.name(),
@@ -214,9 +321,9 @@ impl Csv for CollectiveRun {
                     redop: r.redop.map_or("none", |o| o.name()),
                     root: r.root,
                     placement,
-                    time_us,
-                    algbw_gbps,
-                    busbw_gbps,
+                    time_us: c.time_us,
+                    algbw_gbps: c.algbw_gbps,
+                    busbw_gbps: c.busbw_gbps,
                     wrong,
                     min_us: it.min,
                     p50_us: it.median,
@@ -232,7 +339,7 @@ impl Csv for CollectiveRun {
 mod tests {
     use super::*;
     use crate::dtype::{DataType, RedOp};
-    use crate::record::collective::{Average, Config, TransportKind};
+    use crate::record::collective::{Average, Config, Register, TransportKind};
     use crate::record::{Header, LibraryInfo, RankInfo};
     use crate::stats::Summary;
 
@@ -246,11 +353,22 @@ mod tests {
             p999: time_us,
             max: time_us,
         };
-        Cell { time_us, algbw_gbps, busbw_gbps, wrong, iterations }
+        Cell { time_us, algbw_gbps, busbw_gbps, wrong, iterations, cpu_time_us: None, per_iter: None }
     }
 
     fn row(size: u64, count: u64, dtype: DataType, redop: Option<RedOp>, root: i64, a: Cell, b: Cell) -> SizeRecord {
-        SizeRecord { cycle: 0, size, count, dtype, redop, root, out_of_place: a, in_place: b, groups: Vec::new() }
+        SizeRecord {
+            cycle: 0,
+            size,
+            count,
+            dtype,
+            redop,
+            root,
+            out_of_place: a,
+            in_place: b,
+            timestamp: None,
+            groups: Vec::new(),
+        }
     }
 
     /// The golden file is rendered by an independent implementation of
@@ -293,6 +411,15 @@ mod tests {
                 ops: vec![RedOp::Sum],
                 root: 0,
                 seed: 1,
+                blocking: 0,
+                report_cputime: false,
+                report_timestamps: false,
+                unalign: 0,
+                per_iter_timing: false,
+                per_iter_skip: 0,
+                memory_report: false,
+                register: Register::None,
+                cta_policy: None,
             },
             library: Some(LibraryInfo {
                 name: "NCCL".into(),
@@ -304,6 +431,8 @@ mod tests {
             split: None,
             timing: String::new(),
             max_bytes_reduced_to: Some(512 << 20),
+            buffers: None,
+            memory: None,
             results: vec![
                 row(
                     16 << 20,
@@ -348,5 +477,16 @@ mod tests {
             assert_eq!(got, want, "line {}", i + 1);
         }
         assert_eq!(text, golden);
+    }
+
+    /// nccl-tests' getMemString.
+    #[test]
+    fn memory_reads_as_nccl_tests_prints_it() {
+        assert_eq!(super::memory(0), "0.00 B");
+        assert_eq!(super::memory(1536), "1.50 KB");
+        assert_eq!(super::memory(42 << 20), "42.0 MB");
+        assert_eq!(super::memory(3 << 30), "3.00 GB");
+        assert_eq!(super::memory(700 << 30), "700 GB");
+        assert_eq!(super::memory(-(5 << 20)), "-5.00 MB");
     }
 }

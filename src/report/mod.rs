@@ -43,7 +43,7 @@ pub fn render<R: Table>(run: &R) -> String {
 pub fn render_any(record: &crate::record::AnyRecord) -> String {
     use crate::record::AnyRecord;
     match record {
-        AnyRecord::Collective(r) => render(r),
+        AnyRecord::Collective(r) => render(r.as_ref()),
         AnyRecord::Exchange(r) => render(r),
         AnyRecord::Compare(r) => render(r),
         AnyRecord::Copy(r) => render(r),

@@ -5,12 +5,13 @@
 //! from the stages of the ranks it reads. It is the path CI runs end to end
 //! and a baseline for CPU-only nodes.
 
-use super::{Buf, Op, Primitives, Region, Timing, Transport};
+use super::{Buf, Loop, Op, Primitives, Region, Timing, Transport};
 use crate::dtype::{Element, RedOp};
 use crate::error::{Error, Result};
 use crate::interrupt::Halt;
 use crate::record::{LibraryInfo, RankInfo};
 use crate::with_element;
+use crate::world::World;
 use std::sync::{Barrier, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
@@ -372,9 +373,10 @@ impl Transport for Cpu {
     }
 
     /// Host ranks have no CUDA graphs; the plan refuses -G for them.
-    fn time(&mut self, op: &Op, warmup: u32, iters: u32, _graph: u32) -> Result<Timing> {
+    /// Every step ends at a barrier of the ranks, so -z changes nothing here.
+    fn time(&mut self, op: &Op, l: &Loop, _world: &dyn World) -> Result<Timing> {
         let sched = Schedule::new(op, self.bufs.len())?;
-        let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, &sched, warmup, iters))?;
+        let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, &sched, l.warmup, l.iters))?;
         Ok(Timing::from_threads(&per_rank))
     }
 

@@ -5,7 +5,7 @@
 //! together. Multi-node CPU clusters get the same table.
 
 use super::cpu::{Issued, Prim, combine, fill_rank, flip_element, share, view_mut, wrong_on_rank};
-use super::{Buf, Op, Region, Timing, Transport};
+use super::{Buf, Loop, Op, Region, Timing, Transport};
 use crate::dtype::{Element, RedOp};
 use crate::error::{Error, Result};
 use crate::record::{LibraryInfo, RankInfo};
@@ -196,28 +196,36 @@ impl<'w> CpuMpi<'w> {
         }
     }
 
-    /// The warm-up, then `iters` timed iterations of `op.agg` steps. Every
+    /// The warm-up, then `l.iters` timed iterations of `op.agg` steps. Every
     /// few iterations (outside the timed window) the processes agree on
-    /// whether one was signalled, so that all stop at the same one.
-    fn timed<T: Element>(&mut self, op: &Op, prims: &[Prim], warmup: u32, iters: u32) -> Result<Vec<f64>> {
+    /// whether one was signalled, so that all stop at the same one. Each
+    /// step completes before the next; -z 1 adds a barrier after each step
+    /// (timed), -z 3 one after each iteration (untimed).
+    fn timed<T: Element>(&mut self, op: &Op, prims: &[Prim], l: &Loop) -> Result<Vec<f64>> {
         let every = agree_every(op.counts.bytes(op.dtype));
-        for k in 0..(warmup * op.agg) as u64 {
+        for k in 0..(l.warmup * op.agg) as u64 {
             if k % every == 0 {
                 crate::world::check_interrupt(self.mpi)?;
             }
             self.step::<T>(op, prims)?;
         }
         self.mpi.barrier();
-        let mut times = Vec::with_capacity(iters as usize);
-        for i in 0..iters as u64 {
+        let mut times = Vec::with_capacity(l.iters as usize);
+        for i in 0..l.iters as u64 {
             if i % every == 0 {
                 crate::world::check_interrupt(self.mpi)?;
             }
             let t0 = Instant::now();
             for _ in 0..op.agg {
                 self.step::<T>(op, prims)?;
+                if l.blocking == 1 {
+                    self.mpi.barrier();
+                }
             }
             times.push(t0.elapsed().as_secs_f64() / op.agg as f64);
+            if l.blocking == 3 {
+                self.mpi.barrier();
+            }
         }
         Ok(times)
     }
@@ -292,9 +300,9 @@ impl Transport for CpuMpi<'_> {
     }
 
     /// Host ranks have no CUDA graphs; the plan refuses -G for them.
-    fn time(&mut self, op: &Op, warmup: u32, iters: u32, _graph: u32) -> Result<Timing> {
+    fn time(&mut self, op: &Op, l: &Loop, _world: &dyn World) -> Result<Timing> {
         let prims = self.prims(op)?;
-        let times = with_element!(op.dtype, T => self.timed::<T>(op, &prims, warmup, iters))?;
+        let times = with_element!(op.dtype, T => self.timed::<T>(op, &prims, l))?;
         Ok(Timing::from_threads(&[times]))
     }
 

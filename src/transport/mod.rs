@@ -14,8 +14,25 @@ pub mod nccl;
 pub mod pattern_kernels;
 
 use crate::error::Result;
+use crate::record::collective::BufferSetup;
 use crate::record::{LibraryInfo, RankInfo};
+use crate::world::World;
 pub use collective::{Buf, Call, Collective, Counts, Op, Primitives, Region, Source};
+
+/// How a timed cell runs: nccl-tests' -w, -n, -G and -z.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Loop {
+    /// Untimed iterations first.
+    pub warmup: u32,
+    pub iters: u32,
+    /// Above 0: the timed iterations captured once, the capture launched
+    /// this many times.
+    pub graph: u32,
+    /// 0 back to back; 1 wait for the GPUs and a barrier of every rank
+    /// after each launch; 2 wait after each launch; 3 wait and a barrier
+    /// after each iteration, the barrier left out of the time.
+    pub blocking: u8,
+}
 
 /// Times of one timed cell.
 #[derive(Debug, Clone, Default)]
@@ -23,20 +40,34 @@ pub struct Timing {
     /// Seconds per operation, one value per timing thread (a thread drives
     /// one or more ranks and contributes the slowest of them).
     pub per_thread: Vec<f64>,
+    /// Host seconds spent launching, per operation, one value per timing
+    /// thread (nccl-tests' cputime; the same as `per_thread` where every
+    /// operation completes before the next is started).
+    pub cpu_per_thread: Vec<f64>,
     /// Seconds per operation of each timed iteration (or graph launch), the
     /// slowest thread's (nccl: from a separate pass with events).
     pub iterations: Vec<f64>,
 }
 
 impl Timing {
-    /// Times from one series of per-iteration seconds per thread.
+    /// Times from one series of per-iteration seconds per thread, each
+    /// operation complete when its time ends.
     pub fn from_threads(per_thread: &[Vec<f64>]) -> Timing {
         let iters = per_thread.first().map_or(0, Vec::len);
+        let mean: Vec<f64> = per_thread.iter().map(|t| t.iter().sum::<f64>() / t.len().max(1) as f64).collect();
         Timing {
-            per_thread: per_thread.iter().map(|t| t.iter().sum::<f64>() / t.len().max(1) as f64).collect(),
+            cpu_per_thread: mean.clone(),
+            per_thread: mean,
             iterations: (0..iters).map(|k| per_thread.iter().map(|t| t[k]).fold(0.0, f64::max)).collect(),
         }
     }
+}
+
+/// GPU memory taken by a transport's setup, the most on any one of its GPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SetupMemory {
+    pub communicators: i64,
+    pub buffers: i64,
 }
 
 /// What the collective sweep needs from a transport.
@@ -52,10 +83,10 @@ pub trait Transport {
     fn allocate(&mut self, bytes: u64) -> Result<()>;
     /// Writes every rank's input and poisons the rest of its output region.
     fn fill(&mut self, op: &Op) -> Result<()>;
-    /// Runs `warmup` untimed and `iters` timed iterations of `op.agg`
-    /// operations each; with `graph` > 0 the timed iterations are captured
-    /// once and the capture launched `graph` times.
-    fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing>;
+    /// Runs `l.warmup` untimed and `l.iters` timed iterations of `op.agg`
+    /// operations each, as [`Loop`] says; `world` is the job whose ranks a
+    /// blocking loop's barriers span.
+    fn time(&mut self, op: &Op, l: &Loop, world: &dyn World) -> Result<Timing>;
     /// How [`Transport::time`] measures, in a sentence for the records.
     fn timing(&self) -> &'static str;
     /// Runs one operation and waits for it.
@@ -64,4 +95,16 @@ pub trait Transport {
     fn corrupt(&mut self, op: &Op, rank: usize, index: u64) -> Result<()>;
     /// Output elements on this process's ranks that differ from the expected values.
     fn count_wrong(&mut self, op: &Op) -> Result<u64>;
+    /// How the buffers were allocated and registered (GPU transports).
+    fn buffer_setup(&self) -> Option<BufferSetup> {
+        None
+    }
+    /// GPU memory the communicators and the buffers took (GPU transports).
+    fn setup_memory(&self) -> Option<SetupMemory> {
+        None
+    }
+    /// Free memory of each of this process's GPUs now, bytes.
+    fn free_memory(&self) -> Result<Vec<i64>> {
+        Ok(Vec::new())
+    }
 }

@@ -2,26 +2,27 @@
 //! collective is its NCCL calls on every GPU inside one ncclGroupStart/End.
 //! Timing is by the host clock around back-to-back launches ([`TIMING`]).
 
-use super::{Buf, Op, Primitives, Region, Timing, Transport};
+use super::{Buf, Loop, Op, Primitives, Region, SetupMemory, Timing, Transport};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::interrupt::Halt;
 use crate::libs::{self, Library};
+use crate::record::collective::{BufferSetup, Register};
 use crate::record::{LibraryInfo, RankInfo};
 use crate::transport::pattern_kernels::PatternKernels;
 use crate::world::World;
-use cudarc::driver::CudaEvent;
+use cudarc::driver::{CudaContext, CudaEvent};
 use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys;
 use std::ffi::{c_char, c_int, c_uint, c_void};
-use std::sync::Barrier;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 const POISON: u8 = 0xff;
 
 /// How the nccl transport times a cell, for --help and the records.
-pub const TIMING: &str = "time: the host clock around -n back-to-back launches (-G: graph launches), until a stream query finds every GPU idle, divided by the operations, as nccl-tests times; iterations: a separate pass with CUDA events between the launches, reported as percentiles only; communicators as nccl-tests 2.19 creates them (NCCL 2.28 and later: ncclCommInitRankConfig with nvlinkCentricSched = 1)";
+pub const TIMING: &str = "time: the host clock around -n back-to-back launches (-G: graph launches; -z: each followed by a wait, and a barrier for 1 and 3, -z 3 timing the launches and waits alone), until a stream query finds every GPU idle, divided by the operations, as nccl-tests times; cputime (-C): the same clock when the last launch returned; iterations: a separate pass with CUDA events around each launch, reported as percentiles (and -I's columns) only; buffers from ncclMemAlloc (NCCL 2.19 and later, else cuMemAlloc) and communicators as nccl-tests 2.19 makes them (NCCL 2.28 and later: ncclCommInitRankConfig with nvlinkCentricSched = 1)";
 
 fn nccl_type(t: DataType) -> sys::ncclDataType_t {
     use sys::ncclDataType_t::*;
@@ -110,7 +111,7 @@ impl CommConfig {
     /// NCCL_CONFIG_INITIALIZER of NCCL 2.28 (every field undefined, so
     /// NCCL's default) with nvlinkCentricSched = 1, as nccl-tests 2.19
     /// creates its communicators with NCCL 2.28 and later.
-    fn nccl_tests() -> CommConfig {
+    fn nccl_tests(cta_policy: Option<i32>) -> CommConfig {
         const UNDEF: c_int = c_int::MIN; // NCCL_CONFIG_UNDEF_INT
         CommConfig {
             size: std::mem::size_of::<CommConfig>(),
@@ -125,7 +126,7 @@ impl CommConfig {
             traffic_class: UNDEF,
             comm_name: std::ptr::null(),
             collnet_enable: UNDEF,
-            cta_policy: UNDEF,
+            cta_policy: cta_policy.unwrap_or(UNDEF),
             shrink_share: UNDEF,
             nvls_ctas: UNDEF,
             n_channels_per_net_peer: UNDEF,
@@ -147,8 +148,9 @@ pub struct Communicators {
 
 impl Communicators {
     /// `gpus` become ranks `world.rank() × gpus.len()` onwards of
-    /// `world.size() × gpus.len()`.
-    pub fn new(gpus: &[Gpu], world: &dyn World) -> Result<Communicators> {
+    /// `world.size() × gpus.len()`; `cta_policy` is nccl-tests' `-x`
+    /// (NCCL 2.28 and later), None NCCL's default.
+    pub fn new(gpus: &[Gpu], world: &dyn World, cta_policy: Option<i32>) -> Result<Communicators> {
         let local = gpus.len();
         let mut id = if world.rank() == 0 {
             nccl::get_uniqueid().map_err(nccl_err("creating the communicator id"))?
@@ -159,15 +161,21 @@ impl Communicators {
         world.broadcast(0, &mut id_bytes);
         id.internal.iter_mut().zip(&id_bytes).for_each(|(c, &b)| *c = b as std::ffi::c_char);
         let (first_rank, nranks) = (world.rank() * local, world.size() * local);
-        let configured =
-            nccl::get_nccl_version().map_err(nccl_err("reading the NCCL version"))? as i64 >= CONFIG_VERSION;
+        let version = nccl::get_nccl_version().map_err(nccl_err("reading the NCCL version"))? as i64;
+        let configured = version >= CONFIG_VERSION;
+        if let (Some(p), false) = (cta_policy, configured) {
+            return Err(Error::Missing(format!(
+                "-x {p} (NCCL's CTA policy) needs NCCL 2.28 or later; this one is {}",
+                libs::nccl_version_text(version)
+            )));
+        }
         let mut comms = vec![std::ptr::null_mut(); local];
         nccl::group_start().map_err(nccl_err("creating communicators"))?;
         for (i, g) in gpus.iter().enumerate() {
             g.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
             let rank = (first_rank + i) as i32;
             let created = if configured {
-                let mut config = CommConfig::nccl_tests();
+                let mut config = CommConfig::nccl_tests(cta_policy);
                 // SAFETY: `comms[i]` is a valid out-pointer; the id is shared
                 // by every rank and ranks are distinct; `config` is the
                 // NCCL 2.28 layout this library (2.28 or later) reads `size`
@@ -285,12 +293,91 @@ pub fn library_info() -> Result<LibraryInfo> {
     })
 }
 
+/// A rank's send or receive buffer: from ncclMemAlloc where NCCL has it
+/// (2.19 and later), as nccl-tests allocates, else from cuMemAlloc.
+enum Memory {
+    Nccl { ptr: u64, ctx: Arc<CudaContext> },
+    Cuda(DeviceBuffer),
+}
+
+/// NCCL_VERSION(2, 19, 0): ncclMemAlloc and ncclCommRegister.
+const MEM_ALLOC_VERSION: i64 = 21900;
+/// NCCL_VERSION(2, 27, 0): ncclCommWindowRegister.
+const WINDOW_VERSION: i64 = 22700;
+/// NCCL_WIN_COLL_SYMMETRIC.
+const WIN_COLL_SYMMETRIC: c_int = 1;
+
+impl Memory {
+    fn alloc(gpu: &Gpu, bytes: u64, nccl_alloc: bool) -> Result<Memory> {
+        if !nccl_alloc {
+            return gpu.alloc(bytes).map(Memory::Cuda);
+        }
+        gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: ncclMemAlloc (NCCL 2.19 and later, checked by the caller)
+        // writes a fresh allocation on the current device to `ptr` or fails.
+        unsafe { sys::ncclMemAlloc(&mut ptr, bytes.max(1) as usize) }.result().map_err(nccl_err(format!(
+            "allocating {} on GPU {} (ncclMemAlloc)",
+            crate::units::format_size(bytes),
+            gpu.ordinal
+        )))?;
+        Ok(Memory::Nccl { ptr: ptr as u64, ctx: gpu.ctx.clone() })
+    }
+
+    fn ptr(&self) -> u64 {
+        match self {
+            Memory::Nccl { ptr, .. } => *ptr,
+            Memory::Cuda(b) => b.ptr(),
+        }
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        if let Memory::Nccl { ptr, ctx } = self {
+            let _ = ctx.bind_to_thread();
+            // SAFETY: the pointer came from ncclMemAlloc and is freed once;
+            // every registration of it was undone before (Nccl::deregister).
+            let _ = unsafe { sys::ncclMemFree(*ptr as *mut c_void) };
+        }
+    }
+}
+
+/// A buffer's registration with its rank's communicator (`-R`): NCCL's
+/// handle, kept as an address.
+#[derive(Clone, Copy)]
+enum Registered {
+    Local(usize),
+    Window(usize),
+}
+
+/// ncclCommWindowRegister(comm, buff, size, win, winFlags).
+type WindowRegisterFn =
+    unsafe extern "C" fn(sys::ncclComm_t, *mut c_void, usize, *mut *mut c_void, c_int) -> sys::ncclResult_t;
+/// ncclCommWindowDeregister(comm, win).
+type WindowDeregisterFn = unsafe extern "C" fn(sys::ncclComm_t, *mut c_void) -> sys::ncclResult_t;
+
 struct Rank {
     gpu: Gpu,
     kernels: PatternKernels,
-    send: Option<DeviceBuffer>,
-    recv: Option<DeviceBuffer>,
+    send: Option<Memory>,
+    recv: Option<Memory>,
+    /// The registrations of `send` and `recv`, undone before they are freed.
+    registered: Vec<Registered>,
     wrong: DeviceBuffer,
+}
+
+/// What a collective run asks of the transport besides its ranks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// -T: abort the communicators when the GPUs take longer (0: never).
+    pub timeout_s: u64,
+    /// -R.
+    pub register: Register,
+    /// -x.
+    pub cta_policy: Option<i32>,
+    /// -u: elements by which both buffers start past their allocation.
+    pub unalign: u64,
 }
 
 pub struct Nccl {
@@ -308,6 +395,10 @@ pub struct Nccl {
     allocated: u64,
     /// NCCL's own all-to-all (NCCL 2.28 and later), looked up at run time.
     alltoall: Option<AllToAllFn>,
+    unalign: u64,
+    /// How the buffers are allocated and registered, as it will happen.
+    setup: BufferSetup,
+    memory: SetupMemory,
 }
 
 /// ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream).
@@ -320,21 +411,56 @@ type AllToAllFn = unsafe extern "C" fn(
     sys::cudaStream_t,
 ) -> sys::ncclResult_t;
 
-/// ncclAlltoAll, where the loaded NCCL has it (2.28 and later), as
-/// nccl-tests calls it there.
-fn nccl_alltoall(version: i64) -> Option<AllToAllFn> {
-    if version < 22800 {
+/// A function of the loaded NCCL that cudarc's bindings (NCCL 2.24's) do
+/// not carry, where that NCCL has it (`since` and later).
+fn nccl_symbol<F: Copy>(name: &str, since: i64, version: i64) -> Option<F> {
+    if version < since {
         return None;
     }
     let path = libs::loaded_path(Library::Nccl)?;
     // SAFETY: the library is already loaded in this process, so opening it
     // again only takes a reference; its initialisers have run.
     let lib = unsafe { libloading::Library::new(&path) }.ok()?;
-    // SAFETY: the type is ncclAlltoAll's as nccl.h 2.28 declares it.
-    let f: AllToAllFn = unsafe { *lib.get::<AllToAllFn>(b"ncclAlltoAll\0").ok()? };
+    let symbol = format!("{name}\0");
+    // SAFETY: callers name F as nccl.h declares `name` in the versions
+    // from `since` on.
+    let f: F = unsafe { *lib.get::<F>(symbol.as_bytes()).ok()? };
     // The library stays loaded for the process: NCCL is never unloaded.
     std::mem::forget(lib);
     Some(f)
+}
+
+/// How NCCL `version` allocates and registers the buffers for `-R register`,
+/// as nccl-tests 2.19 does: ncclMemAlloc from NCCL 2.19 on; -R needs 2.19;
+/// -R 2 before NCCL 2.27 registers locally, with nccl-tests' own words.
+fn buffer_setup(register: Register, version: i64) -> Result<BufferSetup> {
+    let nccl_alloc = version >= MEM_ALLOC_VERSION;
+    if register != Register::None && !nccl_alloc {
+        return Err(Error::Missing(format!(
+            "-R {} (buffer registration) needs NCCL 2.19 or later; this one is {}",
+            register.code(),
+            libs::nccl_version_text(version)
+        )));
+    }
+    let (register, note) = if register == Register::Symmetric && version < WINDOW_VERSION {
+        (
+            Register::Local,
+            Some("Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration".into()),
+        )
+    } else {
+        (register, None)
+    };
+    Ok(BufferSetup { allocator: if nccl_alloc { "ncclMemAlloc" } else { "cuMemAlloc" }.into(), register, note })
+}
+
+/// Free memory of each GPU, bytes.
+fn free_of(gpus: &[&Gpu]) -> Result<Vec<i64>> {
+    gpus.iter().map(|g| g.free_mem().map(|m| m as i64)).collect()
+}
+
+/// The most memory any one GPU lost between two readings.
+fn most_taken(before: &[i64], after: &[i64]) -> i64 {
+    before.iter().zip(after).map(|(b, a)| b - a).max().unwrap_or(0)
 }
 
 impl Nccl {
@@ -346,7 +472,7 @@ impl Nccl {
     pub fn new(
         threads: usize,
         per_thread: usize,
-        timeout_s: u64,
+        options: Options,
         world: &dyn World,
         collectives: &[&dyn super::Collective],
     ) -> Result<Nccl> {
@@ -356,9 +482,13 @@ impl Nccl {
         crate::interrupt::step("opening the GPUs");
         let gpus = gpu::open_local_gpus(local, world)?;
         let library = library_info()?;
+        let version = library.version_code;
+        let setup = buffer_setup(options.register, version)?;
         crate::world::check_interrupt(world)?;
         crate::interrupt::step("creating the NCCL communicators");
-        let comms = Communicators::new(&gpus, world)?;
+        let before = free_of(&gpus.iter().collect::<Vec<_>>())?;
+        let comms = Communicators::new(&gpus, world, options.cta_policy)?;
+        let communicators = most_taken(&before, &free_of(&gpus.iter().collect::<Vec<_>>())?);
         crate::world::check_interrupt(world)?;
         let (first_rank, nranks) = (world.rank() * local, world.size() * local);
         let mut ranks = Vec::with_capacity(local);
@@ -369,7 +499,7 @@ impl Nccl {
             crate::world::check_interrupt(world)?;
             let kernels = PatternKernels::load(&gpu, collectives)?;
             let wrong = gpu.alloc(8)?;
-            ranks.push(Rank { gpu, kernels, send: None, recv: None, wrong });
+            ranks.push(Rank { gpu, kernels, send: None, recv: None, registered: Vec::new(), wrong });
         }
         Ok(Nccl {
             ranks,
@@ -378,17 +508,92 @@ impl Nccl {
             info,
             first_rank,
             nranks,
-            alltoall: nccl_alltoall(library.version_code),
+            alltoall: nccl_symbol("ncclAlltoAll", 22800, version),
             library,
-            timeout: (timeout_s > 0).then(|| Duration::from_secs(timeout_s)),
+            timeout: (options.timeout_s > 0).then(|| Duration::from_secs(options.timeout_s)),
             allocated: 0,
+            unalign: options.unalign,
+            setup,
+            memory: SetupMemory { communicators, buffers: 0 },
         })
     }
 
-    fn buffers(&self, i: usize) -> Result<(u64, u64)> {
+    /// Registers every rank's buffers as `self.setup` says, in one group
+    /// (a window registration is collective over the communicator).
+    fn register(&mut self, bytes: u64) -> Result<()> {
+        let version = self.library.version_code;
+        let window: Option<WindowRegisterFn> = match self.setup.register {
+            Register::None => return Ok(()),
+            Register::Local => None,
+            Register::Symmetric => Some(
+                nccl_symbol("ncclCommWindowRegister", WINDOW_VERSION, version)
+                    .ok_or_else(|| Error::Missing("this NCCL lacks ncclCommWindowRegister (-R 2)".into()))?,
+            ),
+        };
+        nccl::group_start().map_err(nccl_err("starting a group"))?;
+        let mut result = Ok(());
+        for (i, r) in self.ranks.iter_mut().enumerate() {
+            let comm = self.comms.get(i);
+            for m in [&r.send, &r.recv].into_iter().flatten() {
+                let mut handle = std::ptr::null_mut();
+                let buff = m.ptr() as *mut c_void;
+                // SAFETY: `buff` is this rank's live allocation of at least
+                // `bytes` bytes on its GPU, `comm` its communicator; the
+                // handle is kept and undone before the buffer is freed.
+                let done = unsafe {
+                    match window {
+                        Some(f) => f(comm, buff, bytes as usize, &mut handle, WIN_COLL_SYMMETRIC),
+                        None => sys::ncclCommRegister(comm, buff, bytes as usize, &mut handle),
+                    }
+                }
+                .result();
+                if let Err(e) = done {
+                    result = Err(nccl_err(format!("registering a buffer on GPU {}", r.gpu.ordinal))(e));
+                    break;
+                }
+                let handle = handle as usize;
+                r.registered.push(if window.is_some() {
+                    Registered::Window(handle)
+                } else {
+                    Registered::Local(handle)
+                });
+            }
+        }
+        let ended = nccl::group_end().map(|_| ()).map_err(nccl_err("registering the buffers"));
+        result.and(ended)
+    }
+
+    /// Undoes every registration (before the buffers are freed or the
+    /// communicators destroyed; an aborted communicator has none left).
+    fn deregister(&mut self) {
+        let deregister_window: Option<WindowDeregisterFn> =
+            nccl_symbol("ncclCommWindowDeregister", WINDOW_VERSION, self.library.version_code);
+        for (i, r) in self.ranks.iter_mut().enumerate() {
+            let comm = self.comms.get(i);
+            for h in r.registered.drain(..) {
+                if self.comms.aborted {
+                    continue;
+                }
+                // SAFETY: each handle came from registering with this
+                // communicator, which is live, and is undone once.
+                let _ = unsafe {
+                    match (h, deregister_window) {
+                        (Registered::Local(p), _) => sys::ncclCommDeregister(comm, p as *mut c_void),
+                        (Registered::Window(w), Some(f)) => f(comm, w as *mut c_void),
+                        (Registered::Window(_), None) => continue,
+                    }
+                };
+            }
+        }
+    }
+
+    /// Where rank `i`'s send and receive buffers start for `op`: `-u`
+    /// elements of its type past their allocations.
+    fn buffers(&self, i: usize, op: &Op) -> Result<(u64, u64)> {
         let r = &self.ranks[i];
+        let skew = self.unalign * op.dtype.size() as u64;
         match (&r.send, &r.recv) {
-            (Some(s), Some(v)) => Ok((s.ptr(), v.ptr())),
+            (Some(s), Some(v)) => Ok((s.ptr() + skew, v.ptr() + skew)),
             _ => Err(Error::Runtime("internal: buffers used before allocation".into())),
         }
     }
@@ -412,7 +617,7 @@ impl Nccl {
             for i in local.clone() {
                 let r = &self.ranks[i];
                 let rank = self.first_rank + i;
-                let (send, recv) = self.buffers(i)?;
+                let (send, recv) = self.buffers(i, op)?;
                 let mut calls = Calls {
                     comm: self.comms.get(i),
                     stream: r.gpu.stream.cu_stream() as sys::cudaStream_t,
@@ -469,70 +674,113 @@ impl Nccl {
         result
     }
 
-    /// nccl-tests' figure: the host clock around every launch of a sample
-    /// back to back (`iters` iterations of `op.agg` operations, or `graph`
-    /// launches of a graph of them) until the thread's GPUs are idle, per
-    /// operation; one value per launching thread.
-    fn host_timed(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Vec<f64>> {
-        let (samples, per_sample_ops) = if graph > 0 { (graph, iters * op.agg) } else { (iters, op.agg) };
+    /// The timed loop on every launching thread, as nccl-tests runs it:
+    /// `l.iters` iterations of `op.agg` operations back to back (or `l.graph`
+    /// launches of their capture), each followed by what `-z` asks.
+    /// `mark(i, k, stop)` runs on local rank `i`'s stream before (false) and
+    /// after (true) launch `k`. Per thread: seconds from the start to the
+    /// last launch's return, and to every GPU idle (under -z 3 both are the
+    /// launches and their waits alone, the barriers left out), per operation.
+    /// The caller aborts the communicators on an error.
+    fn pass(
+        &self,
+        op: &Op,
+        l: &Loop,
+        world: &dyn World,
+        mark: &(dyn Fn(usize, usize, bool) -> Result<()> + Sync),
+    ) -> Result<Vec<(f64, f64)>> {
+        let (samples, per_sample_ops) = if l.graph > 0 { (l.graph, l.iters * op.agg) } else { (l.iters, op.agg) };
         let timeout = self.timeout;
-        let result = self.on_threads(|local, barrier, before| {
+        let job = self.job_barrier(l, world)?;
+        self.on_threads(|local, barrier, before| {
             // Graphs stay on the thread that captured them.
-            let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
+            let graphs = if l.graph > 0 { Some(self.capture(op, l.iters, local.clone())?) } else { None };
             let streams: Vec<&cudarc::driver::CudaStream> =
                 self.ranks[local.clone()].iter().map(|r| r.gpu.stream.as_ref()).collect();
+            let idle = || gpu::wait_streams(&streams, timeout, || self.comms.async_error());
+            // Every rank of the job: the launching threads, then the processes.
+            let everyone = || {
+                barrier.wait();
+                if let Some(j) = &job {
+                    j.0.barrier();
+                }
+                barrier.wait();
+            };
             barrier.wait();
             let t0 = Instant::now();
-            for k in 0..samples as u64 {
-                before(k)?;
-                match &graphs {
-                    Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
-                    None => self.launch(op, local.clone(), k + 1)?,
-                }
-            }
-            gpu::wait_streams(&streams, timeout, || self.comms.async_error())?;
-            Ok(t0.elapsed().as_secs_f64() / (samples * per_sample_ops) as f64)
-        });
-        self.abort_on_error(result)
-    }
-
-    /// The per-iteration times, from a separate pass with CUDA events
-    /// between the launches of a sample (reported only as percentiles, so
-    /// that recording events does not enter the time column): the slowest
-    /// GPU's time of each sample, per operation.
-    fn timed_events(&mut self, op: &Op, iters: u32, graph: u32) -> Result<Vec<f64>> {
-        let (samples, per_sample_ops) = if graph > 0 { (graph, iters * op.agg) } else { (iters, op.agg) };
-        let events: Vec<Vec<CudaEvent>> = self
-            .ranks
-            .iter()
-            .map(|r| (0..=samples).map(|_| r.gpu.timing_event()).collect::<Result<Vec<_>>>())
-            .collect::<Result<_>>()?;
-        let launched = self.on_threads(|local, barrier, before| {
-            let graphs = if graph > 0 { Some(self.capture(op, iters, local.clone())?) } else { None };
-            barrier.wait();
-            for i in local.clone() {
-                events[i][0].record(&self.ranks[i].gpu.stream).map_err(cuda_err("recording an event"))?;
-            }
+            let mut alone = Duration::ZERO;
             for k in 0..samples as usize {
                 before(k as u64)?;
+                let started = Instant::now();
+                local.clone().try_for_each(|i| mark(i, k, false))?;
                 match &graphs {
                     Some(gs) => gs.iter().try_for_each(|g| g.launch()).map_err(cuda_err("launching a CUDA graph"))?,
                     None => self.launch(op, local.clone(), k as u64 + 1)?,
                 }
-                for i in local.clone() {
-                    events[i][k + 1].record(&self.ranks[i].gpu.stream).map_err(cuda_err("recording an event"))?;
+                local.clone().try_for_each(|i| mark(i, k, true))?;
+                match l.blocking {
+                    1 => {
+                        idle()?;
+                        everyone();
+                    }
+                    2 => idle()?,
+                    3 => {
+                        idle()?;
+                        alone += started.elapsed();
+                        everyone();
+                    }
+                    _ => {}
                 }
             }
-            Ok(())
-        });
-        self.abort_on_error(launched)?;
-        let last: Vec<&CudaEvent> = events.iter().map(|e| &e[samples as usize]).collect();
+            let launched = t0.elapsed();
+            idle()?;
+            let (done, launched) = if l.blocking == 3 { (alone, alone) } else { (t0.elapsed(), launched) };
+            let ops = (samples * per_sample_ops) as f64;
+            Ok((done.as_secs_f64() / ops, launched.as_secs_f64() / ops))
+        })
+    }
+
+    /// The processes' barrier of a blocking loop (-z 1 and 3) under MPI,
+    /// which the process's one launching thread calls (MPI is started for
+    /// one thread); None where no other process takes part.
+    fn job_barrier<'w>(&self, l: &Loop, world: &'w dyn World) -> Result<Option<MainThreadWorld<'w>>> {
+        if !matches!(l.blocking, 1 | 3) || world.size() == 1 {
+            return Ok(None);
+        }
+        if self.thread_ranges().len() > 1 {
+            return Err(Error::Usage(format!(
+                "-z {} under MPI takes one launching thread per process (-t 1): the barrier between processes is called from the main thread",
+                l.blocking
+            )));
+        }
+        Ok(Some(MainThreadWorld(world)))
+    }
+
+    /// The per-iteration times, from a separate pass with CUDA events
+    /// around each launch of a sample (reported as percentiles and -I's
+    /// columns only, so that recording events does not enter the time
+    /// column): the slowest GPU's time of each sample, per operation.
+    fn timed_events(&mut self, op: &Op, l: &Loop, world: &dyn World) -> Result<Vec<f64>> {
+        let (samples, per_sample_ops) = if l.graph > 0 { (l.graph, l.iters * op.agg) } else { (l.iters, op.agg) };
+        // Two events per sample (start, stop) on every GPU.
+        let events: Vec<Vec<CudaEvent>> = self
+            .ranks
+            .iter()
+            .map(|r| (0..2 * samples).map(|_| r.gpu.timing_event()).collect::<Result<Vec<_>>>())
+            .collect::<Result<_>>()?;
+        let ranks = &self.ranks;
+        let mark = |i: usize, k: usize, stop: bool| {
+            events[i][2 * k + stop as usize].record(&ranks[i].gpu.stream).map_err(cuda_err("recording an event"))
+        };
+        let passed = self.pass(op, l, world, &mark);
+        self.abort_on_error(passed)?;
+        let last: Vec<&CudaEvent> = events.iter().map(|e| &e[2 * samples as usize - 1]).collect();
         self.wait(&last)?;
         let mut per_gpu = Vec::with_capacity(events.len());
         for ev in &events {
             let times = (0..samples as usize)
                 .map(|k| {
-                    Ok(ev[k].elapsed_ms(&ev[k + 1]).map_err(cuda_err("reading event times"))? as f64 * 1e-3
+                    Ok(ev[2 * k].elapsed_ms(&ev[2 * k + 1]).map_err(cuda_err("reading event times"))? as f64 * 1e-3
                         / per_sample_ops as f64)
                 })
                 .collect::<Result<Vec<f64>>>()?;
@@ -572,6 +820,22 @@ impl Nccl {
     }
 }
 
+impl Drop for Nccl {
+    /// Registrations are undone while the communicators and buffers live.
+    fn drop(&mut self) {
+        self.deregister();
+    }
+}
+
+/// The job's world where only the process's main thread reaches it: a
+/// blocking loop's barrier between processes.
+struct MainThreadWorld<'w>(&'w dyn World);
+
+// SAFETY: made only when the process has one launching thread, which
+// `threads::each` runs inline on the calling (main) thread, so the world
+// is never used from another thread.
+unsafe impl Sync for MainThreadWorld<'_> {}
+
 fn record(gpu: &Gpu) -> Result<CudaEvent> {
     let e = gpu.ctx.new_event(None).map_err(cuda_err("creating an event"))?;
     e.record(&gpu.stream).map_err(cuda_err("recording an event"))?;
@@ -609,15 +873,37 @@ impl Transport for Nccl {
             .unwrap_or(0)
     }
 
+    /// nccl-tests' buffers: ncclMemAlloc (NCCL 2.19 and later) of the
+    /// largest size and 8 bytes per element of `-u`, registered as `-R` asks.
     fn allocate(&mut self, bytes: u64) -> Result<()> {
+        self.deregister();
+        let gpus: Vec<&Gpu> = self.ranks.iter().map(|r| &r.gpu).collect();
+        let before = free_of(&gpus)?;
+        let nccl_alloc = self.setup.allocator == "ncclMemAlloc";
+        let padded = bytes + 8 * self.unalign;
         for r in &mut self.ranks {
             r.send = None;
             r.recv = None;
-            r.send = Some(r.gpu.alloc(bytes)?);
-            r.recv = Some(r.gpu.alloc(bytes)?);
+            r.send = Some(Memory::alloc(&r.gpu, padded, nccl_alloc)?);
+            r.recv = Some(Memory::alloc(&r.gpu, padded, nccl_alloc)?);
         }
         self.allocated = bytes;
+        self.register(bytes)?;
+        let gpus: Vec<&Gpu> = self.ranks.iter().map(|r| &r.gpu).collect();
+        self.memory.buffers = most_taken(&before, &free_of(&gpus)?);
         Ok(())
+    }
+
+    fn buffer_setup(&self) -> Option<BufferSetup> {
+        Some(self.setup.clone())
+    }
+
+    fn setup_memory(&self) -> Option<SetupMemory> {
+        Some(self.memory)
+    }
+
+    fn free_memory(&self) -> Result<Vec<i64>> {
+        free_of(&self.ranks.iter().map(|r| &r.gpu).collect::<Vec<_>>())
     }
 
     fn fill(&mut self, op: &Op) -> Result<()> {
@@ -625,7 +911,7 @@ impl Transport for Nccl {
         let c = op.counts;
         for i in 0..self.ranks.len() {
             let rank = self.first_rank + i;
-            let (send, recv) = self.buffers(i)?;
+            let (send, recv) = self.buffers(i, op)?;
             let (in_ptr, poison_len) = if op.in_place {
                 let end = (op.input_offset(rank) + c.send).max(op.output_offset(rank) + c.recv);
                 (recv + op.input_offset(rank) * ws, end)
@@ -639,18 +925,19 @@ impl Transport for Nccl {
         self.sync()
     }
 
-    fn time(&mut self, op: &Op, warmup: u32, iters: u32, graph: u32) -> Result<Timing> {
+    fn time(&mut self, op: &Op, l: &Loop, world: &dyn World) -> Result<Timing> {
         let warmed = self.on_threads(|local, _, before| {
-            (0..warmup as u64).try_for_each(|k| {
+            (0..l.warmup as u64).try_for_each(|k| {
                 before(k)?;
                 self.launch(op, local.clone(), k + 1)
             })
         });
         self.abort_on_error(warmed)?;
         self.sync()?;
-        let per_thread = self.host_timed(op, iters, graph)?;
-        let iterations = self.timed_events(op, iters, graph)?;
-        Ok(Timing { per_thread, iterations })
+        let timed = self.pass(op, l, world, &|_, _, _| Ok(()));
+        let (per_thread, cpu_per_thread) = self.abort_on_error(timed)?.into_iter().unzip();
+        let iterations = self.timed_events(op, l, world)?;
+        Ok(Timing { per_thread, cpu_per_thread, iterations })
     }
 
     fn timing(&self) -> &'static str {
@@ -669,7 +956,7 @@ impl Transport for Nccl {
             return Ok(());
         }
         let ws = op.dtype.size();
-        let (_, recv) = self.buffers(i)?;
+        let (_, recv) = self.buffers(i, op)?;
         let at = recv + (op.output_offset(rank) + index) * ws as u64;
         let mut bytes = vec![0u8; ws];
         self.ranks[i].gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
@@ -687,7 +974,7 @@ impl Transport for Nccl {
         let ws = op.dtype.size() as u64;
         for i in 0..self.ranks.len() {
             let rank = self.first_rank + i;
-            let (_, recv) = self.buffers(i)?;
+            let (_, recv) = self.buffers(i, op)?;
             let r = &self.ranks[i];
             let counter = r.wrong.ptr();
             r.gpu.memset(counter, 0, 8)?;
@@ -812,8 +1099,22 @@ mod tests {
         assert_eq!(offset_of!(CommConfig, comm_name), 48);
         assert_eq!(offset_of!(CommConfig, nvlink_centric_sched), 76);
         assert_eq!(size_of::<CommConfig>(), 80);
-        let c = CommConfig::nccl_tests();
+        let c = CommConfig::nccl_tests(None);
         assert_eq!((c.size, c.magic, c.version), (80, 0xcafe_beef, 22800));
         assert_eq!((c.nvlink_centric_sched, c.blocking, c.cta_policy), (1, i32::MIN, i32::MIN));
+        assert_eq!(CommConfig::nccl_tests(Some(1)).cta_policy, 1);
+    }
+
+    #[test]
+    fn buffers_are_allocated_and_registered_as_nccl_tests_does() {
+        let b = buffer_setup(Register::None, 22803).unwrap();
+        assert_eq!((b.allocator.as_str(), b.register, b.note), ("ncclMemAlloc", Register::None, None));
+        assert_eq!(buffer_setup(Register::None, 21805).unwrap().allocator, "cuMemAlloc");
+        assert_eq!(buffer_setup(Register::Symmetric, 22803).unwrap().register, Register::Symmetric);
+        let old = buffer_setup(Register::Symmetric, 22600).unwrap();
+        assert_eq!(old.register, Register::Local);
+        assert!(old.note.unwrap().contains("not supported before NCCL 2.27"));
+        assert_eq!(buffer_setup(Register::Local, 21805).unwrap_err().exit_code(), 3);
     }
 }
+

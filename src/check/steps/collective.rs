@@ -7,7 +7,7 @@ use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::record::Quiet;
-use crate::record::collective::{Average, Config, TransportKind};
+use crate::record::collective::{Average, Config, Register, TransportKind};
 use crate::session::Session;
 use crate::units::Step;
 use crate::workload::Job;
@@ -61,6 +61,15 @@ impl Keys {
             ops: vec![RedOp::Sum],
             root: 0,
             seed: crate::pattern::DEFAULT_SEED,
+            blocking: 0,
+            report_cputime: false,
+            report_timestamps: false,
+            unalign: 0,
+            per_iter_timing: false,
+            per_iter_skip: 0,
+            memory_report: false,
+            register: Register::None,
+            cta_policy: None,
         };
         let mut plan = CollectivePlan::new(kind, self.transport()?, config, None)?;
         plan.min_bw = None;

@@ -96,7 +96,7 @@ impl StepKind for Keys {
                 .groups
                 .iter()
                 .find(|r| r.group == rail.group)
-                .map(|r| (r.out_of_place, r.in_place))
+                .map(|r| (r.out_of_place.clone(), r.in_place.clone()))
                 .ok_or_else(|| Error::Runtime(format!("rail {} measured nothing", rail.group)))?;
             let ranks: Vec<String> = rail.ranks.iter().map(|r| r.to_string()).collect();
             let hosts = run.hosts_of(&rail.ranks);

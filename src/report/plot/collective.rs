@@ -75,13 +75,13 @@ impl Plot for CollectiveRun {
                         "out-of-place",
                         Marker::Circle,
                         Dash::Solid,
-                        (|x: &SizeRecord| x.out_of_place) as fn(&SizeRecord) -> Cell,
+                        (|x: &SizeRecord| &x.out_of_place) as fn(&SizeRecord) -> &Cell,
                     ),
-                    ("in-place", Marker::Triangle, Dash::Dotted, |x: &SizeRecord| x.in_place),
+                    ("in-place", Marker::Triangle, Dash::Dotted, |x: &SizeRecord| &x.in_place),
                 ] {
                     series.push(Series {
                         label: format!("{name}, {placement}"),
-                        points: by_size(&rows, |x| value(&cell(x))),
+                        points: by_size(&rows, |x| value(cell(x))),
                         colour,
                         dash,
                         marker,

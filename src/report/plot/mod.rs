@@ -166,7 +166,7 @@ pub fn figure(records: &[(PathBuf, AnyRecord)], options: &Options) -> Result<Fig
     let (_, first) = records.first().ok_or_else(|| Error::Usage("plot needs at least one JSON record".into()))?;
     match first {
         AnyRecord::Collective(_) => {
-            of_kind(records, options, |r| if let AnyRecord::Collective(x) = r { Some(x) } else { None })
+            of_kind(records, options, |r| if let AnyRecord::Collective(x) = r { Some(x.as_ref()) } else { None })
         }
         AnyRecord::Exchange(_) => {
             of_kind(records, options, |r| if let AnyRecord::Exchange(x) = r { Some(x) } else { None })

@@ -5,7 +5,7 @@ use super::{Kind, OpUse};
 use crate::dtype::RedOp;
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
-use crate::record::collective::{Config, TransportKind};
+use crate::record::collective::{Config, Register, TransportKind};
 use crate::units::sweep;
 use crate::world::split::Split;
 
@@ -44,6 +44,7 @@ impl CollectivePlan {
                     .into(),
             ));
         }
+        nccl_tests_modes(&config, transport)?;
         let local = config.nthreads * config.ngpus;
         if transport == TransportKind::Cpu && local > crate::transport::cpu::MAX_RANKS {
             return Err(Error::Usage(format!(
@@ -68,6 +69,45 @@ impl CollectivePlan {
             OpUse::Ignores => vec![None],
         }
     }
+}
+
+/// nccl-tests' modes that do not go together, or that a transport cannot
+/// honour: one line each, naming what nccl-tests would have done.
+fn nccl_tests_modes(c: &Config, transport: TransportKind) -> Result<()> {
+    let refuse = |why: &str| Err(Error::Usage(why.to_string()));
+    if c.cudagraph > 0 && c.blocking > 0 {
+        return refuse(
+            "-z with -G: a captured graph cannot wait inside itself (nccl-tests fails or turns -z 3 off); use one of them",
+        );
+    }
+    if c.cudagraph > 0 && c.per_iter_timing {
+        return refuse("-I with -G: nccl-tests turns per-iteration timing off under CUDA graphs; use one of them");
+    }
+    if c.per_iter_skip > 0 && !c.per_iter_timing {
+        return refuse("-K needs -I 1: it leaves iterations out of the per-iteration figures");
+    }
+    if c.per_iter_skip >= c.iters {
+        return refuse(&format!(
+            "-K {} leaves none of the {} iterations (-n): use 0 to {}",
+            c.per_iter_skip,
+            c.iters,
+            c.iters - 1
+        ));
+    }
+    if transport == TransportKind::Cpu {
+        let gpu_only = [
+            (c.unalign > 0, "-u (misaligned GPU buffers)"),
+            (c.register != Register::None, "-R (registration with NCCL communicators)"),
+            (c.memory_report, "-M (GPU memory report)"),
+            (c.cta_policy.is_some(), "-x (NCCL's CTA policy)"),
+        ];
+        if let Some((_, what)) = gpu_only.iter().find(|(asked, _)| *asked) {
+            return refuse(&format!(
+                "{what} needs --transport nccl: the cpu transport has no GPU buffers or communicators"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `NCCL_TESTS_MIN_BW`, as nccl-tests reads it.

@@ -8,11 +8,13 @@ use crate::fault::Fault;
 use crate::interrupt;
 use crate::libs::Library;
 use crate::pattern::Pattern;
-use crate::record::collective::{Cell, CollectiveRun, Group, GroupRow, Groups, KIND, SizeRecord, TransportKind};
+use crate::record::collective::{
+    Cell, CollectiveRun, Group, GroupRow, Groups, KIND, MemoryUse, PerIter, SizeRecord, TransportKind,
+};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::stats::Summary;
-use crate::transport::{Op, Timing, Transport};
+use crate::transport::{Loop, Op, Timing, Transport};
 use crate::units::sweep;
 use crate::workload::Job;
 use crate::workload::collective::plan::CollectivePlan;
@@ -56,6 +58,8 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         split: None,
         timing: String::new(),
         max_bytes_reduced_to: None,
+        buffers: None,
+        memory: None,
         results: Vec::new(),
         out_of_bounds: 0,
         wrong_elements: 0,
@@ -74,7 +78,12 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         let mut transport = open_transport(plan, comm)?;
         let mut bench = Bench::new(plan, transport.as_mut(), world, joined.as_ref(), &mut run)?;
         obs.begin(&run);
-        bench.sweep(&mut run, obs)
+        let free_before = bench.transport.free_memory()?;
+        bench.sweep(&mut run, obs)?;
+        if plan.config.memory_report {
+            run.memory = bench.memory_use(&free_before)?;
+        }
+        Ok(())
     })();
     if let (Ok(()), Some(m)) = (&result, plan.min_bw) {
         run.require_bandwidth(m);
@@ -101,7 +110,14 @@ fn open_transport<'w>(plan: &CollectivePlan, world: &'w dyn World) -> Result<Box
         TransportKind::Nccl => {
             let checks: Vec<&dyn crate::transport::Collective> =
                 Kind::ALL.iter().map(|k| k.spec() as &dyn crate::transport::Collective).collect();
-            Box::new(crate::transport::nccl::Nccl::new(t, g, plan.config.timeout_s, world, &checks)?)
+            let c = &plan.config;
+            let options = crate::transport::nccl::Options {
+                timeout_s: c.timeout_s,
+                register: c.register,
+                cta_policy: c.cta_policy,
+                unalign: c.unalign,
+            };
+            Box::new(crate::transport::nccl::Nccl::new(t, g, options, world, &checks)?)
         }
     })
 }
@@ -159,6 +175,7 @@ impl<'a> Bench<'a> {
         interrupt::step("allocating the buffers");
         transport.allocate(max)?;
         run.config.nranks = n;
+        run.buffers = transport.buffer_setup();
         run.library = transport.library().cloned();
         run.timing = transport.timing().into();
         let mut mine = transport.ranks().to_vec();
@@ -207,6 +224,7 @@ impl<'a> Bench<'a> {
                             let (out_of_place, group_out) = self.cell(&base)?;
                             base.in_place = true;
                             let (in_place, group_in) = self.cell(&base)?;
+                            let timestamp = cfg.report_timestamps.then(crate::host::local_time);
                             let groups = self.group_rows(counts.param, group_out, group_in)?;
                             run.push(SizeRecord {
                                 cycle,
@@ -217,6 +235,7 @@ impl<'a> Bench<'a> {
                                 root,
                                 out_of_place,
                                 in_place,
+                                timestamp,
                                 groups,
                             });
                             obs.part(run, run.results.last().expect("pushed"));
@@ -269,7 +288,8 @@ impl<'a> Bench<'a> {
         world::check_interrupt(self.world)?;
         let cfg = &self.plan.config;
         self.transport.fill(op)?;
-        let timing = self.transport.time(op, cfg.warmup_iters, cfg.iters, cfg.cudagraph)?;
+        let l = Loop { warmup: cfg.warmup_iters, iters: cfg.iters, graph: cfg.cudagraph, blocking: cfg.blocking };
+        let timing = self.transport.time(op, &l, self.world)?;
         let checked = cfg.check > 0 && (!op.in_place || self.spec.checks_in_place());
         let wrong = if checked { Some(self.validate(op)?) } else { None };
         let job = self.combine(op, self.world, &timing, wrong.map(|(job, _)| job));
@@ -279,17 +299,36 @@ impl<'a> Bench<'a> {
 
     /// A cell from this process's timing combined over the processes of `over`.
     fn combine(&self, op: &Op, over: &dyn World, timing: &Timing, wrong: Option<u64>) -> Cell {
-        let seconds = self.plan.config.average.reduce(&world::gather_f64(over, &timing.per_thread));
+        let cfg = &self.plan.config;
+        let seconds = cfg.average.reduce(&world::gather_f64(over, &timing.per_thread));
+        let cpu_seconds = cfg.average.reduce(&world::gather_f64(over, &timing.cpu_per_thread));
         let iterations = over.max_f64(&timing.iterations);
         let bytes = op.counts.bytes(op.dtype) as f64;
         let algbw = if seconds > 0.0 { bytes / 1e9 / seconds } else { 0.0 };
+        let micros: Vec<f64> = iterations.iter().map(|t| t * 1e6).collect();
         Cell {
             time_us: seconds * 1e6,
             algbw_gbps: algbw,
             busbw_gbps: algbw * self.spec.bus_factor(self.transport.nranks() as u64),
             wrong,
-            iterations: Summary::of(&iterations).scaled(1e6),
+            iterations: Summary::of(&micros),
+            cpu_time_us: cfg.report_cputime.then_some(cpu_seconds * 1e6),
+            per_iter: if cfg.per_iter_timing { PerIter::of(&micros, cfg.per_iter_skip) } else { None },
         }
+    }
+
+    /// nccl-tests' -M: the setup's memory and the sweep's (free memory
+    /// before it against after it), the most on any GPU of the job.
+    fn memory_use(&self, free_before: &[i64]) -> Result<Option<MemoryUse>> {
+        let Some(setup) = self.transport.setup_memory() else { return Ok(None) };
+        let after = self.transport.free_memory()?;
+        let collective = free_before.iter().zip(&after).map(|(b, a)| b - a).max().unwrap_or(0);
+        let most = |v: i64| self.world.max_f64(&[v as f64])[0] as i64;
+        Ok(Some(MemoryUse {
+            initialization_bytes: most(setup.communicators),
+            user_allocated_bytes: most(setup.buffers),
+            collective_bytes: most(collective),
+        }))
     }
 
     /// Under a split, every communicator's row of this size, in colour

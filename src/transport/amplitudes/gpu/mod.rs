@@ -124,7 +124,7 @@ impl<'w> GpuRegister<'w> {
         let shared = (sharing > 1).then(|| {
             format!("{sharing} ranks share each GPU of this node (more processes than GPUs): NCCL needs a GPU per rank")
         });
-        let comms = if nccl && shared.is_none() { Some(Communicators::new(&gpus, world)?) } else { None };
+        let comms = if nccl && shared.is_none() { Some(Communicators::new(&gpus, world, None)?) } else { None };
         let first_rank = world.rank() * local;
         let p = layout.precision.name();
         let names: Vec<String> =
