@@ -5,7 +5,7 @@
 
 use super::{Csv, Table, cfmt, csv_lines};
 use crate::error::Result;
-use crate::record::collective::{Cell, CollectiveRun, Config, Register, SizeRecord};
+use crate::record::collective::{Cell, CollectiveRun, Config, Register, SizeRecord, TransportKind};
 use crate::units::Step;
 use serde::Serialize;
 use std::fmt::Write;
@@ -63,7 +63,8 @@ fn header(run: &CollectiveRun) -> String {
         _ => "",
     });
     if c.per_iter_timing {
-        s.push_str("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows");
+        let clock = if run.transport == TransportKind::Nccl { "CUDA event" } else { "host clock" };
+        let _ = write!(s, "# Per-Iteration Report: {clock} timing; i_* uses max over process rows");
         if c.per_iter_skip > 0 {
             let _ = write!(s, "; summary skips first {} iterations", c.per_iter_skip);
         }
