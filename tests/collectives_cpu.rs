@@ -27,7 +27,9 @@ fn allreduce_table_on_four_host_ranks() {
 
 #[test]
 fn every_collective_type_and_op_checks_clean() {
-    for coll in ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"] {
+    for coll in
+        ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", "gather", "scatter"]
+    {
         for g in ["3", "4"] {
             let o = qbench(&[&[coll, "-g", g][..], &EVERY_TYPE_AND_OP].concat());
             assert!(o.status.success(), "{coll} -g {g}: {}", String::from_utf8_lossy(&o.stderr));
@@ -40,7 +42,9 @@ fn every_collective_type_and_op_checks_clean() {
 
 #[test]
 fn a_corrupted_element_is_counted_and_fails_the_run() {
-    for coll in ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"] {
+    for coll in
+        ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", "gather", "scatter"]
+    {
         let o = qbench_with(
             &[coll, "--transport", "cpu", "-g", "2", "-b", "64K", "-e", "64K", "-r", "1"],
             &[("QBENCH_CORRUPT", "1:3")],

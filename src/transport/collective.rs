@@ -93,6 +93,49 @@ pub trait Primitives {
     fn reduce(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()>;
     fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()>;
     fn recv(&mut self, output: Region, count: u64, peer: usize) -> Result<()>;
+    /// `count` elements of every rank's input to block r of the root's
+    /// output: ncclGather, or its sends and receives.
+    fn gather(&mut self, input: Region, output: Region, count: u64, root: usize, rank: usize, n: usize) -> Result<()> {
+        gather_in_pairs(self, input, output, count, root, rank, n)
+    }
+    /// Block r of the root's input to rank r's output: ncclScatter, or its
+    /// sends and receives.
+    fn scatter(&mut self, input: Region, output: Region, count: u64, root: usize, rank: usize, n: usize) -> Result<()> {
+        scatter_in_pairs(self, input, output, count, root, rank, n)
+    }
+}
+
+/// A gather as a send to the root and, on the root, a receive from every rank.
+pub fn gather_in_pairs<P: Primitives + ?Sized>(
+    p: &mut P,
+    input: Region,
+    output: Region,
+    count: u64,
+    root: usize,
+    rank: usize,
+    nranks: usize,
+) -> Result<()> {
+    p.send(input, count, root)?;
+    if rank == root {
+        (0..nranks).try_for_each(|r| p.recv(output.at(r as u64 * count), count, r))?;
+    }
+    Ok(())
+}
+
+/// A scatter as, on the root, a send to every rank, and a receive from the root.
+pub fn scatter_in_pairs<P: Primitives + ?Sized>(
+    p: &mut P,
+    input: Region,
+    output: Region,
+    count: u64,
+    root: usize,
+    rank: usize,
+    nranks: usize,
+) -> Result<()> {
+    if rank == root {
+        (0..nranks).try_for_each(|r| p.send(input.at(r as u64 * count), count, r))?;
+    }
+    p.recv(output, count, root)
 }
 
 /// An all-to-all as a send and a receive to and from every rank.

@@ -393,8 +393,11 @@ pub struct Nccl {
     timeout: Option<Duration>,
     /// Bytes of each rank's send and receive buffers.
     allocated: u64,
-    /// NCCL's own all-to-all (NCCL 2.28 and later), looked up at run time.
+    /// NCCL's own all-to-all, gather and scatter (NCCL 2.28 and later),
+    /// looked up at run time.
     alltoall: Option<AllToAllFn>,
+    gather: Option<RootedFn>,
+    scatter: Option<RootedFn>,
     unalign: u64,
     /// How the buffers are allocated and registered, as it will happen.
     setup: BufferSetup,
@@ -407,6 +410,17 @@ type AllToAllFn = unsafe extern "C" fn(
     *mut c_void,
     usize,
     sys::ncclDataType_t,
+    sys::ncclComm_t,
+    sys::cudaStream_t,
+) -> sys::ncclResult_t;
+
+/// ncclGather and ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream).
+type RootedFn = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    sys::ncclDataType_t,
+    c_int,
     sys::ncclComm_t,
     sys::cudaStream_t,
 ) -> sys::ncclResult_t;
@@ -509,6 +523,8 @@ impl Nccl {
             first_rank,
             nranks,
             alltoall: nccl_symbol("ncclAlltoAll", 22800, version),
+            gather: nccl_symbol("ncclGather", 22800, version),
+            scatter: nccl_symbol("ncclScatter", 22800, version),
             library,
             timeout: (options.timeout_s > 0).then(|| Duration::from_secs(options.timeout_s)),
             allocated: 0,
@@ -624,6 +640,8 @@ impl Nccl {
                     send: send + shift,
                     recv: recv + shift,
                     alltoall: self.alltoall,
+                    gather: self.gather,
+                    scatter: self.scatter,
                     dtype: op.dtype,
                     redop: op.redop,
                     what: format!("launching {} on GPU {}", op.collective.name(), r.gpu.ordinal),
@@ -1006,6 +1024,8 @@ struct Calls {
     send: u64,
     recv: u64,
     alltoall: Option<AllToAllFn>,
+    gather: Option<RootedFn>,
+    scatter: Option<RootedFn>,
     dtype: DataType,
     redop: RedOp,
     what: String,
@@ -1072,6 +1092,28 @@ impl Primitives for Calls {
             None => super::collective::all_to_all_in_pairs(self, input, output, count, nranks),
         }
     }
+    fn gather(&mut self, input: Region, output: Region, count: u64, root: usize, rank: usize, n: usize) -> Result<()> {
+        let (s, r) = self.ptrs(input, output);
+        match self.gather {
+            // SAFETY: see above; `f` is ncclGather of the loaded NCCL.
+            Some(f) => self.done(
+                unsafe { f(s, r, count as usize, nccl_type(self.dtype), root as c_int, self.comm, self.stream) }
+                    .result(),
+            ),
+            None => super::collective::gather_in_pairs(self, input, output, count, root, rank, n),
+        }
+    }
+    fn scatter(&mut self, input: Region, output: Region, count: u64, root: usize, rank: usize, n: usize) -> Result<()> {
+        let (s, r) = self.ptrs(input, output);
+        match self.scatter {
+            // SAFETY: see above; `f` is ncclScatter of the loaded NCCL.
+            Some(f) => self.done(
+                unsafe { f(s, r, count as usize, nccl_type(self.dtype), root as c_int, self.comm, self.stream) }
+                    .result(),
+            ),
+            None => super::collective::scatter_in_pairs(self, input, output, count, root, rank, n),
+        }
+    }
     fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()> {
         let s = self.addr(input) as *const c_void;
         let t = nccl_type(self.dtype);
@@ -1117,4 +1159,3 @@ mod tests {
         assert_eq!(buffer_setup(Register::Local, 21805).unwrap_err().exit_code(), 3);
     }
 }
-

@@ -74,6 +74,8 @@ collectives! {
     Reduce => reduce::Reduce,
     AllToAll => alltoall::AllToAll,
     SendRecv => sendrecv::SendRecv,
+    Gather => gather::Gather,
+    Scatter => scatter::Scatter,
 }
 
 impl Kind {
@@ -117,6 +119,8 @@ mod tests {
         assert_eq!(bytes_of(Kind::ReduceScatter, 1 << 24, f, 8), (1 << 24, 1 << 19));
         assert_eq!(bytes_of(Kind::AllToAll, 1 << 24, f, 8), (1 << 24, 1 << 19));
         assert_eq!(bytes_of(Kind::Broadcast, 7, f, 2), (4, 1));
+        assert_eq!(bytes_of(Kind::Gather, 1 << 24, f, 8), (1 << 24, 1 << 19));
+        assert_eq!(bytes_of(Kind::Scatter, 1 << 24, f, 8), (1 << 24, 1 << 19));
         // Below 16 bytes per rank the aligned collectives move nothing.
         assert_eq!(bytes_of(Kind::AllGather, 64, f, 8), (0, 0));
         assert_eq!(bytes_of(Kind::AllGather, 1000, DataType::Double, 3), (1008 - 48, 40));
@@ -134,6 +138,8 @@ mod tests {
         assert_eq!(f(Kind::Broadcast, 8), 1.0);
         assert_eq!(f(Kind::Reduce, 8), 1.0);
         assert_eq!(f(Kind::SendRecv, 8), 1.0);
+        assert_eq!(f(Kind::Gather, 4), 0.75);
+        assert_eq!(f(Kind::Scatter, 8), 0.875);
     }
 
     #[test]
@@ -162,7 +168,17 @@ mod tests {
         let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
         assert_eq!(
             names,
-            ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"]
+            [
+                "all_reduce",
+                "all_gather",
+                "reduce_scatter",
+                "broadcast",
+                "reduce",
+                "alltoall",
+                "sendrecv",
+                "gather",
+                "scatter"
+            ]
         );
         for k in Kind::ALL {
             assert_eq!(Kind::from_command(k.spec().command()), Some(*k));
