@@ -7,7 +7,7 @@ use crate::cli::Command;
 use crate::error::{Error, Result};
 use crate::output::{Output, OutputPlan, write_stdout};
 use crate::progress::{Progress, Progressive};
-use crate::report::{Csv, Table};
+use crate::report::{Csv, Dialect, Table};
 use crate::session::Session;
 use crate::ui::Ui;
 use crate::workload::Job;
@@ -50,8 +50,9 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
 /// writes the records (partial ones too, marked so), and judges them.
 fn measure<J: Job>(job: &J, output: &OutputPlan, ui: &Ui) -> Result<()>
 where
-    J::Record: Progressive + Table + Csv + Serialize,
+    J::Record: Progressive + Table + Csv + Dialect + Serialize,
 {
+    output.format.check::<J::Record>()?;
     let session = Session::start(&job.libraries(), job.without_gpus())?;
     let main = session.main();
     let mut out = match Output::open(output, main) {

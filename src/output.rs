@@ -10,7 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::record::{Observer, Streamed};
-use crate::report::{Csv, Table};
+use crate::report::{Csv, Dialect, Table};
 use serde::Serialize;
 use std::fs::File;
 use std::io::Write;
@@ -32,6 +32,38 @@ pub struct OutputPlan {
     pub json_stdout: bool,
     /// No tables on stdout (`check --quiet`).
     pub quiet: bool,
+    /// Whose JSON `-J` and `--json` write.
+    pub format: Format,
+}
+
+/// The JSON dialect of the records (`--format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// qbench's own records, which `show`, `plot` and `check` read back.
+    #[default]
+    Qbench,
+    /// nccl-tests' `-J` file (format version 3), for its tools.
+    NcclTests,
+}
+
+impl Format {
+    /// Err when records of this kind have no form in this dialect.
+    pub fn check<R: Dialect>(self) -> Result<()> {
+        if self == Format::NcclTests && !R::NCCL_TESTS {
+            return Err(Error::Usage(
+                "--format nccl-tests: only the collectives' records have nccl-tests' JSON form".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The record as JSON in this dialect.
+    fn value<R: Dialect + Serialize>(self, record: &R) -> Option<serde_json::Value> {
+        match self {
+            Format::Qbench => serde_json::to_value(record).ok(),
+            Format::NcclTests => record.nccl_tests_json(),
+        }
+    }
 }
 
 /// Writes `text` to stdout; a reader that went away ends the run quietly.
@@ -170,6 +202,7 @@ fn distinct(plan: &OutputPlan) -> Result<()> {
 
 /// The open destinations of one run.
 pub struct Output {
+    format: Format,
     json_stdout: bool,
     quiet: bool,
     main: bool,
@@ -212,7 +245,16 @@ impl Output {
                 std::mem::take(&mut *k.lock().unwrap_or_else(PoisonError::into_inner)).leave(stopped)
             })));
         }
-        Ok(Output { json_stdout: plan.json_stdout, quiet: plan.quiet, main, json, csv, begun: false, kept })
+        Ok(Output {
+            format: plan.format,
+            json_stdout: plan.json_stdout,
+            quiet: plan.quiet,
+            main,
+            json,
+            csv,
+            begun: false,
+            kept,
+        })
     }
 
     /// Whether the tables go to stdout.
@@ -229,7 +271,7 @@ impl Output {
 
     /// Ends the run's output: the table's tail, the files, JSON on stdout.
     /// Returns the JSON file's path, when one was written.
-    pub fn finish<R: Table + Csv + Serialize>(&mut self, record: &R) -> Result<Option<PathBuf>> {
+    pub fn finish<R: Table + Csv + Dialect + Serialize>(&mut self, record: &R) -> Result<Option<PathBuf>> {
         if !self.main {
             return Ok(None);
         }
@@ -238,8 +280,11 @@ impl Output {
         if self.tables() && self.begun {
             write_stdout(&record.tail())?;
         }
-        let json = serde_json::to_string_pretty(record)
-            .map_err(|e| Error::Runtime(format!("cannot encode the results as JSON: {e}")))?;
+        let json = self
+            .format
+            .value(record)
+            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+            .ok_or_else(|| Error::Runtime("cannot encode the results as JSON".into()))?;
         let mut written = None;
         for file in &mut self.json {
             file.write(format!("{json}\n").as_bytes())?;
@@ -260,17 +305,17 @@ impl Output {
 impl Output {
     /// Keeps `run` for the watchdog: at its start and beginning, then at
     /// most every [`KEPT_EVERY`] as parts come.
-    fn keep<R: Serialize>(&self, run: &R, part: bool) {
+    fn keep<R: Dialect + Serialize>(&self, run: &R, part: bool) {
         let mut k = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         if k.json.is_empty() || (part && k.taken.is_some_and(|t| t.elapsed() < KEPT_EVERY)) {
             return;
         }
-        k.record = serde_json::to_value(run).ok();
+        k.record = self.format.value(run);
         k.taken = Some(Instant::now());
     }
 }
 
-impl<R: Streamed + Table + Serialize> Observer<R> for Output {
+impl<R: Streamed + Table + Dialect + Serialize> Observer<R> for Output {
     fn started(&mut self, run: &R) {
         self.keep(run, false);
     }

@@ -379,3 +379,30 @@ fn nccl_tests_values_qbench_cannot_honour_are_one_line_naming_their_meaning() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn nccl_tests_json_is_the_collectives_only() {
+    let o = qbench(&[
+        "allreduce",
+        "--transport",
+        "cpu",
+        "-b",
+        "1K",
+        "-e",
+        "1K",
+        "-C",
+        "1",
+        "--format",
+        "nccl-tests",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cell = &v["results"][0]["out_of_place"];
+    assert!(cell["cpu_time"].as_f64().unwrap() > 0.0 && cell["time"].is_null(), "{cell}");
+    assert_eq!(v["average_bus_bandwidth"]["okay"], "unchecked");
+    assert!(v["results"][0].get("out_of_place_per_iter").is_none());
+    let o = qbench(&["osu_bw", "--format", "nccl-tests", "-J", "/tmp/never.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("only the collectives' records have nccl-tests' JSON form"));
+}

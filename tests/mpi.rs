@@ -570,3 +570,38 @@ fn blocking_modes_and_per_iteration_columns_span_the_processes() {
         }
     }
 }
+
+/// `--format nccl-tests` writes nccl-tests' -J file (version 3) with what
+/// its tools/analyze_perf_json.py reads: per-iteration figures and each
+/// process's series, whose maximum is `times_us`.
+#[test]
+fn nccl_tests_json_carries_each_process_series_for_its_straggler_analysis() {
+    let json = std::env::temp_dir().join(format!("qbench-nccl-tests-json-{}.json", std::process::id()));
+    let args =
+        ["allreduce", "--transport", "cpu", "-b", "1K", "-e", "32K", "-f", "32", "-n", "9", "-I", "1", "-K", "1"];
+    let o = mpirun(3, &[&args[..], &["--format", "nccl-tests", "-J", json.to_str().unwrap()]].concat(), &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!((v["version"].as_u64(), v["config"]["iterations"].as_u64()), (Some(3), Some(9)));
+    assert_eq!(v["config"]["per_iter_skip"], 1);
+    assert_eq!(v["config"]["devices"].as_array().unwrap().len(), 3);
+    assert_eq!(v["out_of_bounds"]["okay"], true);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["root"], "    -1");
+        for key in ["out_of_place", "in_place"] {
+            assert_eq!(r[key]["nwrong"], 0, "{r}");
+            let p = &r[format!("{key}_per_iter")];
+            let times: Vec<f64> = p["times_us"].as_array().unwrap().iter().map(|t| t.as_f64().unwrap()).collect();
+            let rows = p["per_process_max_times_us"].as_array().unwrap();
+            assert_eq!((times.len(), rows.len()), (9, 3), "{p}");
+            for (i, t) in times.iter().enumerate() {
+                let most = rows.iter().map(|row| row[i].as_f64().unwrap()).fold(0.0, f64::max);
+                assert!((t - most).abs() <= 1e-9 * t.max(1.0), "{p}");
+            }
+            assert!(p["min_us"].as_f64() <= p["p99_us"].as_f64() && p["cv_pct"].as_f64().unwrap() >= 0.0, "{p}");
+        }
+    }
+    let _ = std::fs::remove_file(&json);
+}

@@ -86,6 +86,16 @@ pub struct OutputArgs {
     /// Write the records as CSV to this file
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Whose JSON -J and --json write: qbench (its records, which show, plot and check read) or nccl-tests (nccl-tests' -J file, format version 3, for its tools; the collectives only)
+    #[arg(long, value_enum, default_value = "qbench", value_name = "WHOSE")]
+    pub format: FormatArg,
+}
+
+/// `--format`'s values.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatArg {
+    Qbench,
+    NcclTests,
 }
 
 impl OutputArgs {
@@ -95,6 +105,10 @@ impl OutputArgs {
             csv_file: self.csv.clone(),
             json_stdout: self.json,
             quiet: false,
+            format: match self.format {
+                FormatArg::Qbench => crate::output::Format::Qbench,
+                FormatArg::NcclTests => crate::output::Format::NcclTests,
+            },
         }
     }
 }

@@ -205,6 +205,10 @@ pub struct PerIter {
     pub cv_pct: f64,
     /// Every timed iteration, the skipped ones included.
     pub times_us: Vec<f64>,
+    /// Under MPI, each process's own series (the slowest of its GPUs), so
+    /// that a straggler shows; `times_us` is their maximum.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_process_times_us: Vec<Vec<f64>>,
 }
 
 impl PerIter {
@@ -228,6 +232,7 @@ impl PerIter {
             stdev_us: stdev,
             cv_pct: if avg > 0.0 { stdev / avg * 100.0 } else { 0.0 },
             times_us: times_us.to_vec(),
+            per_process_times_us: Vec::new(),
         })
     }
 }
@@ -333,6 +338,9 @@ pub struct CollectiveRun {
     pub transport: TransportKind,
     pub config: Config,
     pub library: Option<LibraryInfo>,
+    /// The NCCL variables (`NAME=value`) the run started with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nccl_env: Vec<String>,
     pub devices: Vec<RankInfo>,
     /// Set when `NCCL_TESTS_SPLIT` ran one communicator per colour.
     #[serde(default, skip_serializing_if = "Option::is_none")]

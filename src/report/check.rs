@@ -2,7 +2,7 @@
 //! the fix, then the one-line verdict; and its CSV.
 
 use super::exchange::table;
-use super::{Csv, Table, csv_lines};
+use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
 use crate::record::check::{CheckRun, Row, Status, figure};
 use serde::Serialize;
@@ -138,6 +138,9 @@ struct Line<'a> {
 }
 
 /// One line per row.
+/// nccl-tests has no such run: qbench's own JSON only.
+impl Dialect for CheckRun {}
+
 impl Csv for CheckRun {
     fn csv(&self) -> Result<Vec<u8>> {
         csv_lines(self.rows.iter().map(|r| Line {

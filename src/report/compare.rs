@@ -2,7 +2,7 @@
 //! the end of the run.
 
 use super::exchange::table;
-use super::{Csv, Table, csv_lines};
+use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
 use crate::record::compare::{Comparison, Row};
 use crate::units::format_size;
@@ -51,6 +51,9 @@ struct Line<'a> {
 }
 
 /// One line per wire.
+/// nccl-tests has no such run: qbench's own JSON only.
+impl Dialect for Comparison {}
+
 impl Csv for Comparison {
     fn csv(&self) -> Result<Vec<u8>> {
         csv_lines(self.rows.iter().map(|r| Line {

@@ -2,7 +2,7 @@
 //! matrices at the largest size, gdrcopy copylat-style latency tables, the
 //! test list, and CSV.
 
-use super::{Csv, Table, csv_lines};
+use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
 use crate::record::copy::{CopyRun, Endpoint, Row, Status, TestInfo, TestRecord};
 use std::fmt::Write;
@@ -318,6 +318,9 @@ struct CsvLine<'a> {
 
 /// One line per direction (and total) of each bandwidth row, and per
 /// latency row (host clock, and device events where timed).
+/// nccl-tests has no such run: qbench's own JSON only.
+impl Dialect for CopyRun {}
+
 impl Csv for CopyRun {
     fn csv(&self) -> Result<Vec<u8>> {
         let mut lines = Vec::new();

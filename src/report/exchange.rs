@@ -1,7 +1,7 @@
 //! Text and CSV renderings of exchange runs: what a simulation user reads
 //! first is the verdict; the tables above it say where it comes from.
 
-use super::{Csv, Table, csv_lines};
+use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
 use crate::record::exchange::{Circuit, Decision, ExchangeRun, Forecast, RegisterRun, Verdict};
 use crate::statevec::layout::Precision;
@@ -455,6 +455,9 @@ fn line<'a>(r: &'a RegisterRun, kind: &'a str, name: &'a str, transport: &'a Opt
 }
 
 /// One line per gate class and per circuit.
+/// nccl-tests has no such run: qbench's own JSON only.
+impl Dialect for ExchangeRun {}
+
 impl Csv for ExchangeRun {
     fn csv(&self) -> Result<Vec<u8>> {
         csv_lines(self.registers.iter().flat_map(|r| {

@@ -58,6 +58,16 @@ pub trait Csv {
     fn csv(&self) -> Result<Vec<u8>>;
 }
 
+/// A record in another tool's JSON (`--format`), for that tool's parsers.
+pub trait Dialect {
+    /// Whether the record has nccl-tests' form (known before the run).
+    const NCCL_TESTS: bool = false;
+    /// The record as nccl-tests writes its `-J` file.
+    fn nccl_tests_json(&self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
 /// A psql-style table with a header row: every summary table qbench prints.
 pub fn table(header: impl IntoIterator<Item = String>, rows: Vec<Vec<String>>) -> tabled::Table {
     let mut b = tabled::builder::Builder::default();

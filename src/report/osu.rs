@@ -4,7 +4,7 @@
 //! what OSU does not print, as comment lines scripts skip: the ranks and
 //! the data check.
 
-use super::{Csv, Table, csv_lines};
+use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
 use crate::record::osu::{Benchmark, OsuRow, OsuRun, Place};
 use serde::Serialize;
@@ -117,6 +117,9 @@ struct Line {
     max_us: Option<f64>,
     wrong: u64,
 }
+
+/// nccl-tests has no such run: qbench's own JSON only.
+impl Dialect for OsuRun {}
 
 impl Csv for OsuRun {
     fn csv(&self) -> Result<Vec<u8>> {

@@ -3,7 +3,7 @@
 //! connection with perftest's columns, one row per size plus the data
 //! check qbench adds (#wrong), and the data summary; and its CSV.
 
-use super::{Csv, Table, csv_lines};
+use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
 use crate::rdma::plan::{Memory, Mode, Test};
 use crate::record::rdma::{EndpointInfo, Link, RdmaRow, RdmaRun, Row};
@@ -195,6 +195,9 @@ struct Line<'a> {
     checked_bytes: u64,
     wrong_bytes: u64,
 }
+
+/// nccl-tests has no such run: qbench's own JSON only.
+impl Dialect for RdmaRun {}
 
 impl Csv for RdmaRun {
     fn csv(&self) -> Result<Vec<u8>> {

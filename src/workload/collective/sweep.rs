@@ -54,6 +54,7 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         transport: plan.transport,
         config: plan.config.clone(),
         library: None,
+        nccl_env: std::env::vars().filter(|(k, _)| k.starts_with("NCCL_")).map(|(k, v)| format!("{k}={v}")).collect(),
         devices: Vec::new(),
         split: None,
         timing: String::new(),
@@ -313,8 +314,20 @@ impl<'a> Bench<'a> {
             wrong,
             iterations: Summary::of(&micros),
             cpu_time_us: cfg.report_cputime.then_some(cpu_seconds * 1e6),
-            per_iter: if cfg.per_iter_timing { PerIter::of(&micros, cfg.per_iter_skip) } else { None },
+            per_iter: cfg.per_iter_timing.then(|| self.per_iter(over, timing, &micros)).flatten(),
         }
+    }
+
+    /// -I's figures of the job's iterations, with each process's own series
+    /// when there are several (gathered from every process of `over`).
+    fn per_iter(&self, over: &dyn World, timing: &Timing, micros: &[f64]) -> Option<PerIter> {
+        let mut p = PerIter::of(micros, self.plan.config.per_iter_skip)?;
+        if over.size() > 1 {
+            let all = world::gather_f64(over, &timing.iterations);
+            let n = timing.iterations.len().max(1);
+            p.per_process_times_us = all.chunks(n).map(|c| c.iter().map(|t| t * 1e6).collect()).collect();
+        }
+        Some(p)
     }
 
     /// nccl-tests' -M: the setup's memory and the sweep's (free memory
