@@ -27,10 +27,20 @@ fn allreduce_table_on_four_host_ranks() {
 
 #[test]
 fn every_collective_type_and_op_checks_clean() {
-    for coll in
-        ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", "gather", "scatter"]
-    {
-        for g in ["3", "4"] {
+    for coll in [
+        "allreduce",
+        "allgather",
+        "reducescatter",
+        "broadcast",
+        "reduce",
+        "alltoall",
+        "sendrecv",
+        "gather",
+        "scatter",
+        "hypercube",
+    ] {
+        // hypercube takes power-of-two rank counts only.
+        for g in if coll == "hypercube" { &["2", "8"][..] } else { &["3", "4"] } {
             let o = qbench(&[&[coll, "-g", g][..], &EVERY_TYPE_AND_OP].concat());
             assert!(o.status.success(), "{coll} -g {g}: {}", String::from_utf8_lossy(&o.stderr));
             let rows = rows(&o);
@@ -405,4 +415,19 @@ fn nccl_tests_json_is_the_collectives_only() {
     let o = qbench(&["osu_bw", "--format", "nccl-tests", "-J", "/tmp/never.json"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("only the collectives' records have nccl-tests' JSON form"));
+}
+
+#[test]
+fn hypercube_exchanges_with_rank_xor_mask_and_counts_what_each_rank_receives() {
+    let o = qbench(&["hypercube", "--transport", "cpu", "-g", "4", "-b", "1M", "-e", "1M"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = &rows(&o)[0];
+    // algbw = size × (n − 1)/n over the time; busbw = algbw (nccl-tests).
+    let (t, alg, bus): (f64, f64, f64) = (r[5].parse().unwrap(), r[6].parse().unwrap(), r[7].parse().unwrap());
+    assert!((alg - 1048576.0 * 0.75 / 1e3 / t).abs() <= 0.01 + 0.01 * alg, "{r:?}");
+    assert_eq!(alg, bus, "{r:?}");
+    assert_eq!((r[8].as_str(), r[12].as_str()), ("0", "0"), "{r:?}");
+    let o = qbench(&["hypercube", "--transport", "cpu", "-g", "3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("needs a power-of-two rank count, not 3"), "{}", stderr(&o));
 }

@@ -48,6 +48,9 @@ fn every_collective_across_processes() {
         assert!(o.status.success(), "{coll}: {}", String::from_utf8_lossy(&o.stderr));
         assert_clean(&rows(&o), coll);
     }
+    let o = mpirun(4, &[&["hypercube"][..], &EVERY_TYPE_AND_OP].concat(), &[]);
+    assert!(o.status.success(), "hypercube: {}", String::from_utf8_lossy(&o.stderr));
+    assert_clean(&rows(&o), "hypercube");
 }
 
 /// Counts three processes do not divide: the reported 1M all_reduce and

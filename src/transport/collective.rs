@@ -75,6 +75,8 @@ pub struct Call {
     pub input: Region,
     /// Where the rank's output starts.
     pub output: Region,
+    /// Which of the operation's steps (see [`Collective::steps`]).
+    pub step: usize,
 }
 
 /// NCCL's primitives, which every transport offers. One rank's calls for one
@@ -93,6 +95,12 @@ pub trait Primitives {
     fn reduce(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()>;
     fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()>;
     fn recv(&mut self, output: Region, count: u64, peer: usize) -> Result<()>;
+    /// `count` elements from `input` to `output` of the same rank (`rank`):
+    /// a device copy on the rank's stream, or a send to itself.
+    fn copy(&mut self, input: Region, output: Region, count: u64, rank: usize) -> Result<()> {
+        self.send(input, count, rank)?;
+        self.recv(output, count, rank)
+    }
     /// `count` elements of every rank's input to block r of the root's
     /// output: ncclGather, or its sends and receives.
     fn gather(&mut self, input: Region, output: Region, count: u64, root: usize, rank: usize, n: usize) -> Result<()> {
@@ -158,8 +166,14 @@ pub fn all_to_all_in_pairs<P: Primitives + ?Sized>(
 pub trait Collective: Sync {
     /// NCCL's and nccl-tests' name, e.g. "all_reduce".
     fn name(&self) -> &'static str;
-    /// Issues one rank's part of one operation.
+    /// Issues one rank's part of one step of one operation.
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()>;
+    /// The steps of one operation over `nranks` ranks, each a group of its
+    /// own that starts when the one before has completed (a step reads what
+    /// the one before delivered); most collectives are one group.
+    fn steps(&self, _nranks: usize) -> usize {
+        1
+    }
     /// Where output element `j` of `rank` comes from.
     fn source(&self, c: &Counts, rank: usize, root: usize, nranks: usize, j: u64) -> Source;
     /// The same rule in CUDA: statements that return the expected value of
@@ -200,8 +214,8 @@ impl Op {
         self.counts.recv > 0 && self.collective.source(&self.counts, rank, self.root, nranks, 0) != Source::Unchecked
     }
 
-    /// `rank`'s part of the operation.
-    pub fn call(&self, rank: usize, nranks: usize) -> Call {
+    /// `rank`'s part of step `step` of the operation.
+    pub fn call(&self, rank: usize, nranks: usize, step: usize) -> Call {
         let input = if self.in_place { Buf::Recv } else { Buf::Send };
         Call {
             rank,
@@ -210,6 +224,7 @@ impl Op {
             count: self.counts.param,
             input: Region { buffer: input, offset: self.input_offset(rank) },
             output: Region { buffer: Buf::Recv, offset: self.output_offset(rank) },
+            step,
         }
     }
 

@@ -125,10 +125,10 @@ impl Primitives for Issued {
 }
 
 impl Issued {
-    /// Rank `rank`'s primitives for `op`.
-    pub(super) fn of(op: &Op, rank: usize, nranks: usize) -> Result<Issued> {
+    /// Rank `rank`'s primitives for step `step` of `op`.
+    pub(super) fn of(op: &Op, rank: usize, nranks: usize, step: usize) -> Result<Issued> {
         let mut issued = Issued::default();
-        op.collective.issue(&mut issued, &op.call(rank, nranks))?;
+        op.collective.issue(&mut issued, &op.call(rank, nranks, step))?;
         Ok(issued)
     }
 }
@@ -140,12 +140,17 @@ struct Schedule {
 }
 
 impl Schedule {
-    fn new(op: &Op, n: usize) -> Result<Schedule> {
+    /// The schedule of each step of `op`, in order.
+    fn steps(op: &Op, n: usize) -> Result<Vec<Schedule>> {
+        (0..op.collective.steps(n)).map(|step| Schedule::new(op, n, step)).collect()
+    }
+
+    fn new(op: &Op, n: usize, step: usize) -> Result<Schedule> {
         let mut ranks = Vec::with_capacity(n);
         for r in 0..n {
             let mut at = 0;
             let mut placed = Vec::new();
-            for p in Issued::of(op, r, n)?.0 {
+            for p in Issued::of(op, r, n, step)?.0 {
                 placed.push((p, at));
                 at += match p {
                     Prim::AllReduce { count, .. } | Prim::Reduce { count, .. } => {
@@ -220,7 +225,14 @@ impl Cpu {
         }
     }
 
-    /// One operation on rank `r`; every rank calls it together.
+    /// One operation on rank `r`, its steps in order; every rank calls it together.
+    fn operation<T: Element>(&self, op: &Op, steps: &[Schedule], r: usize, barrier: &Barrier) {
+        for sched in steps {
+            self.step::<T>(op, sched, r, barrier);
+        }
+    }
+
+    /// One step of an operation on rank `r`; every rank calls it together.
     fn step<T: Element>(&self, op: &Op, sched: &Schedule, r: usize, barrier: &Barrier) {
         let n = self.bufs.len();
         {
@@ -298,7 +310,7 @@ impl Cpu {
 
     /// The warm-up, then `iters` timed iterations of `op.agg` steps; each
     /// rank's times. A signal stops every rank after the same step.
-    fn timed<T: Element>(&self, op: &Op, sched: &Schedule, warmup: u32, iters: u32) -> Result<Vec<Vec<f64>>> {
+    fn timed<T: Element>(&self, op: &Op, steps: &[Schedule], warmup: u32, iters: u32) -> Result<Vec<Vec<f64>>> {
         let barrier = Barrier::new(self.bufs.len());
         let halt = Halt::new(self.bufs.len());
         crate::threads::per_rank(self.bufs.len(), |r| {
@@ -306,7 +318,7 @@ impl Cpu {
             let mut step = || {
                 halt.before(r, k)?;
                 k += 1;
-                self.step::<T>(op, sched, r, &barrier);
+                self.operation::<T>(op, steps, r, &barrier);
                 Ok(())
             };
             for _ in 0..warmup * op.agg {
@@ -375,8 +387,8 @@ impl Transport for Cpu {
     /// Host ranks have no CUDA graphs; the plan refuses -G for them.
     /// Every step ends at a barrier of the ranks, so -z changes nothing here.
     fn time(&mut self, op: &Op, l: &Loop, _world: &dyn World) -> Result<Timing> {
-        let sched = Schedule::new(op, self.bufs.len())?;
-        let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, &sched, l.warmup, l.iters))?;
+        let steps = Schedule::steps(op, self.bufs.len())?;
+        let per_rank: Vec<Vec<f64>> = with_element!(op.dtype, T => self.timed::<T>(op, &steps, l.warmup, l.iters))?;
         Ok(Timing::from_threads(&per_rank))
     }
 
@@ -385,9 +397,9 @@ impl Transport for Cpu {
     }
 
     fn run_once(&mut self, op: &Op) -> Result<()> {
-        let sched = Schedule::new(op, self.bufs.len())?;
+        let steps = Schedule::steps(op, self.bufs.len())?;
         let barrier = Barrier::new(self.bufs.len());
-        with_element!(op.dtype, T => crate::threads::per_rank(self.bufs.len(), |r| self.step::<T>(op, &sched, r, &barrier)));
+        with_element!(op.dtype, T => crate::threads::per_rank(self.bufs.len(), |r| self.operation::<T>(op, &steps, r, &barrier)));
         Ok(())
     }
 

@@ -80,7 +80,12 @@ impl<'w> CpuMpi<'w> {
         CpuMpi { mpi, info, send: Vec::new(), recv: Vec::new(), stage: Vec::new(), scratch: Vec::new() }
     }
 
-    /// One operation; every process calls it together.
+    /// One operation, its steps in order; every process calls it together.
+    fn operation<T: Element>(&mut self, op: &Op, steps: &[Vec<Prim>]) -> Result<()> {
+        steps.iter().try_for_each(|prims| self.step::<T>(op, prims))
+    }
+
+    /// One step of an operation; every process calls it together.
     fn step<T: Element>(&mut self, op: &Op, prims: &[Prim]) -> Result<()> {
         let ws = T::TYPE.size();
         let r = self.mpi.rank();
@@ -94,7 +99,7 @@ impl<'w> CpuMpi<'w> {
             if matches!(prims[k], Prim::Send { .. } | Prim::Recv { .. }) {
                 let end = prims[k..].iter().position(|p| !matches!(p, Prim::Send { .. } | Prim::Recv { .. }));
                 let end = end.map_or(prims.len(), |e| k + e);
-                self.point_to_point(op, &prims[k..end], ws)?;
+                self.point_to_point(&prims[k..end], ws)?;
                 k = end;
             } else {
                 self.collective::<T>(op, prims[k], ws);
@@ -105,7 +110,7 @@ impl<'w> CpuMpi<'w> {
     }
 
     /// A group of sends and receives, started together and waited for.
-    fn point_to_point(&mut self, op: &Op, group: &[Prim], ws: usize) -> Result<()> {
+    fn point_to_point(&mut self, group: &[Prim], ws: usize) -> Result<()> {
         let comm = self.mpi.comm();
         let targets: Vec<(usize, usize, usize)> = group
             .iter()
@@ -115,13 +120,19 @@ impl<'w> CpuMpi<'w> {
             })
             .collect();
         let ranges: Vec<(usize, usize)> = targets.iter().map(|&(s, l, _)| (s, l)).collect();
-        let base = op.input_offset(self.mpi.rank());
-        let sends: Vec<(&[u8], usize)> = group
+        // Sends from the receive buffer read it as the step starts (a step
+        // may send what the one before received, and MPI's buffers of one
+        // group must not overlap).
+        let sends: Vec<(std::borrow::Cow<'_, [u8]>, usize)> = group
             .iter()
             .filter_map(|p| match *p {
-                Prim::Send { input: at, count, peer } => {
-                    Some((input(&self.send, &self.scratch, base, at, count, ws), peer))
-                }
+                Prim::Send { input: at, count, peer } => Some((
+                    match at.buffer {
+                        Buf::Send => bytes(&self.send, at.offset, count, ws).into(),
+                        Buf::Recv => bytes(&self.recv, at.offset, count, ws).to_vec().into(),
+                    },
+                    peer,
+                )),
                 _ => None,
             })
             .collect();
@@ -133,7 +144,7 @@ impl<'w> CpuMpi<'w> {
                 reqs.push(comm.process_at_rank(*peer as i32).immediate_receive_into(s, buf));
             }
             for (buf, peer) in &sends {
-                reqs.push(comm.process_at_rank(*peer as i32).immediate_send(s, *buf));
+                reqs.push(comm.process_at_rank(*peer as i32).immediate_send(s, &buf[..]));
             }
             for req in reqs {
                 req.wait();
@@ -196,18 +207,18 @@ impl<'w> CpuMpi<'w> {
         }
     }
 
-    /// The warm-up, then `l.iters` timed iterations of `op.agg` steps. Every
-    /// few iterations (outside the timed window) the processes agree on
-    /// whether one was signalled, so that all stop at the same one. Each
-    /// step completes before the next; -z 1 adds a barrier after each step
+    /// The warm-up, then `l.iters` timed iterations of `op.agg` operations.
+    /// Every few iterations (outside the timed window) the processes agree
+    /// on whether one was signalled, so that all stop at the same one. Each
+    /// operation completes before the next; -z 1 adds a barrier after each
     /// (timed), -z 3 one after each iteration (untimed).
-    fn timed<T: Element>(&mut self, op: &Op, prims: &[Prim], l: &Loop) -> Result<Vec<f64>> {
+    fn timed<T: Element>(&mut self, op: &Op, steps: &[Vec<Prim>], l: &Loop) -> Result<Vec<f64>> {
         let every = agree_every(op.counts.bytes(op.dtype));
         for k in 0..(l.warmup * op.agg) as u64 {
             if k % every == 0 {
                 crate::world::check_interrupt(self.mpi)?;
             }
-            self.step::<T>(op, prims)?;
+            self.operation::<T>(op, steps)?;
         }
         self.mpi.barrier();
         let mut times = Vec::with_capacity(l.iters as usize);
@@ -217,7 +228,7 @@ impl<'w> CpuMpi<'w> {
             }
             let t0 = Instant::now();
             for _ in 0..op.agg {
-                self.step::<T>(op, prims)?;
+                self.operation::<T>(op, steps)?;
                 if l.blocking == 1 {
                     self.mpi.barrier();
                 }
@@ -230,8 +241,10 @@ impl<'w> CpuMpi<'w> {
         Ok(times)
     }
 
-    fn prims(&self, op: &Op) -> Result<Vec<Prim>> {
-        Ok(Issued::of(op, self.mpi.rank(), self.mpi.size())?.0)
+    /// This process's primitives of each step of `op`.
+    fn steps(&self, op: &Op) -> Result<Vec<Vec<Prim>>> {
+        let (r, n) = (self.mpi.rank(), self.mpi.size());
+        (0..op.collective.steps(n)).map(|step| Ok(Issued::of(op, r, n, step)?.0)).collect()
     }
 }
 
@@ -301,8 +314,8 @@ impl Transport for CpuMpi<'_> {
 
     /// Host ranks have no CUDA graphs; the plan refuses -G for them.
     fn time(&mut self, op: &Op, l: &Loop, _world: &dyn World) -> Result<Timing> {
-        let prims = self.prims(op)?;
-        let times = with_element!(op.dtype, T => self.timed::<T>(op, &prims, l))?;
+        let steps = self.steps(op)?;
+        let times = with_element!(op.dtype, T => self.timed::<T>(op, &steps, l))?;
         Ok(Timing::from_threads(&[times]))
     }
 
@@ -311,8 +324,8 @@ impl Transport for CpuMpi<'_> {
     }
 
     fn run_once(&mut self, op: &Op) -> Result<()> {
-        let prims = self.prims(op)?;
-        with_element!(op.dtype, T => self.step::<T>(op, &prims))
+        let steps = self.steps(op)?;
+        with_element!(op.dtype, T => self.operation::<T>(op, &steps))
     }
 
     fn corrupt(&mut self, op: &Op, rank: usize, index: u64) -> Result<()> {

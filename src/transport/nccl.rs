@@ -624,33 +624,45 @@ impl Nccl {
     }
 
     /// Enqueues `op.agg` operations of `op` on the GPUs of local ranks
-    /// `local`, as one group; `iter` counts the launches of a timed loop
-    /// (0 for one whose data is filled or checked).
+    /// `local`, as one group (a collective of several steps: each step of
+    /// each operation a group of its own, in order); `iter` counts the
+    /// launches of a timed loop (0 for one whose data is filled or checked).
     fn launch(&self, op: &Op, local: std::ops::Range<usize>, iter: u64) -> Result<()> {
-        nccl::group_start().map_err(nccl_err("starting a group"))?;
-        for a in 0..op.agg as u64 {
-            let shift = if iter == 0 && a == 0 { 0 } else { self.shift(op, iter * op.agg as u64 + a) };
-            for i in local.clone() {
-                let r = &self.ranks[i];
-                let rank = self.first_rank + i;
-                let (send, recv) = self.buffers(i, op)?;
-                let mut calls = Calls {
-                    comm: self.comms.get(i),
-                    stream: r.gpu.stream.cu_stream() as sys::cudaStream_t,
-                    send: send + shift,
-                    recv: recv + shift,
-                    alltoall: self.alltoall,
-                    gather: self.gather,
-                    scatter: self.scatter,
-                    dtype: op.dtype,
-                    redop: op.redop,
-                    what: format!("launching {} on GPU {}", op.collective.name(), r.gpu.ordinal),
-                };
-                op.collective.issue(&mut calls, &op.call(rank, self.nranks))?;
+        let shift = |a: u64| if iter == 0 && a == 0 { 0 } else { self.shift(op, iter * op.agg as u64 + a) };
+        let group = |ops: std::ops::Range<u64>, step: usize| -> Result<()> {
+            nccl::group_start().map_err(nccl_err("starting a group"))?;
+            for a in ops {
+                local.clone().try_for_each(|i| self.issue(op, i, shift(a), step))?;
             }
+            nccl::group_end().map_err(nccl_err("launching a group"))?;
+            Ok(())
+        };
+        let (agg, steps) = (op.agg as u64, op.collective.steps(self.nranks));
+        if steps == 1 {
+            return group(0..agg, 0);
         }
-        nccl::group_end().map_err(nccl_err("launching a group"))?;
-        Ok(())
+        (0..agg).try_for_each(|a| (0..steps).try_for_each(|step| group(a..a + 1, step)))
+    }
+
+    /// Issues local rank `i`'s part of step `step` of `op`, its buffers
+    /// moved by `shift` bytes.
+    fn issue(&self, op: &Op, i: usize, shift: u64, step: usize) -> Result<()> {
+        let r = &self.ranks[i];
+        let rank = self.first_rank + i;
+        let (send, recv) = self.buffers(i, op)?;
+        let mut calls = Calls {
+            comm: self.comms.get(i),
+            stream: r.gpu.stream.cu_stream() as sys::cudaStream_t,
+            send: send + shift,
+            recv: recv + shift,
+            alltoall: self.alltoall,
+            gather: self.gather,
+            scatter: self.scatter,
+            dtype: op.dtype,
+            redop: op.redop,
+            what: format!("launching {} on GPU {}", op.collective.name(), r.gpu.ordinal),
+        };
+        op.collective.issue(&mut calls, &op.call(rank, self.nranks, step))
     }
 
     /// Waits for the given events, aborting every communicator on timeout.
@@ -1113,6 +1125,20 @@ impl Primitives for Calls {
             ),
             None => super::collective::scatter_in_pairs(self, input, output, count, root, rank, n),
         }
+    }
+    fn copy(&mut self, input: Region, output: Region, count: u64, _rank: usize) -> Result<()> {
+        let bytes = count as usize * self.dtype.size();
+        // SAFETY: see above; a device-to-device copy between two ranges of
+        // this rank's buffers, enqueued on its stream in issue order.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                self.addr(output),
+                self.addr(input),
+                bytes,
+                self.stream as cudarc::driver::sys::CUstream,
+            )
+        }
+        .map_err(cuda_err(&self.what))
     }
     fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()> {
         let s = self.addr(input) as *const c_void;

@@ -29,8 +29,17 @@ pub trait Spec: Collective {
     fn about(&self) -> &'static str;
     /// Buffer counts for `count` elements of the sweep size over `nranks`.
     fn counts(&self, count: u64, dtype: DataType, nranks: u64) -> Counts;
+    /// algbw / (size / time) for `nranks` ranks: the part of the size
+    /// column that nccl-tests counts as moved (1 but for hypercube).
+    fn alg_factor(&self, _nranks: u64) -> f64 {
+        1.0
+    }
     /// busbw / algbw for `nranks` ranks (nccl-tests' doc/PERFORMANCE.md).
     fn bus_factor(&self, nranks: u64) -> f64;
+    /// Err when the collective cannot run over `nranks` ranks.
+    fn fits(&self, _nranks: usize) -> crate::error::Result<()> {
+        Ok(())
+    }
     fn op_use(&self) -> OpUse;
     fn rooted(&self) -> bool {
         false
@@ -76,6 +85,7 @@ collectives! {
     SendRecv => sendrecv::SendRecv,
     Gather => gather::Gather,
     Scatter => scatter::Scatter,
+    HyperCube => hypercube::HyperCube,
 }
 
 impl Kind {
@@ -177,7 +187,8 @@ mod tests {
                 "alltoall",
                 "sendrecv",
                 "gather",
-                "scatter"
+                "scatter",
+                "hypercube"
             ]
         );
         for k in Kind::ALL {

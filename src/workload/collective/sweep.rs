@@ -145,6 +145,7 @@ impl<'a> Bench<'a> {
         run: &mut CollectiveRun,
     ) -> Result<Bench<'a>> {
         let n = transport.nranks();
+        plan.kind.spec().fits(n)?;
         if let Some(Fault::Element { rank, .. }) = plan.fault
             && rank >= n
         {
@@ -305,7 +306,8 @@ impl<'a> Bench<'a> {
         let cpu_seconds = cfg.average.reduce(&world::gather_f64(over, &timing.cpu_per_thread));
         let iterations = over.max_f64(&timing.iterations);
         let bytes = op.counts.bytes(op.dtype) as f64;
-        let algbw = if seconds > 0.0 { bytes / 1e9 / seconds } else { 0.0 };
+        let n = self.transport.nranks() as u64;
+        let algbw = if seconds > 0.0 { bytes * self.spec.alg_factor(n) / 1e9 / seconds } else { 0.0 };
         let micros: Vec<f64> = iterations.iter().map(|t| t * 1e6).collect();
         Cell {
             time_us: seconds * 1e6,
