@@ -335,6 +335,10 @@ pub struct CollectiveRun {
     pub collective: String,
     /// The nccl-tests binary it stands for, e.g. "all_reduce_perf".
     pub program: String,
+    /// The redop column of a collective that uses no op: nccl-tests'
+    /// "none", or "" (hypercube_perf).
+    #[serde(default = "none_label", skip_serializing_if = "is_none_label")]
+    pub no_op_label: String,
     pub transport: TransportKind,
     pub config: Config,
     pub library: Option<LibraryInfo>,
@@ -365,6 +369,14 @@ pub struct CollectiveRun {
     pub min_bandwidth: Option<MinBandwidth>,
 }
 
+fn none_label() -> String {
+    "none".into()
+}
+
+fn is_none_label(label: &str) -> bool {
+    label == "none"
+}
+
 impl Streamed for CollectiveRun {
     type Part = SizeRecord;
     fn header(&self) -> &Header {
@@ -388,6 +400,11 @@ impl CollectiveRun {
             }
         }
         hosts
+    }
+
+    /// What row `r`'s redop column says.
+    pub fn op_label(&self, r: &SizeRecord) -> &str {
+        r.redop.map_or(&self.no_op_label, |o| o.name())
     }
 
     /// Adds a row and its cells to the totals.

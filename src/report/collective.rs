@@ -191,11 +191,12 @@ fn cell(c: &Config, x: &Cell) -> String {
 
 /// One row.
 fn row(run: &CollectiveRun, r: &SizeRecord) -> String {
-    row_of(&run.config, r, r.count, &r.out_of_place, &r.in_place)
+    row_of(run, r, r.count, &r.out_of_place, &r.in_place)
 }
 
 /// A row of size `r` with the given count and cells, and -S's timestamp.
-fn row_of(c: &Config, r: &SizeRecord, count: u64, out_of_place: &Cell, in_place: &Cell) -> String {
+fn row_of(run: &CollectiveRun, r: &SizeRecord, count: u64, out_of_place: &Cell, in_place: &Cell) -> String {
+    let c = &run.config;
     let stamp = match (&r.timestamp, c.report_timestamps) {
         (Some(t), true) => format!("{t:>21}"),
         _ => String::new(),
@@ -205,7 +206,7 @@ fn row_of(c: &Config, r: &SizeRecord, count: u64, out_of_place: &Cell, in_place:
         r.size,
         count,
         r.dtype.name(),
-        r.redop.map_or("none", |o| o.name()),
+        run.op_label(r),
         r.root,
         cell(c, out_of_place),
         cell(c, in_place)
@@ -224,7 +225,7 @@ fn group_tables(run: &CollectiveRun) -> String {
         let mut busbw = Vec::new();
         for r in &run.results {
             if let Some(gr) = r.groups.iter().find(|gr| gr.group == g.group) {
-                s.push_str(&row_of(&run.config, r, gr.count, &gr.out_of_place, &gr.in_place));
+                s.push_str(&row_of(run, r, gr.count, &gr.out_of_place, &gr.in_place));
                 busbw.extend([gr.out_of_place.busbw_gbps, gr.in_place.busbw_gbps]);
             }
         }
@@ -366,7 +367,7 @@ impl Dialect for CollectiveRun {
                 row.insert("size".into(), json!(r.size));
                 row.insert("count".into(), json!(r.count));
                 row.insert("type".into(), json!(r.dtype.name()));
-                row.insert("redop".into(), json!(r.redop.map_or("none", |o| o.name())));
+                row.insert("redop".into(), json!(self.op_label(r)));
                 row.insert("root".into(), json!(format!("{:>6}", r.root)));
                 for (key, x) in [("out_of_place", &r.out_of_place), ("in_place", &r.in_place)] {
                     row.insert(key.into(), half(x));
@@ -437,7 +438,7 @@ impl Csv for CollectiveRun {
                     size: r.size,
                     count: r.count,
                     dtype: r.dtype.name(),
-                    redop: r.redop.map_or("none", |o| o.name()),
+                    redop: self.op_label(r),
                     root: r.root,
                     placement,
                     time_us: c.time_us,
@@ -510,6 +511,7 @@ mod tests {
             header,
             collective: "all_reduce".into(),
             program: "all_reduce_perf".into(),
+            no_op_label: "none".into(),
             transport: TransportKind::Nccl,
             config: Config {
                 nranks: 2,

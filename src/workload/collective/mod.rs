@@ -41,6 +41,10 @@ pub trait Spec: Collective {
         Ok(())
     }
     fn op_use(&self) -> OpUse;
+    /// What the redop column says when the collective uses no op.
+    fn no_op_label(&self) -> &'static str {
+        "none"
+    }
     fn rooted(&self) -> bool {
         false
     }

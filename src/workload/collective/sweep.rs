@@ -51,6 +51,7 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         header: Header::start(KIND, plan.fault),
         collective: plan.kind.name().into(),
         program: plan.kind.program(),
+        no_op_label: plan.kind.spec().no_op_label().into(),
         transport: plan.transport,
         config: plan.config.clone(),
         library: None,

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The nccl-tests, OSU and JSON dialects on one H200, each beside its anchor
+# in the same job: the GPU unit tests (every collective's check kernel
+# against the host, gather, scatter and hypercube among them); nccl-tests'
+# all_reduce_perf and qbench allreduce with -R 0, 1 and 2 in alternating
+# rounds; each nccl-tests mode (-z, -C, -u, -I/-K, -S, -M, -x) run by both;
+# gather, scatter and hypercube by both; the -I JSON of both read by
+# nccl-tests' own tools/analyze_perf_json.py; qbench's osu_* beside OSU 7.4
+# (results/run-osu-compare.sh) and `osu_bw -d cuda D D`; probe's facts.
+#
+# Usage (repository root, on the GPU machine):
+#   bash results/run-dialects-h200.sh BIN_DIR OUTDIR
+#     BIN_DIR  qbench (built with --features mpi,rdma) and qbench-unit-tests
+#              (the unit-test binary of src/lib.rs), built on the Rust machine
+#     OUTDIR   gets log.txt, machine.txt, build.log, raw.tgz (every table and
+#              JSON), osu/ (the OSU comparison)
+# Needs .ref/nccl-tests (results/ref/stage-nccl-tests.sh) and .ref/osu-bin
+# (OSU's five programs, built from results/ref/stage-osu.sh's tree) in the
+# work tree. Every step runs under `timeout`; STAGES (default "unit build
+# register modes rooted json osu probe") picks the parts to run.
+set -u
+BIN=$(readlink -f "$1")
+OUT=$2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+STAGES=${STAGES:-unit build register modes rooted json osu probe}
+Q=$BIN/qbench
+T=$BIN/qbench-unit-tests
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+NCCL_HOME=${NCCL_HOME:-/usr}
+export NCCL_NVLS_ENABLE=0
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+RAW=$(mktemp -d /tmp/qbench-dialects.XXXXXX)
+NT=/tmp/qbench-nccl-tests/build
+exec > >(tee -a "$OUT/log.txt") 2>&1
+step() { echo; echo "=== $(date +%T) +${SECONDS}s $*"; }
+want() { echo "rc=$1 (want $2)"; }
+on() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
+pack() { tar czf "$OUT/raw.tgz" -C "$RAW" . ; }
+
+step machine
+{
+    date -u '+%Y-%m-%d %H:%M:%S UTC'
+    nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,compute_cap --format=csv
+    nvidia-smi topo -m 2>/dev/null | head -3
+    grep -h '^#define NCCL_\(MAJOR\|MINOR\|PATCH\)' "$NCCL_HOME/include/nccl.h"
+    mpirun --version 2>&1 | head -1
+    echo "cores $(nproc); NUMA nodes: $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)"
+    "$Q" --version
+    cat "$ROOT/.ref/nccl-tests/QBENCH_REF" 2>/dev/null
+    echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
+} 2>&1 | tee "$OUT/machine.txt"
+
+if on unit; then
+    step "GPU unit tests: every collective's check kernel against the host"
+    timeout 300 "$T" --ignored --test-threads 1 2>&1 | tail -8
+    want "${PIPESTATUS[0]}" 0
+fi
+
+if on build; then
+    step "build nccl-tests all_reduce, gather, scatter, hypercube (sm_90)"
+    rm -rf /tmp/qbench-nccl-tests && cp -r "$ROOT/.ref/nccl-tests" /tmp/qbench-nccl-tests
+    t0=$SECONDS
+    timeout 300 make -C /tmp/qbench-nccl-tests/src -j"$(nproc)" MPI=0 NCCL_HOME="$NCCL_HOME" CUDA_HOME="$CUDA_HOME" \
+        NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR="$NT" \
+        "$NT/all_reduce_perf" "$NT/gather_perf" "$NT/scatter_perf" "$NT/hypercube_perf" > "$OUT/build.log" 2>&1
+    echo "build rc=$? $((SECONDS - t0)) s"
+fi
+
+# nccl-tests' program and qbench's subcommand of one run, with the same
+# arguments, to RAW/<name>-{nccl,qbench}.{txt,json}; the order swapped when
+# $SWAP is 1.
+pair() { # NAME PROGRAM SUBCOMMAND ARGS...
+    local name=$1 prog=$2 sub=$3
+    shift 3
+    local a=(timeout 120 "$NT/$prog" "$@" -J "$RAW/$name-nccl.json")
+    local b=(timeout 120 "$Q" "$sub" "$@" -J "$RAW/$name-qbench.json")
+    if [ "${SWAP:-0}" = 1 ]; then
+        "${b[@]}" > "$RAW/$name-qbench.txt" 2>&1; local rb=$?
+        "${a[@]}" > "$RAW/$name-nccl.txt" 2>&1; local ra=$?
+    else
+        "${a[@]}" > "$RAW/$name-nccl.txt" 2>&1; local ra=$?
+        "${b[@]}" > "$RAW/$name-qbench.txt" 2>&1; local rb=$?
+    fi
+    echo "$name: nccl-tests rc=$ra, qbench rc=$rb; qbench wrong cells: $(awk '!/^#/ && NF > 8 && ($9 != "0" || ($13 != "0" && $13 != "N/A"))' "$RAW/$name-qbench.txt" | wc -l)"
+}
+
+if on register; then
+    step "-R 0/1/2: nccl-tests all_reduce_perf beside qbench allreduce, 8 B..1 GiB, two rounds"
+    for round in 1 2; do
+        for r in 0 1 2; do
+            SWAP=$((round % 2 == 0)) pair "register-R$r-r$round" all_reduce_perf allreduce -b 8 -e 1G -f 4 -g 1 -n 50 -w 10 -R $r
+        done
+    done
+    grep -h '^# Buffers\|Option -R' "$RAW"/register-R*-qbench.txt | sort | uniq -c
+    pack
+fi
+
+if on modes; then
+    step "nccl-tests' modes, each run by both (64K..256M)"
+    for m in "-z 1" "-z 2" "-z 3" "-C 1" "-u 3" "-I 1 -K 2" "-S 1" "-M 1" "-x 1" "-x 2"; do
+        name="mode$(echo "$m" | tr -d ' ')"
+        # shellcheck disable=SC2086
+        pair "$name" all_reduce_perf allreduce -b 64K -e 256M -f 16 -g 1 -n 20 -w 5 $m
+        diff <(grep '^#  *size\|^#  *(B)' "$RAW/$name-nccl.txt") <(grep '^#  *size\|^#  *(B)' "$RAW/$name-qbench.txt") > /dev/null \
+            && echo "  column heads: the same" || echo "  column heads differ"
+    done
+    grep -h 'GPU memory usage' "$RAW"/mode-M1-*.txt
+    pack
+fi
+
+if on rooted; then
+    step "gather, scatter, hypercube by both, every type (1K..64M)"
+    for c in gather scatter hypercube; do
+        pair "$c" "${c}_perf" "$c" -b 1K -e 64M -f 8 -g 1 -d all -n 20 -w 5
+    done
+    pack
+fi
+
+if on json; then
+    step "-I 1 JSON of both through nccl-tests' tools/analyze_perf_json.py"
+    timeout 120 "$NT/all_reduce_perf" -b 1K -e 256M -f 16 -g 1 -n 30 -I 1 -K 2 -J "$RAW/json-nccl.json" > "$RAW/json-nccl.txt" 2>&1
+    echo "nccl-tests rc=$?"
+    timeout 120 "$Q" allreduce -b 1K -e 256M -f 16 -g 1 -n 30 -I 1 -K 2 --format nccl-tests -J "$RAW/json-qbench.json" > "$RAW/json-qbench.txt" 2>&1
+    echo "qbench rc=$?"
+    for who in nccl qbench; do
+        timeout 60 python3 /tmp/qbench-nccl-tests/tools/analyze_perf_json.py "$RAW/json-$who.json" --all > "$RAW/analyze-$who.txt" 2>&1
+        echo "analyze_perf_json.py on $who's file: rc=$?"
+        head -30 "$RAW/analyze-$who.txt"
+    done
+    pack
+fi
+
+if on osu; then
+    step "osu_* beside OSU 7.4, host memory, two rounds; then GPU buffers"
+    ROUNDS=2 NP=4 timeout 400 bash "$ROOT/results/run-osu-compare.sh" "$Q" "$ROOT/.ref/osu-bin" "$OUT/osu" | tail -8
+    timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$Q" osu_bw -d cuda D D -m 1M > "$RAW/osu-bw-DD.txt" 2>&1
+    echo "osu_bw -d cuda D D: rc=$? (3 where MPI is not CUDA-aware)"; tail -3 "$RAW/osu-bw-DD.txt"
+    pack
+fi
+
+if on probe; then
+    step "probe: GPUDirect and dma-buf facts"
+    timeout 60 "$Q" probe --json > "$RAW/probe.json" 2> "$RAW/probe.err"
+    echo "probe rc=$?"
+    python3 - "$RAW/probe.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for c in d.get("checks", []):
+    if c["check"].startswith(("gdr.", "gpu.")):
+        print(c["status"], c["check"], "-", c["found"][:200])
+PY
+    pack
+fi
+step done
