@@ -17,12 +17,14 @@
 # Needs .ref/nccl-tests (results/ref/stage-nccl-tests.sh) and .ref/osu-bin
 # (OSU's five programs, built from results/ref/stage-osu.sh's tree) in the
 # work tree. Every step runs under `timeout`; STAGES (default "unit build
-# register modes rooted json osu probe") picks the parts to run.
+# register control modes rooted json osu probe") picks the parts to run;
+# every other BIN_DIR/qbench-<label> (an earlier build, a variant) runs
+# beside both in the control stage.
 set -u
 BIN=$(readlink -f "$1")
 OUT=$2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-STAGES=${STAGES:-unit build register modes rooted json osu probe}
+STAGES=${STAGES:-unit build register control modes rooted json osu probe}
 Q=$BIN/qbench
 T=$BIN/qbench-unit-tests
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -93,6 +95,24 @@ if on register; then
         done
     done
     grep -h '^# Buffers\|Option -R' "$RAW"/register-R*-qbench.txt | sort | uniq -c
+    pack
+fi
+
+if on control; then
+    step "clock: the kernel's clock source and the cost of reading the time"
+    cat /sys/devices/system/clocksource/clocksource0/current_clocksource
+    python3 -c 'import time; n=200000; t=time.perf_counter(); [time.monotonic_ns() for _ in range(n)]; print("monotonic_ns: %.0f ns a call (python)" % ((time.perf_counter()-t)/n*1e9))'
+    step "small messages, three rounds: nccl-tests, qbench and every other qbench-<label> of BIN_DIR, -n 1000 -w 100"
+    for round in 1 2 3; do
+        for tool in nccl qbench $(cd "$BIN" && ls qbench-* 2>/dev/null | grep -v unit-tests); do
+            case $tool in
+                nccl) cmd=("$NT/all_reduce_perf") ;;
+                *) cmd=("$BIN/$tool" allreduce) ;;
+            esac
+            timeout 120 "${cmd[@]}" -b 8 -e 8K -f 4 -g 1 -n 1000 -w 100 -J "$RAW/control-r$round-$tool.json" > "$RAW/control-r$round-$tool.txt" 2>&1
+            echo "control round $round $tool: rc=$?"
+        done
+    done
     pack
 fi
 

@@ -23,7 +23,8 @@ LARGE = 1 << 20
 
 
 def times(path):
-    """{(size, placement): µs} of one run's JSON, nccl-tests' or qbench's."""
+    """{(size, placement): µs} of one run's JSON, nccl-tests' or qbench's:
+    the time column (cputime under -C)."""
     with open(path) as f:
         d = json.load(f)
     qbench = str(d.get("schema", "")).startswith("qbench.")
@@ -31,7 +32,8 @@ def times(path):
     for r in d.get("results", []):
         for placement in ("out_of_place", "in_place"):
             cell = r.get(placement) or {}
-            t = cell.get("time_us") if qbench else cell.get("time", cell.get("cpu_time"))
+            # -C: both tools' cputime where the run reported it.
+            t = cell.get("cpu_time_us", cell.get("time_us")) if qbench else cell.get("time", cell.get("cpu_time"))
             if t is not None:
                 out[(r["size"], placement)] = t
     return out
