@@ -6,7 +6,8 @@
 # rounds; each nccl-tests mode (-z, -C, -u, -I/-K, -S, -M, -x) run by both;
 # gather, scatter and hypercube by both; the -I JSON of both read by
 # nccl-tests' own tools/analyze_perf_json.py; qbench's osu_* beside OSU 7.4
-# (results/run-osu-compare.sh) and `osu_bw -d cuda D D`; probe's facts.
+# (results/run-osu-compare.sh) and `osu_bw -d cuda D D`; gdrcopy's tests
+# where gdrdrv is absent (the dma-buf path); probe's facts.
 #
 # Usage (repository root, on the GPU machine):
 #   bash results/run-dialects-h200.sh BIN_DIR OUTDIR
@@ -17,14 +18,14 @@
 # Needs .ref/nccl-tests (results/ref/stage-nccl-tests.sh) and .ref/osu-bin
 # (OSU's five programs, built from results/ref/stage-osu.sh's tree) in the
 # work tree. Every step runs under `timeout`; STAGES (default "unit build
-# register control modes rooted json osu probe") picks the parts to run;
+# register control modes rooted json osu gdrcopy probe") picks the parts to run;
 # every other BIN_DIR/qbench-<label> (an earlier build, a variant) runs
 # beside both in the control stage.
 set -u
 BIN=$(readlink -f "$1")
 OUT=$2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-STAGES=${STAGES:-unit build register control modes rooted json osu probe}
+STAGES=${STAGES:-unit build register control modes rooted json osu gdrcopy probe}
 Q=$BIN/qbench
 T=$BIN/qbench-unit-tests
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -156,6 +157,18 @@ if on osu; then
     ROUNDS=2 NP=4 timeout 400 bash "$ROOT/results/run-osu-compare.sh" "$Q" "$ROOT/.ref/osu-bin" "$OUT/osu" | tail -8
     timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$Q" osu_bw -d cuda D D -m 1M > "$RAW/osu-bw-DD.txt" 2>&1
     echo "osu_bw -d cuda D D: rc=$? (3 where MPI is not CUDA-aware)"; tail -3 "$RAW/osu-bw-DD.txt"
+    pack
+fi
+
+if on gdrcopy; then
+    step "gdrcopy without gdrdrv: the dma-buf path"
+    timeout 120 "$Q" copy --test gdrcopy -J "$RAW/gdrcopy.json" > "$RAW/gdrcopy.txt" 2>&1
+    echo "copy --test gdrcopy: rc=$?"
+    python3 - "$RAW/gdrcopy.json" <<'PY'
+import json, sys
+for t in json.load(open(sys.argv[1]))["tests"]:
+    print(t["name"], t["status"], "-", t.get("reason"), "| rows", len(t["rows"]), "| wrong", t["wrong_words"])
+PY
     pack
 fi
 

@@ -330,3 +330,29 @@ pub fn enable_peer(from: &Gpu, to: &Gpu) -> std::result::Result<(), String> {
         e => Err(format!("enabling peer access from GPU {} to GPU {} failed: {e:?}", from.ordinal, to.ordinal)),
     }
 }
+
+/// `len` bytes of `ctx`'s GPU memory from `addr` (host-page aligned, inside
+/// one allocation) exported by the driver as a dma-buf file descriptor
+/// (cuMemGetHandleForAddressRange), for an adapter to register or the CPU
+/// to map; Err is the driver's refusal.
+pub fn export_dma_buf(ctx: &CudaContext, addr: u64, len: usize) -> Result<std::os::fd::OwnedFd> {
+    use cudarc::driver::sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD;
+    use std::os::fd::FromRawFd;
+    ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
+    let mut fd: libc::c_int = -1;
+    // SAFETY: `fd` is a live c_int the driver writes the descriptor to; the
+    // caller passes a page-aligned range of one allocation of `ctx`.
+    unsafe {
+        cudarc::driver::sys::cuMemGetHandleForAddressRange(
+            (&mut fd as *mut libc::c_int).cast(),
+            addr,
+            len,
+            CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+            0,
+        )
+    }
+    .result()
+    .map_err(cuda_err("exporting GPU memory as a dma-buf"))?;
+    // SAFETY: the driver opened `fd` for this process and nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}

@@ -1,12 +1,14 @@
-//! gdrcopy mode: the CPU copying to and from GPU memory through the BAR
-//! mapping that gdrdrv gives user space, timed as gdrcopy's copybw and
-//! copylat. libgdrapi is loaded at run time; without /dev/gdrdrv or the
-//! library the tests are listed as unavailable, with the fix.
+//! gdrcopy mode: the CPU copying to and from GPU memory mapped into user
+//! space, timed as gdrcopy's copybw and copylat. As gdrcopy 2.6 does, the
+//! mapping is gdrdrv's BAR mapping (through libgdrapi, loaded at run time)
+//! where /dev/gdrdrv exists, and otherwise the GPU memory exported as a
+//! dma-buf and mmap'ed (which CUDA drivers allow from 13.3); without
+//! either the tests are listed as unavailable, with the fix.
 //!
-//! The 2xH200 machine qbench is checked on has no gdrdrv, so this path has
-//! not run on hardware. It follows gdrcopy 2.x's include/gdrapi.h, checks
-//! every return, reads only the first field of gdr_info (`va`, the same in
-//! every version), and unmaps and unpins before the GPU memory is freed.
+//! No machine qbench is checked on has gdrdrv. The gdrdrv path follows
+//! gdrcopy 2.x's include/gdrapi.h, checks every return, reads only the
+//! first field of gdr_info (`va`, the same in every version), and unmaps
+//! and unpins before the GPU memory is freed.
 
 use super::buffer::{Buffer, HostKind};
 use super::{Bench, FlowMeta, cpu_latency_row, row};
@@ -27,6 +29,7 @@ const MAX_BYTES: u64 = 16 << 20;
 const BUDGET: u64 = 64 << 20;
 
 const FIX_DRIVER: &str = "load the gdrdrv module (modprobe gdrdrv, from NVIDIA/gdrcopy)";
+const FIX_DMA_BUF: &str = "load the gdrdrv module (modprobe gdrdrv, from NVIDIA/gdrcopy), or use a CUDA driver of 13.3 or later, which lets the CPU map GPU memory's dma-buf";
 
 type GdrT = *mut c_void;
 
@@ -51,17 +54,48 @@ struct Gdr {
     from_mapping: unsafe extern "C" fn(MemHandle, *mut c_void, *const c_void, usize) -> c_int,
 }
 
-impl Gdr {
-    /// The library, or None with `rec` marked unavailable, why and the fix.
-    fn open_for(rec: &mut TestRecord) -> Option<Gdr> {
-        Gdr::load().map_err(|(reason, fix)| rec.unavailable(reason, fix)).ok()
+/// How GPU memory reaches the CPU's address space.
+enum Backend {
+    /// gdrdrv's BAR mapping, through libgdrapi.
+    Gdrdrv(Gdr),
+    /// The driver's dma-buf of the memory, mmap'ed.
+    DmaBuf,
+}
+
+impl Backend {
+    /// gdrdrv where /dev/gdrdrv exists, else dma-buf where GPU 0 exports
+    /// it, as gdrcopy 2.6 chooses; or None with `rec` marked unavailable,
+    /// why and the fix.
+    fn open_for(rec: &mut TestRecord, b: &Bench) -> Option<Backend> {
+        if std::path::Path::new("/dev/gdrdrv").exists() {
+            return Gdr::load().map(Backend::Gdrdrv).map_err(|(reason, fix)| rec.unavailable(reason, fix)).ok();
+        }
+        let attr = cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED;
+        if b.gpus[0].ctx.attribute(attr).unwrap_or(0) == 0 {
+            rec.unavailable("/dev/gdrdrv absent and GPU 0 exports no dma-buf (DMA_BUF_SUPPORTED is 0)", FIX_DRIVER);
+            return None;
+        }
+        rec.description.push_str("; here through the GPU memory's dma-buf, mmap'ed (no /dev/gdrdrv)");
+        Some(Backend::DmaBuf)
     }
 
+    /// The mapping of `bytes` of GPU 0's memory; where the dma-buf cannot
+    /// be mapped, None with `rec` marked unavailable and the driver's words.
+    fn map<'a>(&'a self, rec: &mut TestRecord, b: &Bench, bytes: u64) -> Result<Option<Mapping<'a>>> {
+        match (Mapping::new(self, b, bytes), self) {
+            (Ok(m), _) => Ok(Some(m)),
+            (Err(e), Backend::DmaBuf) => {
+                rec.unavailable(e.message(), FIX_DMA_BUF);
+                Ok(None)
+            }
+            (Err(e), Backend::Gdrdrv(_)) => Err(e),
+        }
+    }
+}
+
+impl Gdr {
     /// The library with gdrdrv opened, or why not and the fix.
     fn load() -> std::result::Result<Gdr, (String, String)> {
-        if !std::path::Path::new("/dev/gdrdrv").exists() {
-            return Err(("/dev/gdrdrv absent".into(), FIX_DRIVER.into()));
-        }
         // SAFETY: loading gdrcopy's user library runs only its initialisers.
         let lib =
             ["libgdrapi.so.2", "libgdrapi.so"].into_iter().find_map(|n| unsafe { libloading::Library::new(n) }.ok());
@@ -126,10 +160,14 @@ impl Drop for Gdr {
     }
 }
 
-/// GPU memory pinned by gdrdrv and mapped into this process.
+/// GPU memory mapped into this process: pinned and mapped by gdrdrv, or
+/// exported as a dma-buf and mmap'ed.
 struct Mapping<'a> {
-    gdr: &'a Gdr,
+    backend: &'a Backend,
+    /// gdrdrv's handle (gdrdrv only).
     mh: MemHandle,
+    /// The dma-buf (dma-buf only), closed after the mapping is gone.
+    fd: Option<std::os::fd::OwnedFd>,
     va: *mut c_void,
     len: usize,
     /// The CPU address of the first byte of `dev`.
@@ -139,7 +177,7 @@ struct Mapping<'a> {
 }
 
 impl<'a> Mapping<'a> {
-    fn new(gdr: &'a Gdr, b: &Bench, bytes: u64) -> Result<Mapping<'a>> {
+    fn new(backend: &'a Backend, b: &Bench, bytes: u64) -> Result<Mapping<'a>> {
         let gpu = &b.gpus[0];
         let len = bytes.next_multiple_of(GPU_PAGE);
         let dev = Buffer::device(gpu, 0, len, GPU_PAGE)?;
@@ -158,55 +196,137 @@ impl<'a> Mapping<'a> {
         }
         .result()
         .map_err(cuda_err("setting SYNC_MEMOPS on the gdrcopy buffer"))?;
-        let mut mh = MemHandle::default();
+        let mut m = Mapping {
+            backend,
+            mh: MemHandle::default(),
+            fd: None,
+            va: std::ptr::null_mut(),
+            len: len as usize,
+            cpu: std::ptr::null_mut(),
+            dev,
+        };
+        match backend {
+            Backend::Gdrdrv(gdr) => m.map_gdrdrv(gdr, addr)?,
+            Backend::DmaBuf => m.map_dma_buf(&gpu.ctx, addr)?,
+        }
+        Ok(m)
+    }
+
+    /// gdr_pin_buffer, gdr_map and gdr_get_info, as gdrcopy's tests call them.
+    fn map_gdrdrv(&mut self, gdr: &Gdr, addr: u64) -> Result<()> {
+        let len = self.len;
         // SAFETY: `addr..addr+len` is GPU memory aligned to gdrdrv's page;
         // `mh` is a valid out-pointer.
-        let rc = unsafe { (gdr.pin)(gdr.g, addr as c_ulong, len as usize, 0, 0, &mut mh) };
+        let rc = unsafe { (gdr.pin)(gdr.g, addr as c_ulong, len, 0, 0, &mut self.mh) };
         if rc != 0 {
             return Err(Error::Runtime(format!("gdr_pin_buffer of {len} bytes on GPU 0 failed ({rc})")));
         }
-        let mut m = Mapping { gdr, mh, va: std::ptr::null_mut(), len: len as usize, cpu: std::ptr::null_mut(), dev };
         // SAFETY: `mh` is pinned; `va` is a valid out-pointer.
-        let rc = unsafe { (gdr.map)(gdr.g, mh, &mut m.va, m.len) };
-        if rc != 0 || m.va.is_null() {
+        let rc = unsafe { (gdr.map)(gdr.g, self.mh, &mut self.va, len) };
+        if rc != 0 || self.va.is_null() {
             return Err(Error::Runtime(format!("gdr_map of {len} bytes failed ({rc})")));
         }
         // gdr_info_v2 is 48 bytes; `va`, its first field, is all that is read.
         let mut info = [0u64; 16];
         // SAFETY: `info` is larger than any version of gdr_info.
-        let rc = unsafe { (gdr.info)(gdr.g, mh, info.as_mut_ptr().cast()) };
+        let rc = unsafe { (gdr.info)(gdr.g, self.mh, info.as_mut_ptr().cast()) };
         if rc != 0 || info[0] > addr {
             return Err(Error::Runtime(format!("gdr_get_info failed ({rc}, va {:#x} for {addr:#x})", info[0])));
         }
         // SAFETY: the mapping starts at GPU address info[0] and covers `addr`.
-        m.cpu = unsafe { m.va.cast::<u8>().add((addr - info[0]) as usize) }.cast();
-        Ok(m)
+        self.cpu = unsafe { self.va.cast::<u8>().add((addr - info[0]) as usize) }.cast();
+        Ok(())
+    }
+
+    /// gdrcopy 2.6's dma-buf backend: the range exported as a dma-buf,
+    /// mapped shared, read and write.
+    fn map_dma_buf(&mut self, ctx: &cudarc::driver::CudaContext, addr: u64) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        let fd = crate::gpu::export_dma_buf(ctx, addr, self.len)?;
+        // SAFETY: a fresh shared mapping of the whole dma-buf; the kernel
+        // picks the address and the mapping is unmapped once in drop.
+        let va = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                self.len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if va == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error();
+            return Err(Error::Runtime(format!(
+                "the CPU cannot map GPU 0's dma-buf (mmap: {e}; CUDA {}): gdrcopy's dma-buf backend needs CUDA 13.3 or later and no gdrdrv is loaded",
+                driver_version()
+            )));
+        }
+        (self.fd, self.va, self.cpu) = (Some(fd), va, va);
+        Ok(())
     }
 
     fn write_gpu(&self, host: &Buffer, bytes: u64) -> Result<()> {
         let src = host.host_ptr().ok_or_else(|| Error::Runtime("internal: no host buffer".into()))?;
-        // SAFETY: both ends hold at least `bytes` bytes; nothing else uses them now.
-        let rc = unsafe { (self.gdr.to_mapping)(self.mh, self.cpu, src.cast_const().cast(), bytes as usize) };
+        let rc = match self.backend {
+            // SAFETY: both ends hold at least `bytes` bytes; nothing else uses them now.
+            Backend::Gdrdrv(gdr) => unsafe {
+                (gdr.to_mapping)(self.mh, self.cpu, src.cast_const().cast(), bytes as usize)
+            },
+            Backend::DmaBuf => {
+                // SAFETY: as above; the mapping is write-combined device memory.
+                unsafe { std::ptr::copy_nonoverlapping(src.cast_const(), self.cpu.cast::<u8>(), bytes as usize) };
+                0
+            }
+        };
         if rc != 0 { Err(Error::Runtime(format!("gdr_copy_to_mapping failed ({rc})"))) } else { Ok(()) }
     }
 
     fn read_gpu(&self, host: &Buffer, bytes: u64) -> Result<()> {
         let dst = host.host_ptr().ok_or_else(|| Error::Runtime("internal: no host buffer".into()))?;
-        // SAFETY: both ends hold at least `bytes` bytes; nothing else uses them now.
-        let rc = unsafe { (self.gdr.from_mapping)(self.mh, dst.cast(), self.cpu.cast_const(), bytes as usize) };
+        let rc = match self.backend {
+            // SAFETY: both ends hold at least `bytes` bytes; nothing else uses them now.
+            Backend::Gdrdrv(gdr) => unsafe {
+                (gdr.from_mapping)(self.mh, dst.cast(), self.cpu.cast_const(), bytes as usize)
+            },
+            Backend::DmaBuf => {
+                // SAFETY: as above.
+                unsafe { std::ptr::copy_nonoverlapping(self.cpu.cast_const().cast::<u8>(), dst, bytes as usize) };
+                0
+            }
+        };
         if rc != 0 { Err(Error::Runtime(format!("gdr_copy_from_mapping failed ({rc})"))) } else { Ok(()) }
     }
 }
 
 impl Drop for Mapping<'_> {
     fn drop(&mut self) {
-        // SAFETY: unmapped and unpinned once, before `dev` is freed.
-        unsafe {
-            if !self.va.is_null() {
-                let _ = (self.gdr.unmap)(self.gdr.g, self.mh, self.va, self.len);
+        match self.backend {
+            // SAFETY: unmapped and unpinned once, before `dev` is freed.
+            Backend::Gdrdrv(gdr) => unsafe {
+                if !self.va.is_null() {
+                    let _ = (gdr.unmap)(gdr.g, self.mh, self.va, self.len);
+                }
+                let _ = (gdr.unpin)(gdr.g, self.mh);
+            },
+            Backend::DmaBuf => {
+                if !self.va.is_null() {
+                    // SAFETY: the mapping made in map_dma_buf, unmapped once;
+                    // the dma-buf closes after it, `dev` after both.
+                    let _ = unsafe { libc::munmap(self.va, self.len) };
+                }
             }
-            let _ = (self.gdr.unpin)(self.gdr.g, self.mh);
         }
+    }
+}
+
+/// The CUDA driver's version, as "13.0".
+fn driver_version() -> String {
+    let mut v: std::ffi::c_int = 0;
+    // SAFETY: cuDriverGetVersion writes one int through a valid pointer.
+    match unsafe { sys::cuDriverGetVersion(&mut v) }.result() {
+        Ok(()) => format!("{}.{}", v / 1000, v % 1000 / 10),
+        Err(_) => "of unknown version".into(),
     }
 }
 
@@ -248,7 +368,7 @@ impl Way {
     }
 
     /// Seeds the source and poisons the destination of `bytes` bytes.
-    fn prepare(self, b: &Bench, m: &mut Mapping, host: &mut Buffer, bytes: u64) -> Result<()> {
+    fn prepare(self, b: &Bench, m: &mut Mapping<'_>, host: &mut Buffer, bytes: u64) -> Result<()> {
         b.fill(&mut m.dev, bytes, self.seed, self.to_gpu)?;
         b.fill(host, bytes, self.seed, !self.to_gpu)?;
         b.sync_gpus()
@@ -278,14 +398,14 @@ fn timed(way: Way, m: &Mapping, host: &Buffer, bytes: u64, n: u32) -> Result<f64
 /// copybw: the sweep's sizes up to 16 MiB, each way in turn, with at most
 /// 64 MiB moved per sample (fewer than -n copies at the largest sizes).
 pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
-    let Some(gdr) = Gdr::open_for(rec) else { return Ok(()) };
+    let Some(backend) = Backend::open_for(rec, b) else { return Ok(()) };
     let (sizes, out): (Vec<u64>, Vec<u64>) = b.plan.sizes.iter().partition(|&&s| s <= MAX_BYTES);
     rec.sizes_left_out = out;
     let Some(&max) = sizes.last() else {
         rec.unavailable("every size of the sweep is above 16 MiB, the largest gdrcopy copy timed", "lower -b");
         return Ok(());
     };
-    let mut m = Mapping::new(&gdr, b, max)?;
+    let Some(mut m) = backend.map(rec, b, max)? else { return Ok(()) };
     let mut host = Buffer::pageable(max);
     let cfg = b.config().clone();
     for way in Way::both(b) {
@@ -305,10 +425,10 @@ pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
 /// copylat: 1 B to 16 MiB, one copy at a time, each way in turn; at most
 /// 64 MiB moved per size (at least 10 copies).
 pub fn latency(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
-    let Some(gdr) = Gdr::open_for(rec) else { return Ok(()) };
+    let Some(backend) = Backend::open_for(rec, b) else { return Ok(()) };
     let cfg = b.config().clone();
     let max = cfg.lat_sizes.iter().copied().max().unwrap_or(1);
-    let mut m = Mapping::new(&gdr, b, max)?;
+    let Some(mut m) = backend.map(rec, b, max)? else { return Ok(()) };
     let mut host = Buffer::pageable(max);
     for way in Way::both(b) {
         let mut rows = Vec::new();

@@ -268,7 +268,7 @@ pub static TESTS: &[Test] = &[
     test(
         "gdrcopy_bw",
         "gdrcopy",
-        "CPU copies to and from the first GPU's memory through gdrdrv's BAR mapping (gdr_copy_to_mapping, gdr_copy_from_mapping), sizes up to 16 MiB",
+        "CPU copies to and from the first GPU's memory through a CPU mapping of it (gdrdrv's BAR mapping, or its dma-buf where there is no gdrdrv; gdr_copy_to_mapping, gdr_copy_from_mapping), sizes up to 16 MiB",
         FIG_ONE_WAY,
         TIME_CPU,
         What::GdrBandwidth,
@@ -276,7 +276,7 @@ pub static TESTS: &[Test] = &[
     test(
         "gdrcopy_lat",
         "gdrcopy",
-        "one CPU copy at a time through gdrdrv's BAR mapping of the first GPU's memory, as gdrcopy's copylat",
+        "one CPU copy at a time through a CPU mapping of the first GPU's memory (gdrdrv's, or its dma-buf), as gdrcopy's copylat",
         FIG_LATENCY,
         TIME_CPU_LATENCY,
         What::GdrLatency,
