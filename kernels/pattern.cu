@@ -64,7 +64,8 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
     return (unsigned short)(u >> 16);
 }
 
-// Op codes: 0 sum, 1 prod, 2 max, 3 min, 4 avg (src/dtype.rs order).
+// Op codes: 0 sum, 1 prod, 2 max, 3 min, 4 avg, 5 mulsum (src/dtype.rs
+// order); mulsum adds, its inputs premultiplied (see `reduced`).
 template <typename S, bool SIGNED> struct IntT {
     typedef S storage;
     static __device__ __forceinline__ S from_value(i64 v) { return (S)(u64)v; }
@@ -135,10 +136,18 @@ __device__ __forceinline__ typename E::storage input(const Check& c, int rank, u
     return E::from_value(draw_value(c.draw, rank_key(c.seed, rank), rank, index));
 }
 
+// Rank `rank`'s input as the reduction takes it: mulsum's scalar is 2 on
+// odd ranks (nccl-tests' ncclVerifiablePremulScalar), 1 on even ones.
+template <typename E>
+__device__ __forceinline__ typename E::storage contribution(const Check& c, int rank, u64 index) {
+    typename E::storage x = input<E>(c, rank, index);
+    return (c.op == 5 && (rank & 1)) ? E::reduce(x, x, 0) : x;
+}
+
 template <typename E>
 __device__ __forceinline__ typename E::storage reduced(const Check& c, u64 index) {
-    typename E::storage acc = input<E>(c, 0, index);
-    for (int r = 1; r < c.nranks; r++) acc = E::reduce(acc, input<E>(c, r, index), c.op);
+    typename E::storage acc = contribution<E>(c, 0, index);
+    for (int r = 1; r < c.nranks; r++) acc = E::reduce(acc, contribution<E>(c, r, index), c.op);
     return c.op == 4 ? E::average(acc, c.nranks) : acc;
 }
 

@@ -139,11 +139,19 @@ pub enum RedOp {
     Max,
     Min,
     Avg,
+    /// nccl-tests' `mulsum`: a sum of each rank's input times its scalar
+    /// (ncclRedOpCreatePreMulSum), 1 on even ranks and 2 on odd ones.
+    MulSum,
 }
 
 impl RedOp {
     /// Every operation, in the order `-o all` runs them.
-    pub const ALL: [RedOp; 5] = [RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg];
+    pub const ALL: [RedOp; 6] = [RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg, RedOp::MulSum];
+
+    /// `mulsum`'s scalar of `rank`: nccl-tests' ncclVerifiablePremulScalar.
+    pub fn premul_scalar(rank: usize) -> i64 {
+        if rank.is_multiple_of(2) { 1 } else { 2 }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -152,6 +160,7 @@ impl RedOp {
             RedOp::Max => "max",
             RedOp::Min => "min",
             RedOp::Avg => "avg",
+            RedOp::MulSum => "mulsum",
         }
     }
 
@@ -163,9 +172,10 @@ impl RedOp {
             "max" => RedOp::Max,
             "min" => RedOp::Min,
             "avg" => RedOp::Avg,
+            "mulsum" => RedOp::MulSum,
             _ => {
                 return Err(Error::Usage(format!(
-                    "unknown reduction op '{text}' (-o): use sum, prod, max, min, avg or all"
+                    "unknown reduction op '{text}' (-o): use sum, prod, max, min, avg, mulsum or all"
                 )));
             }
         };
@@ -188,6 +198,11 @@ pub trait Element: bytemuck::Pod + Send + Sync + PartialEq + 'static {
     /// rounded reciprocal for floating types (done before the sum by NCCL;
     /// the data keeps both orders exact or within the checked tolerance).
     fn average(sum: Self, nranks: usize) -> Self;
+    /// `rank`'s input as `mulsum` adds it: times its scalar (doubling is
+    /// exact for qbench's data; integers wrap).
+    fn premul(self, rank: usize) -> Self {
+        if RedOp::premul_scalar(rank) == 2 { self.reduce(self, RedOp::Sum) } else { self }
+    }
 }
 
 macro_rules! int_element {
@@ -202,7 +217,7 @@ macro_rules! int_element {
             }
             fn reduce(self, other: Self, op: RedOp) -> Self {
                 match op {
-                    RedOp::Sum | RedOp::Avg => self.wrapping_add(other),
+                    RedOp::Sum | RedOp::Avg | RedOp::MulSum => self.wrapping_add(other),
                     RedOp::Prod => self.wrapping_mul(other),
                     RedOp::Max => self.max(other),
                     RedOp::Min => self.min(other),
@@ -235,7 +250,7 @@ macro_rules! float_element {
             fn reduce(self, other: Self, op: RedOp) -> Self {
                 let (a, b) = ($to(self), $to(other));
                 $from(match op {
-                    RedOp::Sum | RedOp::Avg => a + b,
+                    RedOp::Sum | RedOp::Avg | RedOp::MulSum => a + b,
                     RedOp::Prod => a * b,
                     RedOp::Max => a.max(b),
                     RedOp::Min => a.min(b),
@@ -310,7 +325,8 @@ mod tests {
     fn parses_names_and_all() {
         assert_eq!(DataType::parse("float").unwrap(), vec![DataType::Float]);
         assert_eq!(DataType::parse("all").unwrap().len(), 10);
-        assert_eq!(RedOp::parse("all").unwrap().len(), 5);
+        assert_eq!(RedOp::parse("all").unwrap().len(), 6, "nccl-tests 2.19 runs six ops, mulsum last");
+        assert_eq!(RedOp::parse("mulsum").unwrap(), vec![RedOp::MulSum]);
         assert_eq!(DataType::parse("float128").unwrap_err().exit_code(), 2);
         assert_eq!(RedOp::parse("xor").unwrap_err().exit_code(), 2);
     }

@@ -78,12 +78,14 @@ impl Pattern {
         let range = |k: u64| Draw::Range { lo: -(k as i64), span: 2 * k + 1 };
         let mut tolerance = 0.0;
         let draw = match (dtype.is_float(), op) {
-            (false, None | Some(RedOp::Sum | RedOp::Max | RedOp::Min)) => Draw::Bits,
+            (false, None | Some(RedOp::Sum | RedOp::Max | RedOp::Min | RedOp::MulSum)) => Draw::Bits,
             (false, Some(RedOp::Prod)) => Draw::OddBits,
             // Non-negative, and no overflow before the division.
             (false, Some(RedOp::Avg)) => Draw::Range { lo: 0, span: (exact / n).max(1) + 1 },
             (true, None | Some(RedOp::Max | RedOp::Min)) => range(exact),
             (true, Some(RedOp::Sum)) => range((exact / n).max(1)),
+            // Odd ranks' inputs count twice.
+            (true, Some(RedOp::MulSum)) => range((exact / (2 * n)).max(1)),
             (true, Some(RedOp::Prod)) => {
                 Draw::PowerOfTwo { ranks_with_exponent: n.min(dtype.max_exponent() as u64 - 1), signed: true }
             }
@@ -130,9 +132,13 @@ impl Pattern {
     /// The reduction of element `index` over all ranks, as the library must
     /// produce it (before any tolerance).
     pub fn reduced<T: Element>(&self, keys: &[u64], op: RedOp, index: u64) -> T {
-        let mut acc: T = self.element(keys, 0, index);
+        let input = |r: usize| -> T {
+            let x: T = self.element(keys, r, index);
+            if op == RedOp::MulSum { x.premul(r) } else { x }
+        };
+        let mut acc = input(0);
         for r in 1..self.nranks {
-            acc = acc.reduce(self.element(keys, r, index), op);
+            acc = acc.reduce(input(r), op);
         }
         if op == RedOp::Avg { T::average(acc, self.nranks) } else { acc }
     }
@@ -194,6 +200,23 @@ mod tests {
                 _ => v.iter().fold(bf16::from_f64(0.0), |a, &x| a.reduce(bf16::from_i64(x), RedOp::Sum)).to_f64(),
             }
         }
+    }
+
+    /// mulsum: rank r's input counts 1 or 2 times (nccl-tests' scalar), and
+    /// the premultiplied sums stay exact in half and bfloat16.
+    #[test]
+    fn mulsum_is_each_input_times_its_rank_scalar() {
+        for (dt, n) in [(DataType::Half, 5usize), (DataType::Bfloat16, 16), (DataType::Int8, 3)] {
+            let p = Pattern::new(1, dt, Some(RedOp::MulSum), n);
+            let keys = p.keys();
+            for i in 0..2000u64 {
+                let exact: i64 = (0..n).map(|r| RedOp::premul_scalar(r) * p.value(keys[r], r, i)).sum();
+                let got = crate::with_element!(dt, T => p.reduced::<T>(&keys, RedOp::MulSum, i).to_f64());
+                let want = if dt == DataType::Int8 { exact as i8 as f64 } else { exact as f64 };
+                assert_eq!(got, want, "{dt:?} n {n} i {i}");
+            }
+        }
+        assert_eq!((RedOp::premul_scalar(0), RedOp::premul_scalar(3)), (1, 2));
     }
 
     #[test]

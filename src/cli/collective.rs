@@ -107,7 +107,7 @@ pub struct CollArgs {
     /// Validation iterations per size (0 turns data checking off)
     #[arg(short = 'c', long = "check", default_value_t = 1)]
     pub check: u32,
-    /// Reduction op: sum, prod, max, min, avg or all
+    /// Reduction op: sum, prod, max, min, avg, mulsum (a PreMulSum op: each rank's input times 1 on even ranks, 2 on odd) or all
     #[arg(short = 'o', long = "op", default_value = "sum")]
     pub op: String,
     /// Data type: int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16 or all

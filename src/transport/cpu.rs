@@ -71,9 +71,12 @@ pub(super) fn share(len: u64, n: usize, r: usize) -> (u64, u64) {
     (len * r / n, len * (r + 1) / n)
 }
 
-pub(super) fn combine<T: Element>(acc: &mut [T], x: &[T], op: RedOp) {
-    for (a, &b) in acc.iter_mut().zip(x) {
-        *a = a.reduce(b, op);
+/// Reduces rank `rank`'s `x` into `acc` (mulsum premultiplying it).
+pub(super) fn combine<T: Element>(acc: &mut [T], x: &[T], op: RedOp, rank: usize) {
+    if op == RedOp::MulSum {
+        acc.iter_mut().zip(x).for_each(|(a, &b)| *a = a.reduce(b.premul(rank), op));
+    } else {
+        acc.iter_mut().zip(x).for_each(|(a, &b)| *a = a.reduce(b, op));
     }
 }
 
@@ -218,7 +221,7 @@ impl Cpu {
         let len = acc.len() as u64;
         self.with_input::<T, _>(0, input(0), lo, len, |x| acc.copy_from_slice(x));
         for s in 1..n {
-            self.with_input::<T, _>(s, input(s), lo, len, |x| combine(acc, x, op));
+            self.with_input::<T, _>(s, input(s), lo, len, |x| combine(acc, x, op, s));
         }
         if op == RedOp::Avg {
             acc.iter_mut().for_each(|v| *v = T::average(*v, n));

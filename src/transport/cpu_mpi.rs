@@ -258,8 +258,8 @@ fn agree_every(bytes: u64) -> u64 {
 fn reduce_blocks<T: Element>(stage: &mut [u64], len: usize, n: usize, op: RedOp) {
     let all = view_mut::<T>(stage, 0, (len * n) as u64);
     let (acc, rest) = all.split_at_mut(len);
-    for block in rest.chunks_exact(len.max(1)).take(n - 1) {
-        combine(acc, block, op);
+    for (q, block) in rest.chunks_exact(len.max(1)).take(n - 1).enumerate() {
+        combine(acc, block, op, q + 1);
     }
     if op == RedOp::Avg {
         acc.iter_mut().for_each(|v| *v = T::average(*v, n));

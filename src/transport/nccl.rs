@@ -3,7 +3,7 @@
 //! Timing is by the host clock around back-to-back launches ([`TIMING`]).
 
 use super::{Buf, Loop, Op, Primitives, Region, SetupMemory, Timing, Transport};
-use crate::dtype::{DataType, RedOp};
+use crate::dtype::{DataType, Element, RedOp};
 use crate::error::{Error, Result};
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::interrupt::Halt;
@@ -40,14 +40,75 @@ fn nccl_type(t: DataType) -> sys::ncclDataType_t {
     }
 }
 
-fn nccl_op(op: RedOp) -> sys::ncclRedOp_t {
+/// NCCL's built-in op; None for mulsum, an op made per call (PreMulSum).
+fn nccl_op(op: RedOp) -> Option<sys::ncclRedOp_t> {
     use sys::ncclRedOp_t::*;
-    match op {
+    Some(match op {
         RedOp::Sum => ncclSum,
         RedOp::Prod => ncclProd,
         RedOp::Max => ncclMax,
         RedOp::Min => ncclMin,
         RedOp::Avg => ncclAvg,
+        RedOp::MulSum => return None,
+    })
+}
+
+/// NCCL's reductions with the op as a plain int, and the making of a
+/// PreMulSum op (NCCL 2.11 and later): a made op is a value no enum of the
+/// bindings lists, so it never passes through one.
+#[derive(Clone, Copy)]
+struct PreMulSum {
+    /// ncclRedOpCreatePreMulSum(op, scalar, datatype, residence, comm).
+    create:
+        unsafe extern "C" fn(*mut c_int, *mut c_void, sys::ncclDataType_t, c_int, sys::ncclComm_t) -> sys::ncclResult_t,
+    /// ncclRedOpDestroy(op, comm).
+    destroy: unsafe extern "C" fn(c_int, sys::ncclComm_t) -> sys::ncclResult_t,
+    /// ncclAllReduce(send, recv, count, datatype, op, comm, stream).
+    all_reduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        sys::ncclDataType_t,
+        c_int,
+        sys::ncclComm_t,
+        sys::cudaStream_t,
+    ) -> sys::ncclResult_t,
+    /// ncclReduce(send, recv, count, datatype, op, root, comm, stream).
+    reduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        sys::ncclDataType_t,
+        c_int,
+        c_int,
+        sys::ncclComm_t,
+        sys::cudaStream_t,
+    ) -> sys::ncclResult_t,
+    /// ncclReduceScatter(send, recv, recvcount, datatype, op, comm, stream).
+    reduce_scatter: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        sys::ncclDataType_t,
+        c_int,
+        sys::ncclComm_t,
+        sys::cudaStream_t,
+    ) -> sys::ncclResult_t,
+}
+
+/// ncclScalarHostImmediate: the scalar is read from host memory at the call.
+const SCALAR_HOST_IMMEDIATE: c_int = 1;
+
+impl PreMulSum {
+    /// The functions, where the loaded NCCL has them (2.11 and later).
+    fn load(version: i64) -> Option<PreMulSum> {
+        Some(PreMulSum {
+            create: nccl_symbol("ncclRedOpCreatePreMulSum", 21100, version)?,
+            destroy: nccl_symbol("ncclRedOpDestroy", 21100, version)?,
+            all_reduce: nccl_symbol("ncclAllReduce", 21100, version)?,
+            reduce: nccl_symbol("ncclReduce", 21100, version)?,
+            reduce_scatter: nccl_symbol("ncclReduceScatter", 21100, version)?,
+        })
     }
 }
 
@@ -398,6 +459,7 @@ pub struct Nccl {
     alltoall: Option<AllToAllFn>,
     gather: Option<RootedFn>,
     scatter: Option<RootedFn>,
+    premul_sum: Option<PreMulSum>,
     unalign: u64,
     /// How the buffers are allocated and registered, as it will happen.
     setup: BufferSetup,
@@ -525,6 +587,7 @@ impl Nccl {
             alltoall: nccl_symbol("ncclAlltoAll", 22800, version),
             gather: nccl_symbol("ncclGather", 22800, version),
             scatter: nccl_symbol("ncclScatter", 22800, version),
+            premul_sum: PreMulSum::load(version),
             library,
             timeout: (options.timeout_s > 0).then(|| Duration::from_secs(options.timeout_s)),
             allocated: 0,
@@ -658,6 +721,8 @@ impl Nccl {
             alltoall: self.alltoall,
             gather: self.gather,
             scatter: self.scatter,
+            premul_sum: self.premul_sum,
+            rank,
             dtype: op.dtype,
             redop: op.redop,
             what: format!("launching {} on GPU {}", op.collective.name(), r.gpu.ordinal),
@@ -1039,6 +1104,9 @@ struct Calls {
     alltoall: Option<AllToAllFn>,
     gather: Option<RootedFn>,
     scatter: Option<RootedFn>,
+    premul_sum: Option<PreMulSum>,
+    /// The rank issuing: mulsum's scalar is its.
+    rank: usize,
     dtype: DataType,
     redop: RedOp,
     what: String,
@@ -1060,6 +1128,32 @@ impl Calls {
     fn done(&self, r: std::result::Result<nccl::NcclStatus, nccl::NcclError>) -> Result<()> {
         r.map(|_| ()).map_err(nccl_err(&self.what))
     }
+
+    /// `call` with a PreMulSum op of this rank's scalar, made for it and
+    /// destroyed once it is enqueued, as nccl-tests does for `mulsum`.
+    fn with_premul_sum(&self, call: impl FnOnce(&PreMulSum, c_int) -> sys::ncclResult_t) -> Result<()> {
+        let f = self
+            .premul_sum
+            .as_ref()
+            .ok_or_else(|| Error::Missing("-o mulsum needs NCCL 2.11 or later (ncclRedOpCreatePreMulSum)".into()))?;
+        let scalar = RedOp::premul_scalar(self.rank);
+        let mut bytes = [0u8; 8];
+        let one = crate::with_element!(self.dtype, T => bytemuck::bytes_of(&T::from_i64(scalar)).to_vec());
+        bytes[..one.len()].copy_from_slice(&one);
+        let mut op: c_int = 0;
+        // SAFETY: `op` is a valid out-pointer; the scalar is one element of
+        // the datatype, read at the call (host immediate); the communicator is live.
+        let made = unsafe {
+            (f.create)(&mut op, bytes.as_mut_ptr().cast(), nccl_type(self.dtype), SCALAR_HOST_IMMEDIATE, self.comm)
+        };
+        self.done(made.result())?;
+        let called = call(f, op);
+        // SAFETY: `op` was made above for this communicator and its last use
+        // is enqueued; NCCL allows destroying it now.
+        let destroyed = unsafe { (f.destroy)(op, self.comm) };
+        self.done(called.result())?;
+        self.done(destroyed.result())
+    }
 }
 
 // SAFETY (every call below): the regions lie in this rank's buffers, which
@@ -1069,9 +1163,13 @@ impl Calls {
 impl Primitives for Calls {
     fn all_reduce(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
         let (s, r) = self.ptrs(input, output);
-        let (t, op) = (nccl_type(self.dtype), nccl_op(self.redop));
-        // SAFETY: see above.
-        self.done(unsafe { nccl::all_reduce(s, r, count as usize, t, op, self.comm, self.stream) })
+        let (t, (comm, stream)) = (nccl_type(self.dtype), (self.comm, self.stream));
+        match nccl_op(self.redop) {
+            // SAFETY: see above.
+            Some(op) => self.done(unsafe { nccl::all_reduce(s, r, count as usize, t, op, comm, stream) }),
+            // SAFETY: see above; `op` is the PreMulSum op made for this call.
+            None => self.with_premul_sum(|f, op| unsafe { (f.all_reduce)(s, r, count as usize, t, op, comm, stream) }),
+        }
     }
     fn all_gather(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
         let (s, r) = self.ptrs(input, output);
@@ -1080,9 +1178,15 @@ impl Primitives for Calls {
     }
     fn reduce_scatter(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
         let (s, r) = self.ptrs(input, output);
-        let (t, op) = (nccl_type(self.dtype), nccl_op(self.redop));
-        // SAFETY: see above.
-        self.done(unsafe { nccl::reduce_scatter(s, r, count as usize, t, op, self.comm, self.stream) })
+        let (t, (comm, stream)) = (nccl_type(self.dtype), (self.comm, self.stream));
+        match nccl_op(self.redop) {
+            // SAFETY: see above.
+            Some(op) => self.done(unsafe { nccl::reduce_scatter(s, r, count as usize, t, op, comm, stream) }),
+            None => self.with_premul_sum(|f, op| {
+                // SAFETY: see above; `op` is the PreMulSum op made for this call.
+                unsafe { (f.reduce_scatter)(s, r, count as usize, t, op, comm, stream) }
+            }),
+        }
     }
     fn broadcast(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()> {
         let (s, r) = self.ptrs(input, output);
@@ -1092,9 +1196,15 @@ impl Primitives for Calls {
     }
     fn reduce(&mut self, input: Region, output: Region, count: u64, root: usize) -> Result<()> {
         let (s, r) = self.ptrs(input, output);
-        let (t, op) = (nccl_type(self.dtype), nccl_op(self.redop));
-        // SAFETY: see above.
-        self.done(unsafe { nccl::reduce(s, r, count as usize, t, op, root as i32, self.comm, self.stream) })
+        let (t, (comm, stream)) = (nccl_type(self.dtype), (self.comm, self.stream));
+        match nccl_op(self.redop) {
+            // SAFETY: see above.
+            Some(op) => self.done(unsafe { nccl::reduce(s, r, count as usize, t, op, root as i32, comm, stream) }),
+            // SAFETY: see above; `op` is the PreMulSum op made for this call.
+            None => self.with_premul_sum(|f, op| unsafe {
+                (f.reduce)(s, r, count as usize, t, op, root as c_int, comm, stream)
+            }),
+        }
     }
     fn all_to_all(&mut self, input: Region, output: Region, count: u64, nranks: usize) -> Result<()> {
         let (s, r) = self.ptrs(input, output);
