@@ -4,7 +4,8 @@
 
 use super::{Csv, Table, csv_lines};
 use crate::error::Result;
-use crate::record::copy::{CopyRun, Endpoint, Row, Status, TestInfo, TestRecord};
+use crate::numa::Mode;
+use crate::record::copy::{CopyRun, Endpoint, HostSide, Row, Status, TestInfo, TestRecord};
 use std::fmt::Write;
 use tabled::settings::Alignment;
 use tabled::settings::object::Columns;
@@ -68,8 +69,53 @@ fn header(run: &CopyRun) -> String {
     for d in &run.definitions {
         let _ = writeln!(s, "# {}: {}", d.name, d.text);
     }
+    match c.numa {
+        Some(Mode::Auto) => s.push_str(
+            "# NUMA (--numa auto): each host thread and host buffer bound to its GPU's node, as nvbandwidth\n",
+        ),
+        Some(Mode::Off) => {
+            s.push_str("# NUMA (--numa off): nothing bound, host threads and memory where the process runs\n")
+        }
+        Some(Mode::Node(n)) => {
+            let _ = writeln!(s, "# NUMA (--numa {n}): each host thread and host buffer bound to node {n}");
+        }
+        None => {}
+    }
     if let Some(w) = c.corrupt_word {
         let _ = writeln!(s, "# QBENCH_CORRUPT: word {w} of every destination is flipped before its check");
+    }
+    s
+}
+
+/// Where the host side of one GPU's copies ran, in one phrase: the binding
+/// (or why there was none), then the CPUs, memory policy and pages as the
+/// kernel answered.
+fn host_side(h: &HostSide) -> String {
+    let p = &h.placement;
+    let device = match p.device_node {
+        Some(-1) => "no node".to_string(),
+        Some(n) => format!("node {n}"),
+        None => "node unknown".to_string(),
+    };
+    let mut notes = p.notes.iter().map(String::as_str);
+    let status = match p.node {
+        Some(n) => format!("bound to node {n}"),
+        None => notes.next().unwrap_or("not bound").to_string(),
+    };
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let cpu_nodes: Vec<usize> = p.cpu_nodes.iter().map(|&n| n as usize).collect();
+    let mut s = format!("GPU {} ({device}) {status}: CPUs {}", h.gpu, p.cpus);
+    if !cpu_nodes.is_empty() {
+        let _ = write!(s, " (node{} {})", plural(cpu_nodes.len()), crate::numa::format_list(&cpu_nodes));
+    }
+    let _ = write!(s, ", memory {}", p.memory_policy.as_deref().unwrap_or("policy unknown"));
+    if !p.memory_pages.is_empty() {
+        let pages: Vec<String> = p.memory_pages.iter().map(|n| format!("{} on node {}", n.pages, n.node)).collect();
+        let _ = write!(s, ", pages {}", pages.join(", "));
+    }
+    let rest: Vec<&str> = notes.collect();
+    if !rest.is_empty() {
+        let _ = write!(s, " [{}]", rest.join("; "));
     }
     s
 }
@@ -93,6 +139,10 @@ fn section(t: &TestRecord) -> String {
         return s;
     }
     let _ = writeln!(s, "#  figure: {}\n#  timing: {}", t.figure, t.timing);
+    if !t.numa.is_empty() {
+        let sides: Vec<String> = t.numa.iter().map(host_side).collect();
+        let _ = writeln!(s, "#  numa: {}", sides.join("; "));
+    }
     if !t.rows.is_empty() {
         s.push_str(&sweep_table(&t.rows));
         s.push_str("\n\n");
@@ -411,6 +461,7 @@ mod tests {
             rows,
             latency: Vec::new(),
             wrong_words: 0,
+            numa: Vec::new(),
         }
     }
 
@@ -490,6 +541,42 @@ mod tests {
         assert!(text.contains("GPU 0 -> GPU 1: no peer path"));
     }
 
+    #[test]
+    fn the_host_side_of_each_gpu_is_one_line_under_the_timing() {
+        use crate::numa::{NodePages, Placement};
+        let (h, g0) = (Endpoint::Host, Endpoint::Gpu(0));
+        let mut t = record("h2d_pinned", vec![row(1 << 30, "GPU 0", vec![flow(h, g0, "h2d", 54.9)])]);
+        let placed = |node, device_node, cpus: &str, cpu_nodes: Vec<u32>, policy: &str, notes: &[&str]| Placement {
+            node,
+            device_node,
+            cpus: cpus.into(),
+            cpu_nodes,
+            memory_policy: Some(policy.into()),
+            memory_pages: vec![NodePages { node: 1, pages: 4096 }],
+            notes: notes.iter().map(|n| n.to_string()).collect(),
+        };
+        t.numa = vec![
+            HostSide { gpu: 0, placement: placed(Some(1), Some(1), "32-63", vec![1], "preferred 1", &[]) },
+            HostSide {
+                gpu: 1,
+                placement: placed(
+                    None,
+                    Some(-1),
+                    "0-63",
+                    vec![0, 1],
+                    "default",
+                    &[
+                        "not bound: the kernel gives GPU 1 no NUMA node (…/numa_node is -1)",
+                        "pages not asked: move_pages: x",
+                    ],
+                ),
+            },
+        ];
+        let text = section(&t);
+        let want = "#  timing: events\n#  numa: GPU 0 (node 1) bound to node 1: CPUs 32-63 (node 1), memory preferred 1, pages 4096 on node 1; GPU 1 (no node) not bound: the kernel gives GPU 1 no NUMA node (…/numa_node is -1): CPUs 0-63 (nodes 0-1), memory default, pages 4096 on node 1 [pages not asked: move_pages: x]\n";
+        assert!(text.contains(want), "{text}");
+    }
+
     fn latency_record() -> TestRecord {
         let st = |p50: f64| Summary {
             samples: 1000,
@@ -540,6 +627,7 @@ mod tests {
                 lat_sizes: vec![1],
                 seed: 1,
                 corrupt_word: None,
+                numa: None,
             },
             devices: Vec::new(),
             kernels: None,

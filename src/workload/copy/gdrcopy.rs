@@ -9,7 +9,7 @@
 //! every version), and unmaps and unpins before the GPU memory is freed.
 
 use super::buffer::{Buffer, HostKind};
-use super::{Bench, FlowMeta, cpu_latency_row, row};
+use super::{Bench, FlowMeta, cpu_latency_row, host_side, row};
 use crate::error::{Error, Result};
 use crate::gpu::cuda_err;
 use crate::record::copy::{Endpoint, LatencySeries, TestRecord};
@@ -285,8 +285,9 @@ pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
         rec.unavailable("every size of the sweep is above 16 MiB, the largest gdrcopy copy timed", "lower -b");
         return Ok(());
     };
+    let bound = b.bind_host(0);
     let mut m = Mapping::new(&gdr, b, max)?;
-    let mut host = Buffer::pageable(max);
+    let mut host = Buffer::pageable(max)?;
     let cfg = b.config().clone();
     for way in Way::both(b) {
         for &size in &sizes {
@@ -299,6 +300,7 @@ pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
             rec.rows.push(row(size, &format!("GPU 0 {}", way.name()), &[way.meta()], &samples, n, &[wrong]));
         }
     }
+    host_side(rec, 0, bound.release(), [&host]);
     Ok(())
 }
 
@@ -308,8 +310,9 @@ pub fn latency(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
     let Some(gdr) = Gdr::open_for(rec) else { return Ok(()) };
     let cfg = b.config().clone();
     let max = cfg.lat_sizes.iter().copied().max().unwrap_or(1);
+    let bound = b.bind_host(0);
     let mut m = Mapping::new(&gdr, b, max)?;
-    let mut host = Buffer::pageable(max);
+    let mut host = Buffer::pageable(max)?;
     for way in Way::both(b) {
         let mut rows = Vec::new();
         for &size in &cfg.lat_sizes {
@@ -321,5 +324,6 @@ pub fn latency(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
         }
         rec.latency.push(LatencySeries { label: way.name().into(), placement: "GPU 0".into(), rows });
     }
+    host_side(rec, 0, bound.release(), [&host]);
     Ok(())
 }
