@@ -19,6 +19,11 @@ pub fn pci_node_file(bus_id: &str) -> String {
     format!("/sys/bus/pci/devices/{bus_id}/numa_node")
 }
 
+/// The file that holds an RDMA adapter's NUMA node (`mlx5_0`).
+pub fn rdma_node_file(device: &str) -> String {
+    format!("/sys/class/infiniband/{device}/device/numa_node")
+}
+
 /// The file that lists node `node`'s CPUs.
 pub fn cpulist_file(node: u32) -> String {
     format!("{NODES}/node{node}/cpulist")
