@@ -5,7 +5,7 @@
 use super::{Csv, Table, csv_lines};
 use crate::error::Result;
 use crate::numa::Mode;
-use crate::record::copy::{CopyRun, Endpoint, HostSide, Row, Status, TestInfo, TestRecord};
+use crate::record::copy::{CopyRun, Endpoint, Row, Status, TestInfo, TestRecord};
 use std::fmt::Write;
 use tabled::settings::Alignment;
 use tabled::settings::object::Columns;
@@ -87,39 +87,6 @@ fn header(run: &CopyRun) -> String {
     s
 }
 
-/// Where the host side of one GPU's copies ran, in one phrase: the binding
-/// (or why there was none), then the CPUs, memory policy and pages as the
-/// kernel answered.
-fn host_side(h: &HostSide) -> String {
-    let p = &h.placement;
-    let device = match p.device_node {
-        Some(-1) => "no node".to_string(),
-        Some(n) => format!("node {n}"),
-        None => "node unknown".to_string(),
-    };
-    let mut notes = p.notes.iter().map(String::as_str);
-    let status = match p.node {
-        Some(n) => format!("bound to node {n}"),
-        None => notes.next().unwrap_or("not bound").to_string(),
-    };
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
-    let cpu_nodes: Vec<usize> = p.cpu_nodes.iter().map(|&n| n as usize).collect();
-    let mut s = format!("GPU {} ({device}) {status}: CPUs {}", h.gpu, p.cpus);
-    if !cpu_nodes.is_empty() {
-        let _ = write!(s, " (node{} {})", plural(cpu_nodes.len()), crate::numa::format_list(&cpu_nodes));
-    }
-    let _ = write!(s, ", memory {}", p.memory_policy.as_deref().unwrap_or("policy unknown"));
-    if !p.memory_pages.is_empty() {
-        let pages: Vec<String> = p.memory_pages.iter().map(|n| format!("{} on node {}", n.pages, n.node)).collect();
-        let _ = write!(s, ", pages {}", pages.join(", "));
-    }
-    let rest: Vec<&str> = notes.collect();
-    if !rest.is_empty() {
-        let _ = write!(s, " [{}]", rest.join("; "));
-    }
-    s
-}
-
 fn gbps(v: f64) -> String {
     format!("{v:.2}")
 }
@@ -140,7 +107,8 @@ fn section(t: &TestRecord) -> String {
     }
     let _ = writeln!(s, "#  figure: {}\n#  timing: {}", t.figure, t.timing);
     if !t.numa.is_empty() {
-        let sides: Vec<String> = t.numa.iter().map(host_side).collect();
+        let sides: Vec<String> =
+            t.numa.iter().map(|h| super::placement(&format!("GPU {}", h.gpu), &h.placement)).collect();
         let _ = writeln!(s, "#  numa: {}", sides.join("; "));
     }
     if !t.rows.is_empty() {
@@ -544,6 +512,7 @@ mod tests {
     #[test]
     fn the_host_side_of_each_gpu_is_one_line_under_the_timing() {
         use crate::numa::{NodePages, Placement};
+        use crate::record::copy::HostSide;
         let (h, g0) = (Endpoint::Host, Endpoint::Gpu(0));
         let mut t = record("h2d_pinned", vec![row(1 << 30, "GPU 0", vec![flow(h, g0, "h2d", 54.9)])]);
         let placed = |node, device_node, cpus: &str, cpu_nodes: Vec<u32>, policy: &str, notes: &[&str]| Placement {
