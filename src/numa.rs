@@ -483,7 +483,13 @@ fn pages_by_node(addr: usize, len: usize) -> Result<Vec<(u32, u64)>, String> {
             None => out.push((s as u32, 1)),
         }
     }
-    Ok(out)
+    match status.iter().find(|&&s| s < 0) {
+        Some(&e) if out.is_empty() => Err(format!(
+            "no page of a {len}-byte buffer has a node (move_pages: {})",
+            std::io::Error::from_raw_os_error(-e)
+        )),
+        _ => Ok(out),
+    }
 }
 
 #[cfg(test)]
@@ -615,6 +621,28 @@ mod tests {
         assert_eq!(p.memory_pages.len(), 1, "{:?}", p.memory_pages);
         assert_eq!(p.memory_pages[0].node, 0);
         assert!(p.memory_pages[0].pages >= 256, "{:?}", p.memory_pages);
+        // Pages never written have no node yet, and the record says so.
+        let mut q = b.placement.clone();
+        // SAFETY: a fresh private anonymous mapping, unmapped below.
+        let fresh = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                1 << 16,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(fresh, libc::MAP_FAILED);
+        q.count_pages(&[(fresh as usize, 1 << 16)]);
+        // SAFETY: the mapping above, unmapped once.
+        unsafe { libc::munmap(fresh, 1 << 16) };
+        assert!(q.memory_pages.is_empty());
+        assert_eq!(
+            q.notes,
+            ["no page of a 65536-byte buffer has a node (move_pages: No such file or directory (os error 2))"]
+        );
         drop(b);
         assert_eq!(affinity().unwrap(), before);
         assert_eq!(policy().unwrap().0, MPOL_DEFAULT);
