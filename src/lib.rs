@@ -44,6 +44,10 @@ pub mod libs;
 #[cfg(qbench_private)]
 mod libs;
 #[cfg(not(qbench_private))]
+pub mod numa;
+#[cfg(qbench_private)]
+mod numa;
+#[cfg(not(qbench_private))]
 pub mod output;
 #[cfg(qbench_private)]
 mod output;

@@ -48,6 +48,20 @@ fn bad_requests_are_exit_2_with_one_line() {
 }
 
 #[test]
+fn numa_takes_auto_off_or_a_node_of_this_machine() {
+    for bad in ["on", "-1", "0x1", ""] {
+        let err = one_line_error(&qbench_with(&["copy", &format!("--numa={bad}")], &[]), 2);
+        assert!(err.contains("--numa"), "{err}");
+    }
+    let err = one_line_error(&qbench_with(&["copy", "--numa", "4096"], &[]), 2);
+    assert!(err.contains("--numa 4096: no NUMA node 4096"), "{err}");
+    // Good values pass to the run (here: no GPU, exit 3).
+    for good in ["auto", "off", "0"] {
+        one_line_error(&qbench_with(&["copy", "--numa", good], &[("CUDA_VISIBLE_DEVICES", "")]), 3);
+    }
+}
+
+#[test]
 fn several_processes_on_one_node_are_refused() {
     // Two copies of the test on one node would measure each other.
     for var in ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"] {

@@ -48,7 +48,7 @@ fn offences(dirs: &[&str], words: &[&str]) -> Vec<String> {
         .collect()
 }
 
-const BELOW_THE_FACE: [&str; 16] = [
+const BELOW_THE_FACE: [&str; 17] = [
     "check/",
     "dtype",
     "fault",
@@ -57,6 +57,7 @@ const BELOW_THE_FACE: [&str; 16] = [
     "input",
     "interrupt",
     "libs",
+    "numa",
     "output",
     "pattern",
     "probe/",

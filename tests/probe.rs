@@ -197,6 +197,53 @@ fn a_fixture_run_never_asks_the_gpu_libraries() {
     assert_eq!(report["facts"]["gpu"]["pairs"][0]["path"], "PHB");
 }
 
+/// `qbench probe` as text on a fixture.
+fn probe_text(fixture: &str) -> String {
+    let out = command(&[]).args(["probe", "--sysfs-root"]).arg(fixtures().join(fixture)).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Each node's CPUs and each GPU's and adapter's node are facts of the JSON
+/// and rows of the text; a GPU whose adapters all sit on another node is
+/// named (its traffic takes NCCL's SYS path), one with an adapter on its
+/// own node is not.
+#[test]
+fn numa_nodes_of_the_gpus_and_adapters() {
+    let (_, r) = probe("mlx4-ib", &[]);
+    let f = &r["facts"];
+    assert_eq!(f["numa_nodes"], serde_json::json!([{"node": 0, "cpus": "0-7"}, {"node": 1, "cpus": "8-15"}]));
+    let nodes = |v: &Value| v.as_array().unwrap().iter().map(|d| d["numa_node"].clone()).collect::<Vec<_>>();
+    assert_eq!(nodes(&f["gpu"]["gpus"]), [0, 1]);
+    assert_eq!(nodes(&f["rdma"]["devices"]), [0]);
+    let same = |v: &Value| {
+        v["gdr"]["gpu_nic"].as_array().unwrap().iter().map(|p| p["same_numa_node"].clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(same(f), [true, false]);
+    let text = probe_text("mlx4-ib");
+    for needle in [
+        " 1    | 8-15 | GPU1 | -            ",
+        "NUMA: GPU1 (node 1) has no RDMA device on its node: its traffic to the network crosses the CPUs' interconnect (NCCL's SYS path)",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+    }
+
+    let (_, r) = probe("peermem", &[]);
+    assert_eq!(same(&r["facts"]), [true, false, false, true]);
+    assert!(!probe_text("peermem").contains("NUMA: GPU"));
+
+    // The H200 machines' GPUs: the kernel gives them no node.
+    let (_, r) = probe("no-rdma", &[]);
+    assert_eq!(nodes(&r["facts"]["gpu"]["gpus"]), [-1, -1]);
+    assert!(probe_text("no-rdma").contains("\n  on no node (numa_node -1): GPU0, GPU1\n"));
+
+    let (_, r) = probe("malformed", &[]);
+    let cpus = r["facts"]["numa_nodes"][0]["cpus"]["unknown"].as_str().unwrap();
+    assert_eq!(cpus, "/sys/devices/system/node/node0/cpulist: unexpected content \"0-3,x\"");
+    let (_, r) = probe("bare", &[]);
+    assert_eq!(r["facts"]["numa_nodes"], serde_json::json!([]));
+    assert!(probe_text("bare").contains("NUMA nodes\nnone listed (/sys/devices/system/node)"));
+}
+
 #[test]
 fn text_report_ends_with_the_verdict_table() {
     let out = command(&SEED).args(["probe", "--sysfs-root"]).arg(fixtures().join("mlx4-ib")).output().unwrap();

@@ -81,6 +81,8 @@ fn usage_errors_are_one_line_exit_2() {
         (&["rdma", "--loopback", "-s", "0"], "-s"),
         (&["rdma", "--server", "host"], "cannot be used with"),
         (&["rdma", "-a", "-s", "64", "host"], "cannot be used with"),
+        (&["rdma", "--loopback", "--numa", "near"], "'near' is not auto, off or a NUMA node number"),
+        (&["rdma", "--loopback", "--numa", "4096"], "--numa 4096: no NUMA node 4096 here"),
     ] {
         let err = one_line_error(&qbench(args), 2);
         assert!(err.contains(text), "{args:?}: {err}");

@@ -3,6 +3,7 @@
 
 use super::{OutputArgs, size_arg};
 use crate::error::Result;
+use crate::numa::Mode;
 use crate::record::copy::Config;
 use crate::workload::copy::{CopyPlan, latency_sizes};
 use clap::Args;
@@ -44,6 +45,9 @@ pub struct CopyArgs {
     /// Seed of the copied data
     #[arg(long, default_value_t = crate::pattern::DEFAULT_SEED)]
     pub seed: u64,
+    /// Where the host side runs: auto binds each host thread and host buffer to the NUMA node of the GPU it copies to or from (as nvbandwidth), off binds nothing, N binds to node N
+    #[arg(long, default_value = "auto", value_name = "auto|off|N")]
+    pub numa: Mode,
 }
 
 impl CopyArgs {
@@ -63,6 +67,7 @@ impl CopyArgs {
                 lat_sizes: latency_sizes(),
                 seed: self.seed,
                 corrupt_word: None,
+                numa: Some(self.numa),
             },
             CopyPlan::fault_asked()?,
         )

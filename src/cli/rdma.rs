@@ -87,6 +87,9 @@ pub struct RdmaArgs {
     /// Seed of the data pattern
     #[arg(long, default_value_t = crate::pattern::DEFAULT_SEED)]
     pub seed: u64,
+    /// Where each side runs: auto binds its thread and host buffers to the NUMA node of its adapter, off binds nothing, N binds to node N
+    #[arg(long, default_value = "auto", value_name = "auto|off|N")]
+    pub numa: crate::numa::Mode,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -117,6 +120,7 @@ impl RdmaArgs {
             timeout_s: self.timeout,
             seed: self.seed,
             fault: Plan::fault_asked()?,
+            numa: self.numa,
         })
     }
 

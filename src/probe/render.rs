@@ -50,6 +50,7 @@ pub fn text(facts: &Facts, checks: &[Check], verdict: Status, width: Option<usiz
     }
     let mut out = fit::hanging("", &head, width) + "\n";
     let mut section = |title: &str, body: String| out.push_str(&format!("\n{title}\n{body}\n"));
+    section("NUMA nodes", numa(facts, width));
     section("GPUs", gpus(facts, width));
     section("Topology (as nvidia-smi topo -m)", topology(facts, width));
     section("RDMA ports", rdma(facts, width));
@@ -103,6 +104,48 @@ fn with_notes(table: String, notes: &[String]) -> String {
 
 fn gib(bytes: &u64) -> String {
     format!("{:.1} GiB", *bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// At most eight names, then how many more.
+fn few(names: &[String]) -> String {
+    match names.len() {
+        0 => "-".into(),
+        n if n > 8 => format!("{} and {} more", names[..8].join(", "), n - 8),
+        _ => names.join(", "),
+    }
+}
+
+/// The GPUs and the RDMA devices whose `numa_node` says `node` (-1: none).
+fn devices_on(f: &Facts, node: i32) -> (Vec<String>, Vec<String>) {
+    let gpus = f.gpu.gpus.iter().enumerate().filter(|(_, g)| g.numa_node.value() == Some(&node));
+    let nics = f.rdma.devices.iter().filter(|d| d.numa_node.value() == Some(&node));
+    (gpus.map(|(i, _)| format!("GPU{i}")).collect(), nics.map(|d| d.name.clone()).collect())
+}
+
+/// Each node's CPUs and the GPUs and RDMA devices on it: what `qbench
+/// copy` and `qbench rdma` bind their host side to.
+fn numa(f: &Facts, width: Option<usize>) -> String {
+    if f.numa_nodes.is_empty() {
+        return format!("none listed ({}): qbench binds nothing to a node", crate::numa::NODES);
+    }
+    let mut notes = Vec::new();
+    let rows = f
+        .numa_nodes
+        .iter()
+        .take(ROWS)
+        .map(|n| {
+            let (gpus, nics) = devices_on(f, n.node as i32);
+            vec![n.node.to_string(), cell(&n.cpus, &mut notes), few(&gpus), few(&nics)]
+        })
+        .collect();
+    let mut t = table(&["NODE", "CPUS", "GPUS", "RDMA DEVICES"], rows, width).to_string();
+    t.push_str(&more(f.numa_nodes.len(), "nodes"));
+    let (gpus, nics) = devices_on(f, -1);
+    let unplaced: Vec<String> = gpus.into_iter().chain(nics).collect();
+    if !unplaced.is_empty() {
+        t.push_str(&format!("\n  on no node (numa_node -1): {}", few(&unplaced)));
+    }
+    with_notes(t, &notes)
 }
 
 fn gpus(f: &Facts, width: Option<usize>) -> String {
@@ -314,13 +357,52 @@ fn gdr(f: &Facts, width: Option<usize>) -> String {
     if !g.gpu_nic.is_empty() {
         let gpu_index =
             |bus: &str| f.gpu.gpus.iter().position(|x| x.bus_id == bus).map_or(bus.to_string(), |i| format!("GPU{i}"));
-        let rows =
-            g.gpu_nic.iter().take(ROWS).map(|p| vec![gpu_index(&p.gpu), p.nic.clone(), p.path.to_string()]).collect();
+        let numa = |same: Option<bool>| match same {
+            Some(true) => "same",
+            Some(false) => "apart",
+            None => "?",
+        };
+        let rows = g
+            .gpu_nic
+            .iter()
+            .take(ROWS)
+            .map(|p| vec![gpu_index(&p.gpu), p.nic.clone(), p.path.to_string(), numa(p.same_numa_node).into()])
+            .collect();
         s.push('\n');
-        s.push_str(&table(&["GPU", "NIC", "PCIe PATH"], rows, width).to_string());
+        s.push_str(&table(&["GPU", "NIC", "PCIe PATH", "NUMA NODE"], rows, width).to_string());
         s.push_str(&more(g.gpu_nic.len(), "GPU-adapter pairs"));
     }
+    if let Some(line) = numa_apart(f) {
+        s.push('\n');
+        s.push_str(&fit::hanging("", &line, width));
+    }
     s
+}
+
+/// The GPUs with RDMA devices on other NUMA nodes and none on their own,
+/// in a sentence; None when there are none (or the nodes are unknown).
+fn numa_apart(f: &Facts) -> Option<String> {
+    let apart: Vec<String> = f
+        .gpu
+        .gpus
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| {
+            let mine = || f.gdr.gpu_nic.iter().filter(|p| p.gpu == g.bus_id);
+            mine().any(|p| p.same_numa_node == Some(false)) && !mine().any(|p| p.same_numa_node == Some(true))
+        })
+        .map(|(i, g)| format!("GPU{i} (node {})", g.numa_node))
+        .collect();
+    let (one, n) = (apart.len() == 1, apart.len());
+    (n > 0).then(|| {
+        format!(
+            "NUMA: {} {} no RDMA device on {} node: {} traffic to the network crosses the CPUs' interconnect (NCCL's SYS path)",
+            few(&apart),
+            if one { "has" } else { "have" },
+            if one { "its" } else { "their" },
+            if one { "its" } else { "their" },
+        )
+    })
 }
 
 fn net(f: &Facts, width: Option<usize>) -> String {

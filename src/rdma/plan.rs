@@ -7,6 +7,7 @@
 use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::libs::Library;
+use crate::numa;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -318,6 +319,8 @@ pub struct Plan {
     pub report_gbits: bool,
     /// `QBENCH_CORRUPT=rdma[:BYTE]`.
     pub fault: Option<Fault>,
+    /// `--numa`: where each side's thread and host buffers are bound.
+    pub numa: numa::Mode,
 }
 
 /// How GPU memory is registered with the adapter (`--use_cuda`).
@@ -361,6 +364,8 @@ pub struct Options {
     pub seed: u64,
     /// What the run injects (`qbench rdma`'s `QBENCH_CORRUPT`, see [`Plan::fault_asked`]).
     pub fault: Option<Fault>,
+    /// `--numa`: the adapter's node (auto), none (off) or a node.
+    pub numa: numa::Mode,
 }
 
 impl Options {
@@ -384,6 +389,7 @@ impl Options {
             timeout_s: 30,
             seed: crate::pattern::DEFAULT_SEED,
             fault: None,
+            numa: numa::Mode::Auto,
         }
     }
 }
@@ -440,6 +446,9 @@ impl Plan {
             }
             _ => {}
         }
+        if let numa::Mode::Node(n) = o.numa {
+            numa::Host::this().has_node(n).map_err(|e| Error::Usage(format!("--numa {n}: {e}")))?;
+        }
         Ok(Plan {
             agreement,
             memory,
@@ -451,6 +460,7 @@ impl Plan {
             gid_index: o.gid_index,
             report_gbits: o.report_gbits,
             fault: o.fault,
+            numa: o.numa,
         })
     }
 

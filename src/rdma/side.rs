@@ -16,6 +16,7 @@ use super::plan::{Plan, Test, TestParams, Verb};
 use super::verbs::{Adapter, Caps, Link, Op, Request};
 use crate::error::{Error, Result};
 use crate::interrupt;
+use crate::numa;
 use crate::record::rdma::{self as record, BwRow, DataCheck, EndpointInfo, LatRow, Row};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -139,11 +140,19 @@ fn run_test(
 ) -> Result<()> {
     let p = TestParams::new(&plan.agreement, plan.memory, test);
     let layout = Layout::new(&p);
+    // Bound before the buffers are allocated and registered (the
+    // registration faults their pages in), held while this thread polls.
+    let device = &choice.device;
+    let bound = numa::Host::this().bind_for(plan.numa, device, &numa::rdma_node_file(device));
     let adapter = Adapter::open(choice)?;
     let region = Region::new(plan.memory, layout.len(p.qps))?;
     let recv_depth = if test.verb() == Verb::Send { p.rx_depth } else { 1 };
     let caps = Caps { qps: p.qps, send_depth: p.tx_depth, recv_depth, inline: p.inline_size };
     let mut link = Link::new(adapter, region, plan.memory, caps)?;
+    let mut placement = bound.placement.clone();
+    if !plan.memory.is_gpu() {
+        placement.count_pages(&[(link.region.addr() as usize, link.region.bytes())]);
+    }
     let mut pattern = vec![0u8; layout.slot];
     for q in 0..p.qps {
         data::fill(&mut pattern, data::key(plan.agreement.seed, side, q));
@@ -165,6 +174,7 @@ fn run_test(
         remote: info(&theirs),
         path_mtu: link.path_mtu,
         inline: link.inline,
+        numa: Some(placement),
     })));
     // Receives still posted per queue pair, carried from size to size.
     let mut conn = Connection { waiting: vec![0u64; p.qps as usize], link, p: &p, layout, side };

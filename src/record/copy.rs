@@ -4,6 +4,7 @@
 
 use super::{Header, Streamed};
 use crate::error::{Error, Result};
+use crate::numa::{Mode, Placement};
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +28,10 @@ pub struct Config {
     pub seed: u64,
     /// Set by QBENCH_CORRUPT=copy[:WORD]: the word flipped in every destination.
     pub corrupt_word: Option<u64>,
+    /// `--numa`: where host threads and memory were bound; None in records
+    /// of a qbench that bound nothing.
+    #[serde(default)]
+    pub numa: Option<Mode>,
 }
 
 /// One GPU of the run.
@@ -171,6 +176,20 @@ pub struct TestRecord {
     pub rows: Vec<Row>,
     pub latency: Vec<LatencySeries>,
     pub wrong_words: u64,
+    /// Where the host side of the copies to or from each GPU ran; empty
+    /// for tests without host memory, and in records of a qbench that
+    /// bound nothing.
+    #[serde(default)]
+    pub numa: Vec<HostSide>,
+}
+
+/// The host side of a test's copies to or from one GPU: the thread's CPUs
+/// and memory as the kernel answered after binding them (or not) per `--numa`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSide {
+    pub gpu: usize,
+    #[serde(flatten)]
+    pub placement: Placement,
 }
 
 /// The meaning of one kind of figure.

@@ -6,6 +6,7 @@
 
 use super::{Header, Streamed};
 use crate::error::{Error, Result};
+use crate::numa::Placement;
 use crate::rdma::plan::{Agreement, Memory, Mode, Test, TestParams};
 use serde::{Deserialize, Serialize};
 
@@ -120,6 +121,10 @@ pub struct Link {
     pub path_mtu: u32,
     /// Messages up to this size went inline (0 where the device has no inline data).
     pub inline: u32,
+    /// Where this side's thread and host buffers ran (`--numa`), as the
+    /// kernel answered; None in records of a qbench that bound nothing.
+    #[serde(default)]
+    pub numa: Option<Placement>,
 }
 
 /// One size of one link.
@@ -223,6 +228,7 @@ pub(crate) mod tests {
             remote: EndpointInfo { device: "rxe1".into(), qpns: vec![18], ..ep.clone() },
             path_mtu: 1024,
             inline: if test.is_bw() { 0 } else { 220 },
+            numa: None,
         };
         let mut header = Header::start(KIND, None);
         header.args = vec!["qbench".into(), "rdma".into(), "--loopback".into()];

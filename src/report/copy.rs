@@ -4,6 +4,7 @@
 
 use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
+use crate::numa::Mode;
 use crate::record::copy::{CopyRun, Endpoint, Row, Status, TestInfo, TestRecord};
 use std::fmt::Write;
 use tabled::settings::Alignment;
@@ -68,6 +69,18 @@ fn header(run: &CopyRun) -> String {
     for d in &run.definitions {
         let _ = writeln!(s, "# {}: {}", d.name, d.text);
     }
+    match c.numa {
+        Some(Mode::Auto) => s.push_str(
+            "# NUMA (--numa auto): each host thread and host buffer bound to its GPU's node, as nvbandwidth\n",
+        ),
+        Some(Mode::Off) => {
+            s.push_str("# NUMA (--numa off): nothing bound, host threads and memory where the process runs\n")
+        }
+        Some(Mode::Node(n)) => {
+            let _ = writeln!(s, "# NUMA (--numa {n}): each host thread and host buffer bound to node {n}");
+        }
+        None => {}
+    }
     if let Some(w) = c.corrupt_word {
         let _ = writeln!(s, "# QBENCH_CORRUPT: word {w} of every destination is flipped before its check");
     }
@@ -93,6 +106,11 @@ fn section(t: &TestRecord) -> String {
         return s;
     }
     let _ = writeln!(s, "#  figure: {}\n#  timing: {}", t.figure, t.timing);
+    if !t.numa.is_empty() {
+        let sides: Vec<String> =
+            t.numa.iter().map(|h| super::placement(&format!("GPU {}", h.gpu), &h.placement)).collect();
+        let _ = writeln!(s, "#  numa: {}", sides.join("; "));
+    }
     if !t.rows.is_empty() {
         s.push_str(&sweep_table(&t.rows));
         s.push_str("\n\n");
@@ -414,6 +432,7 @@ mod tests {
             rows,
             latency: Vec::new(),
             wrong_words: 0,
+            numa: Vec::new(),
         }
     }
 
@@ -493,6 +512,43 @@ mod tests {
         assert!(text.contains("GPU 0 -> GPU 1: no peer path"));
     }
 
+    #[test]
+    fn the_host_side_of_each_gpu_is_one_line_under_the_timing() {
+        use crate::numa::{NodePages, Placement};
+        use crate::record::copy::HostSide;
+        let (h, g0) = (Endpoint::Host, Endpoint::Gpu(0));
+        let mut t = record("h2d_pinned", vec![row(1 << 30, "GPU 0", vec![flow(h, g0, "h2d", 54.9)])]);
+        let placed = |node, device_node, cpus: &str, cpu_nodes: Vec<u32>, policy: &str, notes: &[&str]| Placement {
+            node,
+            device_node,
+            cpus: cpus.into(),
+            cpu_nodes,
+            memory_policy: Some(policy.into()),
+            memory_pages: vec![NodePages { node: 1, pages: 4096 }],
+            notes: notes.iter().map(|n| n.to_string()).collect(),
+        };
+        t.numa = vec![
+            HostSide { gpu: 0, placement: placed(Some(1), Some(1), "32-63", vec![1], "preferred 1", &[]) },
+            HostSide {
+                gpu: 1,
+                placement: placed(
+                    None,
+                    Some(-1),
+                    "0-63",
+                    vec![0, 1],
+                    "default",
+                    &[
+                        "not bound: the kernel gives GPU 1 no NUMA node (…/numa_node is -1)",
+                        "pages not asked: move_pages: x",
+                    ],
+                ),
+            },
+        ];
+        let text = section(&t);
+        let want = "#  timing: events\n#  numa: GPU 0 (node 1) bound to node 1: CPUs 32-63 (node 1), memory preferred 1, pages 4096 on node 1; GPU 1 (no node) not bound: the kernel gives GPU 1 no NUMA node (…/numa_node is -1): CPUs 0-63 (nodes 0-1), memory default, pages 4096 on node 1 [pages not asked: move_pages: x]\n";
+        assert!(text.contains(want), "{text}");
+    }
+
     fn latency_record() -> TestRecord {
         let st = |p50: f64| Summary {
             samples: 1000,
@@ -543,6 +599,7 @@ mod tests {
                 lat_sizes: vec![1],
                 seed: 1,
                 corrupt_word: None,
+                numa: None,
             },
             devices: Vec::new(),
             kernels: None,

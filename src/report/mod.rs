@@ -17,6 +17,39 @@ pub mod rdma;
 use crate::error::{Error, Result};
 use crate::record::Streamed;
 
+/// Where the host side of work with `device` ("GPU 0", "mlx5_0") ran, in
+/// one phrase: the device's node, the binding (or why there was none), then
+/// the CPUs, memory policy and pages as the kernel answered.
+pub fn placement(device: &str, p: &crate::numa::Placement) -> String {
+    use std::fmt::Write;
+    let node = match p.device_node {
+        Some(-1) => "no node".to_string(),
+        Some(n) => format!("node {n}"),
+        None => "node unknown".to_string(),
+    };
+    let mut notes = p.notes.iter().map(String::as_str);
+    let status = match p.node {
+        Some(n) => format!("bound to node {n}"),
+        None => notes.next().unwrap_or("not bound").to_string(),
+    };
+    let cpu_nodes: Vec<usize> = p.cpu_nodes.iter().map(|&n| n as usize).collect();
+    let mut s = format!("{device} ({node}) {status}: CPUs {}", p.cpus);
+    if !cpu_nodes.is_empty() {
+        let plural = if cpu_nodes.len() == 1 { "" } else { "s" };
+        let _ = write!(s, " (node{plural} {})", crate::numa::format_list(&cpu_nodes));
+    }
+    let _ = write!(s, ", memory {}", p.memory_policy.as_deref().unwrap_or("policy unknown"));
+    if !p.memory_pages.is_empty() {
+        let pages: Vec<String> = p.memory_pages.iter().map(|n| format!("{} on node {}", n.pages, n.node)).collect();
+        let _ = write!(s, ", pages {}", pages.join(", "));
+    }
+    let rest: Vec<&str> = notes.collect();
+    if !rest.is_empty() {
+        let _ = write!(s, " [{}]", rest.join("; "));
+    }
+    s
+}
+
 /// The text a run prints: its head once the run is set up, each part as it
 /// is measured, and its tail at the end.
 pub trait Table: Streamed {

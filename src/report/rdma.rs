@@ -99,6 +99,9 @@ fn header(l: &Link, mode: Mode) -> String {
     let _ = writeln!(s, " Mtu             : {:<16} Sizes          : {}", format!("{}[B]", l.path_mtu), sizes(&p.sizes));
     let _ = writeln!(s, " local  : {}", endpoint(&l.local));
     let _ = writeln!(s, " remote : {}", endpoint(&l.remote));
+    if let Some(p) = &l.numa {
+        let _ = writeln!(s, " numa   : {}", super::placement(&l.local.device, p));
+    }
     s + LINE
 }
 
@@ -286,6 +289,26 @@ mod tests {
 
     /// Each part carries its link's block before the link's first row,
     /// so that the parts printed as they come make the whole text.
+    /// A link with a placement says under its endpoints where this side ran.
+    #[test]
+    fn the_sides_numa_placement_is_a_line_under_the_endpoints() {
+        let mut run = sample();
+        run.links[0].numa = Some(crate::numa::Placement {
+            node: Some(0),
+            device_node: Some(0),
+            cpus: "0-15".into(),
+            cpu_nodes: vec![0],
+            memory_policy: Some("preferred 0".into()),
+            memory_pages: vec![crate::numa::NodePages { node: 0, pages: 32 }],
+            notes: Vec::new(),
+        });
+        let text = crate::report::render(&run);
+        let want =
+            "\n numa   : rxe0 (node 0) bound to node 0: CPUs 0-15 (node 0), memory preferred 0, pages 32 on node 0\n";
+        assert!(text.contains(&format!(" remote : {}{want}", endpoint(&run.links[0].remote))), "{text}");
+        assert_eq!(text.matches(" numa   : ").count(), 1, "{text}");
+    }
+
     #[test]
     fn blocks_open_before_each_links_first_row_and_close_after_its_last() {
         let run = sample();

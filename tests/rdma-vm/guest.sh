@@ -102,6 +102,41 @@ rc=$?
 check "loopback -a" 0 "$OUT/loopback-a.log"
 clean "loopback -a records (2 B to 8 MiB, 23 sizes x 2 tests)" "$OUT/loopback-a.json"
 
+section "numa: each side's thread and buffers bound per --numa, as the kernel answers"
+for mode in auto off 0; do
+  $T $Q rdma --loopback -x 0 --test write_bw -s 65536 -n 20 --numa $mode -J "$OUT/numa-$mode.json" > "$OUT/numa-$mode.log" 2>&1
+  rc=$?
+  check "loopback --numa $mode" 0 "$OUT/numa-$mode.log"
+  grep '^ numa' "$OUT/numa-$mode.log"
+done
+# Node 0 (the guest has one): the thread on its CPUs, the policy preferring
+# it, every page of the buffers there. Auto: the adapter's numa_node file
+# decides (rxe sits on no PCI device, so usually nothing is bound). Off:
+# nothing bound, the default policy.
+if out=$(python3 - "$OUT" <<'PY'
+import json, os, sys
+def side(mode):
+    link = json.load(open(f"{sys.argv[1]}/numa-{mode}.json"))["links"][0]
+    return link["local"]["device"], link["numa"]
+dev, b = side("0")
+node0 = open("/sys/devices/system/node/node0/cpulist").read().strip()
+pages = {p["node"]: p["pages"] for p in b["memory_pages"]}
+if not (b["node"] == 0 and b["cpus"] == node0 and b["cpu_nodes"] == [0] and b["memory_policy"] == "preferred 0"
+        and list(pages) == [0] and pages[0] >= 32 and not b["notes"]):
+    sys.exit(f"--numa 0: {b}")
+_, a = side("auto")
+f = f"/sys/class/infiniband/{dev}/device/numa_node"
+n = int(open(f).read()) if os.path.exists(f) else None
+want = {None: f"not bound: {dev}'s NUMA node is unknown", -1: f"not bound: the kernel gives {dev} no NUMA node"}
+if (n is not None and n >= 0 and a["node"] != n) or (n in want and not a["notes"][0].startswith(want[n])):
+    sys.exit(f"--numa auto with {f} {n}: {a}")
+_, o = side("off")
+if o["node"] is not None or o["notes"] != ["not bound (--numa off)"] or o["memory_policy"] != "default":
+    sys.exit(f"--numa off: {o}")
+print(f"node 0: CPUs {b['cpus']}, {pages[0]} pages on node 0; auto ({f}: {n}): {a['notes'][:1] or a['node']}; off: unbound")
+PY
+); then pass "numa placements read back: $out"; else fail "numa placements: $out"; fi
+
 section "one corrupted byte is caught (QBENCH_CORRUPT=rdma flips byte 0 of every source)"
 QBENCH_CORRUPT=rdma $T $Q rdma --loopback -x 0 --test all -n 20 -J "$OUT/corrupt.json" > "$OUT/corrupt.log" 2> "$OUT/corrupt.err"
 rc=$?

@@ -64,6 +64,7 @@ impl StepKind for Keys {
             lat_sizes: latency_sizes(),
             seed: crate::pattern::DEFAULT_SEED,
             corrupt_word: None,
+            numa: Some(crate::numa::Mode::Auto),
         }, None)?;
         let run = done(plan.run(session, &mut Quiet))?;
         let t = run.tests.first().ok_or_else(|| Error::Runtime("the copy test did not run".into()))?;

@@ -27,6 +27,10 @@ pub struct GpuNic {
     pub gpu: String,
     pub nic: String,
     pub path: PathType,
+    /// Whether both sit on one NUMA node (their `numa_node` files); None
+    /// when either is unknown. Apart, their traffic crosses the CPUs'
+    /// interconnect: NCCL's SYS path.
+    pub same_numa_node: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -52,7 +56,13 @@ pub fn collect(sys: &Sysfs, gpu: &GpuFacts, rdma: &RdmaFacts) -> GdrFacts {
         .filter_map(|g| Some((g, g.pci.as_ref()?)))
         .flat_map(|(g, gp)| {
             rdma.devices.iter().filter_map(move |d| {
-                Some(GpuNic { gpu: g.bus_id.clone(), nic: d.name.clone(), path: gp.path_to(d.pci.as_ref()?) })
+                let node = |k: &Known<i32>| k.value().copied().filter(|&n| n >= 0);
+                Some(GpuNic {
+                    gpu: g.bus_id.clone(),
+                    nic: d.name.clone(),
+                    path: gp.path_to(d.pci.as_ref()?),
+                    same_numa_node: node(&g.numa_node).zip(node(&d.numa_node)).map(|(a, b)| a == b),
+                })
             })
         })
         .collect();

@@ -16,6 +16,7 @@ pub struct Gpu {
     pub bus_id: String,
     pub name: Known<String>,
     pub uuid: Known<String>,
+    /// Its NUMA node (sysfs `numa_node`); -1 when the kernel does not say.
     pub numa_node: Known<i32>,
     pub memory_bytes: Known<u64>,
     pub compute_capability: Known<String>,
@@ -182,7 +183,7 @@ fn from_sysfs(sys: &Sysfs, bdf: &str, why: &Unasked) -> Gpu {
         bus_id: bdf.to_string(),
         name: field("Model:"),
         uuid: field("GPU UUID:"),
-        numa_node: sys.parse(&format!("{dev}/numa_node"), |t| t.parse().ok()),
+        numa_node: sys.parse(&crate::numa::pci_node_file(bdf), crate::numa::parse_node),
         memory_bytes: Known::unknown(&why.cuda),
         compute_capability: Known::unknown(&why.cuda),
         cuda_ordinal: Known::unknown(&why.cuda),

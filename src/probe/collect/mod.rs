@@ -9,6 +9,7 @@ pub mod libpath;
 pub mod mpi;
 pub mod nccl;
 pub mod net;
+pub mod numa;
 pub mod rdma;
 pub mod sysfs;
 
@@ -58,6 +59,8 @@ pub struct Facts {
     /// Printed once, at the top of a report.
     #[serde(skip)]
     pub host: HostFacts,
+    /// The NUMA nodes and their CPUs.
+    pub numa_nodes: Vec<numa::NumaNode>,
     pub gpu: gpu::GpuFacts,
     pub rdma: rdma::RdmaFacts,
     pub net: Vec<net::NetIf>,
@@ -75,6 +78,7 @@ pub fn collect(host: &Host) -> Facts {
         root: host.sys.root().display().to_string(),
         live: host.live,
     };
+    let numa_nodes = numa::collect(&host.sys);
     let gpu = gpu::collect(host);
     let rdma = rdma::collect(&host.sys);
     let net = net::collect(host);
@@ -82,5 +86,5 @@ pub fn collect(host: &Host) -> Facts {
     let dirs = libpath::loader_dirs(host);
     let nccl = nccl::collect(host, &dirs);
     let mpi = mpi::collect(host, &dirs);
-    Facts { host: hostfacts, gpu, rdma, net, gdr, nccl, mpi, unreadable: host.sys.unreadable() }
+    Facts { host: hostfacts, numa_nodes, gpu, rdma, net, gdr, nccl, mpi, unreadable: host.sys.unreadable() }
 }

@@ -110,6 +110,7 @@ pub struct RdmaDevice {
     pub fw_ver: Known<String>,
     pub board_id: Option<Known<String>>,
     pub hca_type: Option<Known<String>>,
+    /// Its NUMA node (sysfs `device/numa_node`); -1 when the kernel does not say.
     pub numa_node: Known<i32>,
     /// Its PCI place; the bus id is the PCI address.
     pub pci: Option<PciPlace>,
@@ -156,7 +157,7 @@ fn device(sys: &Sysfs, name: String) -> RdmaDevice {
         fw_ver: sys.read(&format!("{dir}/fw_ver")),
         board_id: sys.read_opt(&format!("{dir}/board_id")),
         hca_type: sys.read_opt(&format!("{dir}/hca_type")),
-        numa_node: sys.parse(&format!("{dir}/device/numa_node"), |t| t.parse().ok()),
+        numa_node: sys.parse(&crate::numa::rdma_node_file(&name), crate::numa::parse_node),
         pci: PciPlace::locate(sys, &format!("{dir}/device")),
         netdevs: sys.list(&format!("{dir}/device/net")),
         ports,

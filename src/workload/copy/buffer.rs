@@ -44,8 +44,8 @@ enum Mem {
     Device { ctx: Arc<CudaContext>, gpu: usize, base: u64, ptr: u64 },
     /// From cuMemHostAlloc.
     Pinned { ptr: *mut u8, kind: HostKind },
-    /// A leaked `Box<[u64]>` of `words` words, so the pointer carries no borrow.
-    Pageable { ptr: *mut u64, words: usize },
+    /// An anonymous private mapping of `len` bytes.
+    Pageable { ptr: *mut u8, len: usize },
 }
 
 /// One allocation of `bytes` usable bytes.
@@ -85,11 +85,30 @@ impl Buffer {
         Ok(Buffer { mem: Mem::Pinned { ptr: ptr.cast(), kind }, bytes })
     }
 
-    /// Ordinary heap memory, 8-byte aligned, its pages untouched until filled.
-    pub fn pageable(bytes: u64) -> Buffer {
-        let words = bytes.max(1).div_ceil(8) as usize;
-        let ptr = Box::into_raw(vec![0u64; words].into_boxed_slice()).cast::<u64>();
-        Buffer { mem: Mem::Pageable { ptr, words }, bytes }
+    /// Ordinary memory of fresh pages (an anonymous mapping, not reused
+    /// heap), untouched until filled, so that the thread that first writes
+    /// them places them under its memory policy (`--numa`).
+    pub fn pageable(bytes: u64) -> Result<Buffer> {
+        let len = bytes.max(1) as usize;
+        // SAFETY: a new private anonymous mapping that overlaps nothing;
+        // it is unmapped once, in Drop.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(Error::Runtime(format!(
+                "cannot map {bytes} bytes of pageable host memory: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(Buffer { mem: Mem::Pageable { ptr: ptr.cast(), len }, bytes })
     }
 
     pub fn bytes(&self) -> u64 {
@@ -109,7 +128,7 @@ impl Buffer {
         match &self.mem {
             Mem::Device { .. } => None,
             Mem::Pinned { ptr, .. } => Some(*ptr),
-            Mem::Pageable { ptr, .. } => Some(ptr.cast()),
+            Mem::Pageable { ptr, .. } => Some(*ptr),
         }
     }
 
@@ -159,9 +178,9 @@ impl Drop for Buffer {
                 // SAFETY: `ptr` came from cuMemHostAlloc and is freed once.
                 let _ = unsafe { result::free_host(ptr.cast()) };
             }
-            Mem::Pageable { ptr, words } => {
-                // SAFETY: `ptr` and `words` are those of the leaked box.
-                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(*ptr, *words)) });
+            Mem::Pageable { ptr, len } => {
+                // SAFETY: `ptr` and `len` are those of the mapping, unmapped once.
+                let _ = unsafe { libc::munmap(ptr.cast(), *len) };
             }
         }
     }
@@ -320,7 +339,7 @@ mod tests {
 
     #[test]
     fn pageable_buffers_are_aligned_and_sized() {
-        let mut b = Buffer::pageable(13);
+        let mut b = Buffer::pageable(13).unwrap();
         assert_eq!(b.place(), Place::Host(HostKind::Pageable));
         assert_eq!(b.host_ptr().unwrap() as usize % 8, 0);
         // SAFETY: nothing else reaches this buffer.

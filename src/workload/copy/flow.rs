@@ -67,6 +67,11 @@ impl Flow {
         }
     }
 
+    /// Its two buffers, for those that are host memory.
+    pub(super) fn buffers(&self) -> [&Buffer; 2] {
+        [&self.src, &self.dst]
+    }
+
     /// Counts each copy as read + write bytes.
     pub(super) fn read_write(mut self) -> Flow {
         self.factor = 2;

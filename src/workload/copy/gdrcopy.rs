@@ -11,7 +11,7 @@
 //! and unpins before the GPU memory is freed.
 
 use super::buffer::{Buffer, HostKind};
-use super::{Bench, FlowMeta, cpu_latency_row, row};
+use super::{Bench, FlowMeta, cpu_latency_row, host_side, row};
 use crate::error::{Error, Result};
 use crate::gpu::cuda_err;
 use crate::record::copy::{Endpoint, LatencySeries, TestRecord};
@@ -405,8 +405,9 @@ pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
         rec.unavailable("every size of the sweep is above 16 MiB, the largest gdrcopy copy timed", "lower -b");
         return Ok(());
     };
+    let bound = b.bind_host(0);
     let Some(mut m) = backend.map(rec, b, max)? else { return Ok(()) };
-    let mut host = Buffer::pageable(max);
+    let mut host = Buffer::pageable(max)?;
     let cfg = b.config().clone();
     for way in Way::both(b) {
         for &size in &sizes {
@@ -419,6 +420,7 @@ pub fn bandwidth(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
             rec.rows.push(row(size, &format!("GPU 0 {}", way.name()), &[way.meta()], &samples, n, &[wrong]));
         }
     }
+    host_side(rec, 0, bound.release(), [&host]);
     Ok(())
 }
 
@@ -428,8 +430,9 @@ pub fn latency(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
     let Some(backend) = Backend::open_for(rec, b) else { return Ok(()) };
     let cfg = b.config().clone();
     let max = cfg.lat_sizes.iter().copied().max().unwrap_or(1);
+    let bound = b.bind_host(0);
     let Some(mut m) = backend.map(rec, b, max)? else { return Ok(()) };
-    let mut host = Buffer::pageable(max);
+    let mut host = Buffer::pageable(max)?;
     for way in Way::both(b) {
         let mut rows = Vec::new();
         for &size in &cfg.lat_sizes {
@@ -441,5 +444,6 @@ pub fn latency(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
         }
         rec.latency.push(LatencySeries { label: way.name().into(), placement: "GPU 0".into(), rows });
     }
+    host_side(rec, 0, bound.release(), [&host]);
     Ok(())
 }

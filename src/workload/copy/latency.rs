@@ -4,7 +4,7 @@
 //! for the peer copy).
 
 use super::buffer::HostKind;
-use super::{Bench, Engine};
+use super::{Bench, Engine, host_side};
 use crate::error::Result;
 use crate::record::copy::TestRecord;
 
@@ -43,8 +43,10 @@ pub fn mapped(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
 /// GPU 0, towards the GPU when `to_gpu`.
 fn pinned_and_gpu0(b: &mut Bench, rec: &mut TestRecord, engine: Engine, to_gpu: bool, label: &str) -> Result<()> {
     let max = largest(b);
+    let bound = b.bind_host(0);
     let (host, gpu) = (b.host(HostKind::Pinned, max)?, b.device(0, max)?);
     let mut flow = if to_gpu { b.flow(0, "h2d", engine, host, gpu)? } else { b.flow(0, "d2h", engine, gpu, host)? };
     rec.latency.push(b.latency(label, "GPU 0", &mut flow)?);
+    host_side(rec, 0, bound.release(), flow.buffers());
     Ok(())
 }

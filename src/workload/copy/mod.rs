@@ -12,6 +12,11 @@
 //! compared with the seeded source data, word by word. `QBENCH_CORRUPT=copy`
 //! (or `copy:WORD`) flips one word of each destination before that check, to
 //! prove a corrupted copy is caught (exit 1).
+//!
+//! As nvbandwidth does, the host side of the copies to or from each GPU
+//! (the thread that allocates, fills and times them, and its host buffers)
+//! is bound to that GPU's NUMA node (`--numa`; [`crate::numa`]), and each
+//! test records what the kernel says took effect.
 
 mod buffer;
 mod device;
@@ -29,8 +34,9 @@ use crate::fault::{self, Fault};
 use crate::gpu::{self, Gpu, cuda_err};
 use crate::interrupt;
 use crate::libs::Library;
+use crate::numa::{self, Placement};
 use crate::record::copy::{
-    self as record, CopyRun, KIND, LatencyRow, LatencySeries, Row, Status, TestInfo, TestRecord,
+    self as record, CopyRun, HostSide, KIND, LatencyRow, LatencySeries, Row, Status, TestInfo, TestRecord,
 };
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
@@ -75,6 +81,9 @@ impl CopyPlan {
         } else {
             crate::units::sweep(config.minbytes, config.maxbytes, crate::units::Step::Factor(config.stepfactor))?
         };
+        if let Some(numa::Mode::Node(n)) = config.numa {
+            numa::Host::this().has_node(n).map_err(|e| Error::Usage(format!("--numa {n}: {e}")))?;
+        }
         config.tests = tests.iter().map(|t| t.name.to_string()).collect();
         config.corrupt_word = match fault {
             Some(Fault::Word(w)) => Some(w),
@@ -182,6 +191,7 @@ fn new_record(t: &Test) -> TestRecord {
         rows: Vec::new(),
         latency: Vec::new(),
         wrong_words: 0,
+        numa: Vec::new(),
     }
 }
 
@@ -321,9 +331,20 @@ impl Bench {
 
     fn host(&self, kind: HostKind, bytes: u64) -> Result<Buffer> {
         match kind {
-            HostKind::Pageable => Ok(Buffer::pageable(bytes)),
+            HostKind::Pageable => Buffer::pageable(bytes),
             _ => Buffer::pinned(&self.gpus[0].ctx, kind, bytes),
         }
+    }
+
+    /// Binds this thread's CPUs and memory policy for the host side of the
+    /// copies to or from GPU `gpu`, as `--numa` asks (its node by default),
+    /// before their host buffers are allocated: pinned memory is placed when
+    /// cuMemHostAlloc allocates it, pageable memory when it is first
+    /// written, and the fill and check threads started meanwhile inherit
+    /// the binding. Dropping or releasing the result undoes it.
+    fn bind_host(&self, gpu: usize) -> numa::Bound {
+        let file = numa::pci_node_file(&format!("{}.0", self.gpus[gpu].bus_id));
+        numa::Host::this().bind_for(self.plan.config.numa.unwrap_or_default(), &format!("GPU {gpu}"), &file)
     }
 
     /// Waits for every GPU's own stream (fills and checks).
@@ -557,6 +578,20 @@ impl Bench {
         }
         Ok(LatencySeries { label: label.to_string(), placement: placement.to_string(), rows })
     }
+}
+
+/// Records where the host side of GPU `gpu`'s copies ran: `placement`, with
+/// where the pages of the host `buffers` are now that they were written.
+fn host_side<'a>(
+    rec: &mut TestRecord,
+    gpu: usize,
+    mut placement: Placement,
+    buffers: impl IntoIterator<Item = &'a Buffer>,
+) {
+    let ranges: Vec<(usize, usize)> =
+        buffers.into_iter().filter_map(|b| Some((b.host_ptr()? as usize, b.bytes() as usize))).collect();
+    placement.count_pages(&ranges);
+    rec.numa.push(HostSide { gpu, placement });
 }
 
 /// A latency row timed on the host alone (CPU copies).

@@ -3,7 +3,7 @@
 //! not there to map GPU memory for the CPU.
 
 use super::buffer::HostKind;
-use super::{Bench, Engine};
+use super::{Bench, Engine, host_side};
 use crate::error::Result;
 use crate::record::copy::TestRecord;
 
@@ -12,12 +12,15 @@ pub fn run(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
     let sizes = b.sizes_within(rec, 1, 1)?;
     let Some(&max) = sizes.last() else { return Ok(()) };
     for g in 0..b.ngpus() {
+        let bound = b.bind_host(g);
         let flow = if to_gpu {
             b.flow(g, "h2d", Engine::Sm, b.host(HostKind::Pinned, max)?, b.device(g, max)?)?
         } else {
             b.flow(g, "d2h", Engine::Sm, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?
         };
-        b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut [flow])?;
+        let mut flows = [flow];
+        b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut flows)?;
+        host_side(rec, g, bound.release(), flows.iter().flat_map(|f| f.buffers()));
     }
     Ok(())
 }
