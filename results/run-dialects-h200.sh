@@ -18,14 +18,15 @@
 # Needs .ref/nccl-tests (results/ref/stage-nccl-tests.sh) and .ref/osu-bin
 # (OSU's five programs, built from results/ref/stage-osu.sh's tree) in the
 # work tree. Every step runs under `timeout`; STAGES (default "unit build
-# register control modes rooted json osu gdrcopy probe") picks the parts to run;
+# register control modes rooted mulsum json osu gdrcopy probe") picks the
+# parts to run; OSU_ROUNDS the OSU comparison's rounds (2);
 # every other BIN_DIR/qbench-<label> (an earlier build, a variant) runs
 # beside both in the control stage.
 set -u
 BIN=$(readlink -f "$1")
 OUT=$2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-STAGES=${STAGES:-unit build register control modes rooted json osu gdrcopy probe}
+STAGES=${STAGES:-unit build register control modes rooted mulsum json osu gdrcopy probe}
 Q=$BIN/qbench
 T=$BIN/qbench-unit-tests
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -138,6 +139,16 @@ if on rooted; then
     pack
 fi
 
+if on mulsum; then
+    step "-o mulsum (PreMulSum): all_reduce beside nccl-tests, reduce and reduce_scatter, every type"
+    pair mulsum all_reduce_perf allreduce -b 1K -e 64M -f 8 -g 1 -d all -o mulsum -n 20 -w 5
+    for c in reduce reducescatter; do
+        timeout 120 "$Q" $c -b 1K -e 64M -f 8 -g 1 -d all -o mulsum -n 20 -w 5 > "$RAW/mulsum-$c.txt" 2>&1
+        echo "$c -o mulsum: rc=$?; wrong cells: $(awk '!/^#/ && NF > 8 && ($9 != "0" || ($13 != "0" && $13 != "N/A"))' "$RAW/mulsum-$c.txt" | wc -l), rows $(grep -vc '^#' "$RAW/mulsum-$c.txt")"
+    done
+    pack
+fi
+
 if on json; then
     step "-I 1 JSON of both through nccl-tests' tools/analyze_perf_json.py"
     timeout 120 "$NT/all_reduce_perf" -b 1K -e 256M -f 16 -g 1 -n 30 -I 1 -K 2 -J "$RAW/json-nccl.json" > "$RAW/json-nccl.txt" 2>&1
@@ -153,8 +164,9 @@ if on json; then
 fi
 
 if on osu; then
-    step "osu_* beside OSU 7.4, host memory, two rounds; then GPU buffers"
-    ROUNDS=2 NP=4 timeout 400 bash "$ROOT/results/run-osu-compare.sh" "$Q" "$ROOT/.ref/osu-bin" "$OUT/osu" | tail -8
+    step "osu_* beside OSU 7.4, host memory, OSU_ROUNDS rounds (2); then GPU buffers"
+    ROUNDS=${OSU_ROUNDS:-2} NP=4 timeout 500 bash "$ROOT/results/run-osu-compare.sh" "$Q" "$ROOT/.ref/osu-bin" "$OUT/osu" | tail -8
+    tar czf "$OUT/osu/raw.tgz" -C "$OUT/osu" osu-raw && rm -rf "$OUT/osu/osu-raw"
     timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$Q" osu_bw -d cuda D D -m 1M > "$RAW/osu-bw-DD.txt" 2>&1
     echo "osu_bw -d cuda D D: rc=$? (3 where MPI is not CUDA-aware)"; tail -3 "$RAW/osu-bw-DD.txt"
     pack
