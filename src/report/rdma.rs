@@ -120,22 +120,31 @@ fn columns(t: Test, gbits: bool) -> String {
     }
 }
 
-/// Bytes per second in the table's unit: MiB/s, or 10^9 bit/s with --report_gbits.
+/// Bytes per second in the table's unit: perftest's MiB/s (2^20 B/s,
+/// headed MiB/sec since perftest 24.07 and MB/sec before), or 10^9 bit/s
+/// with --report_gbits.
 pub fn bw_unit(bytes_per_s: f64, gbits: bool) -> f64 {
     if gbits { bytes_per_s * 8.0 / 1e9 } else { bytes_per_s / (1u64 << 20) as f64 }
 }
 
 fn row(r: &Row, gbits: bool) -> String {
     match r {
-        Row::Bw(b) => format!(
-            " {:<7}    {:<10}       {:<7.2}            {:<7.2}              {:<10.6}      {}",
-            b.bytes,
-            b.iterations,
-            b.bw_peak_bytes_per_s.map_or(0.0, |p| bw_unit(p, gbits)),
-            bw_unit(b.bw_avg_bytes_per_s, gbits),
-            b.msg_rate_mpps,
-            b.data.wrong_bytes
-        ),
+        Row::Bw(b) => {
+            let (peak, avg) =
+                (b.bw_peak_bytes_per_s.map_or(0.0, |p| bw_unit(p, gbits)), bw_unit(b.bw_avg_bytes_per_s, gbits));
+            if gbits && avg < 0.1 {
+                // perftest's REPORT_FMT_EXT: six decimals below 0.1 Gb/s.
+                format!(
+                    " {:<7}    {}           {:<7.6}            {:<7.6}            {:<7.6}      {}",
+                    b.bytes, b.iterations, peak, avg, b.msg_rate_mpps, b.data.wrong_bytes
+                )
+            } else {
+                format!(
+                    " {:<7}    {:<10}       {:<7.2}            {:<7.2}              {:<10.6}      {}",
+                    b.bytes, b.iterations, peak, avg, b.msg_rate_mpps, b.data.wrong_bytes
+                )
+            }
+        }
         Row::Lat(l) => format!(
             " {:<7} {:<10}  {:<7.2}        {:<7.2}      {:<7.2}            {:<7.2}        {:<7.2}         {:<7.2}                {:<7.2}                  {}",
             l.bytes,
@@ -262,7 +271,7 @@ mod tests {
         });
         let text = row(&bw, false);
         assert!(text.starts_with(" 65536      5000             2.00               1.00"), "{text}");
-        assert!(row(&bw, true).contains("0.01 "), "{}", row(&bw, true));
+        assert!(row(&bw, true).contains(" 0.016777 "), "{}", row(&bw, true));
         let lat = Row::Lat(LatRow {
             bytes: 2,
             iterations: 1000,
@@ -279,6 +288,17 @@ mod tests {
         let fields: Vec<&str> = text.split_whitespace().collect();
         assert_eq!(fields, ["2", "1000", "1.00", "9.00", "2.00", "2.50", "0.50", "8.00", "9.00", "0"]);
         assert_eq!(columns(Test::ReadBw, true).split_whitespace().nth(3), Some("peak[Gb/sec]"));
+        // Below 0.1 Gb/s perftest prints six decimals.
+        let slow = Row::Bw(BwRow { bw_peak_bytes_per_s: None, bw_avg_bytes_per_s: 1e6, ..bw_row(&bw) });
+        let fields: Vec<String> = row(&slow, true).split_whitespace().map(String::from).collect();
+        assert_eq!(fields, ["65536", "5000", "0.000000", "0.008000", "0.000016", "0"]);
+    }
+
+    fn bw_row(r: &Row) -> BwRow {
+        match r {
+            Row::Bw(b) => *b,
+            _ => unreachable!(),
+        }
     }
 
     /// Each part carries its link's block before the link's first row,
