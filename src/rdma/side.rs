@@ -1,10 +1,14 @@
 //! One side of an RDMA run, plan in, records out, nothing printed: agree
 //! with the peer on the options, then for each test open the adapter,
 //! register the buffers, connect the queue pairs, and for each size time
-//! perftest's loop, check every byte that arrived and swap results, so
-//! that both sides end with the same records. The records go to an
-//! observer, each test's link as it connects and each row as its size
-//! finishes; between sizes a Ctrl-C stops the run (and the peer with it).
+//! perftest's loop (for -n iterations, or for -D seconds), check every byte
+//! that arrived and swap results, so that both sides end with the same
+//! records. The records go to an observer, each test's link as it connects
+//! and each row as its size finishes (and, with --run_infinitely, a row
+//! every -D seconds while it runs); between sizes, and in a timed loop, a
+//! Ctrl-C stops the run (and the peer with it). A timed loop's end reaches
+//! the peer in band: a zero-length message on each queue pair, which a
+//! reliable connection delivers after every message before it.
 
 use super::data::{self, Side};
 use super::device::PortChoice;
@@ -12,11 +16,11 @@ use super::figures::{self, BwFigures, BwTimes};
 use super::handshake::{Endpoint, Figures, Message, Phase, Report, Step};
 use super::memory::Region;
 use super::oob::{self, Channel, Wait, unexpected};
-use super::plan::{Plan, Test, TestParams, Verb};
-use super::verbs::{Adapter, Caps, Link, Op, Request};
+use super::plan::{Memory, Plan, Test, TestParams, Timing, Verb};
+use super::verbs::{Adapter, Caps, Link, Op, Request, Route};
 use crate::error::{Error, Result};
 use crate::interrupt;
-use crate::record::rdma::{self as record, BwRow, DataCheck, EndpointInfo, LatRow, Row};
+use crate::record::rdma::{self as record, BwRow, DataCheck, EndpointInfo, LatDurationRow, LatRow, Row};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
@@ -29,17 +33,23 @@ pub enum Progress {
     Row(Row),
 }
 
+/// Where this side runs: its port, and its buffers' memory (the plan's,
+/// resolved on this process's GPUs).
+pub struct Place<'a> {
+    pub choice: &'a PortChoice,
+    pub memory: Memory,
+}
+
 /// Runs every test of `plan` as `side`, through `channel` to the peer,
-/// on the port `choice`. On failure (an interruption too) the peer is
-/// told why.
+/// at `place`. On failure (an interruption too) the peer is told why.
 pub fn run(
     plan: &Plan,
     side: Side,
-    choice: &PortChoice,
+    place: &Place,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let result = run_tests(plan, side, choice, channel, observe);
+    let result = run_tests(plan, side, place, channel, observe);
     if let Err(e) = &result {
         channel.abort(e);
     }
@@ -49,7 +59,7 @@ pub fn run(
 fn run_tests(
     plan: &Plan,
     side: Side,
-    choice: &PortChoice,
+    place: &Place,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
 ) -> Result<()> {
@@ -58,9 +68,13 @@ fn run_tests(
     for &test in &plan.agreement.tests {
         interrupt::check()?;
         interrupt::step(format!("rdma {}: connecting", test.name()));
-        run_test(plan, side, choice, test, channel, observe)?;
+        run_test(plan, side, place, test, channel, observe)?;
     }
-    Ok(())
+    // --run_infinitely ends when interrupted, once its last row is made.
+    match plan.agreement.timing {
+        Timing::Infinitely { .. } => interrupt::check(),
+        _ => Ok(()),
+    }
 }
 
 /// Swaps a step marker; the peer must be at the same step.
@@ -95,6 +109,8 @@ fn info(e: &Endpoint) -> EndpointInfo {
         lid: e.lid,
         link_layer: if e.roce { "Ethernet" } else { "InfiniBand" }.to_string(),
         mtu: e.mtu,
+        sl: e.sl,
+        traffic_class: e.traffic_class,
         qpns: e.qps.iter().map(|q| q.qpn).collect(),
         memory: e.memory,
     }
@@ -132,18 +148,19 @@ fn polls_memory(link: &Link) -> bool {
 fn run_test(
     plan: &Plan,
     side: Side,
-    choice: &PortChoice,
+    place: &Place,
     test: Test,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let p = TestParams::new(&plan.agreement, plan.memory, test);
+    let p = TestParams::new(&plan.agreement, place.memory.is_gpu(), test);
     let layout = Layout::new(&p);
-    let adapter = Adapter::open(choice)?;
-    let region = Region::new(plan.memory, layout.len(p.qps))?;
+    let adapter = Adapter::open(place.choice)?;
+    let region = Region::new(place.memory, layout.len(p.qps))?;
     let recv_depth = if test.verb() == Verb::Send { p.rx_depth } else { 1 };
     let caps = Caps { qps: p.qps, send_depth: p.tx_depth, recv_depth, inline: p.inline_size };
-    let mut link = Link::new(adapter, region, plan.memory, caps)?;
+    let mut link = Link::new(adapter, region, place.memory, caps)?;
+    link.set_route(Route { sl: plan.sl, traffic_class: plan.traffic_class, mtu: plan.agreement.mtu })?;
     let mut pattern = vec![0u8; layout.slot];
     for q in 0..p.qps {
         data::fill(&mut pattern, data::key(plan.agreement.seed, side, q));
@@ -171,7 +188,8 @@ fn run_test(
     for &size in &p.sizes {
         interrupt::check()?;
         interrupt::step(format!("rdma {} with {size} B", test.name()));
-        observe(Progress::Row(run_size(&mut conn, plan, size, channel)?));
+        let row = run_size(&mut conn, plan, size, channel, &mut |line| observe(Progress::Row(line)))?;
+        observe(Progress::Row(row));
     }
     Ok(())
 }
@@ -196,7 +214,17 @@ struct Connection<'a> {
     waiting: Vec<u64>,
 }
 
-fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Channel) -> Result<Row> {
+/// One size: poison what arrives, time the loop, check what arrived and
+/// swap reports. `lines` hears the rows a --run_infinitely loop makes as
+/// it goes; the row returned is the size's (for --run_infinitely, the
+/// stretch since the last line, with the data checked).
+fn run_size(
+    conn: &mut Connection,
+    plan: &Plan,
+    size: u64,
+    channel: &mut dyn Channel,
+    lines: &mut dyn FnMut(Row),
+) -> Result<Row> {
     let Connection { link, p, layout, side, waiting } = conn;
     let (p, layout, side) = (*p, *layout, *side);
     let seed = plan.agreement.seed;
@@ -215,18 +243,22 @@ fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Cha
     let mut loop_ = Loop { link, p, layout, size, timeout: plan.timeout, side, waiting };
     loop_.prepost()?;
     step(channel, Phase::Go, p.test, size, Wait::Prompt)?;
+    // A latency test's messages from the peer that arrived here (a timed
+    // one may end before any did); a bandwidth test's destinations always
+    // hold what arrived.
+    let mut arrived = None;
     let figures = if p.test.is_bw() {
         let sending = side == Side::Client || p.bidirectional;
         let sends_arrive = p.test.verb() == Verb::Send && receiving;
-        match loop_.bandwidth(sending, sends_arrive)? {
+        let mut line = |f: BwFigures| lines(bw_row(size, f, DataCheck::default()));
+        match loop_.bandwidth(sending, sends_arrive, &mut line)? {
             Some(f) => Figures::Bw(f),
             None => Figures::None,
         }
     } else {
-        match loop_.latency()? {
-            Some(f) => Figures::Lat(f),
-            None => Figures::None,
-        }
+        let (figures, seen) = loop_.latency()?;
+        arrived = Some(seen);
+        figures
     };
     if p.test == Test::WriteLat && polls_memory(link) {
         // The marker overwrote the source's last byte: give it back its
@@ -237,13 +269,17 @@ fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Cha
     }
     step(channel, Phase::Done, p.test, size, Wait::Busy)?;
     let mut mine = DataCheck::default();
-    if receiving {
+    if receiving && arrived != Some(0) {
         let mut got = vec![0u8; size as usize];
         for q in 0..p.qps {
             link.region.read(layout.dst(q as usize), &mut got)?;
             let key = data::key(seed, side.peer(), q);
             let counter = p.test == Test::WriteLat && polls_memory(link);
-            mine = mine.merge(if counter { counted(&got, key, p.iters) } else { data::check(&got, key) });
+            let check = match arrived {
+                Some(seen) if counter => counted(&got, key, seen),
+                _ => data::check(&got, key),
+            };
+            mine = mine.merge(check);
         }
     }
     let report = Report { test: p.test, size, data: mine, figures };
@@ -255,12 +291,12 @@ fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Cha
 }
 
 /// A write-latency destination: the pattern, except its last byte, which
-/// carries the iteration count (perftest's arrival marker).
-fn counted(got: &[u8], key: u64, iters: u32) -> DataCheck {
+/// carries the count of the last message that arrived (perftest's arrival marker).
+fn counted(got: &[u8], key: u64, arrived: u64) -> DataCheck {
     let Some((&last, body)) = got.split_last() else { return DataCheck::default() };
     let mut c = data::check(body, key);
     c.checked_bytes += 1;
-    if last != iters as u8 {
+    if last != arrived as u8 {
         c.wrong_bytes += 1;
         c.first_wrong.get_or_insert(body.len() as u64);
     }
@@ -273,7 +309,6 @@ fn row(p: &TestParams, size: u64, side: Side, mine: &Report, theirs: &Report) ->
     let data = if side == Side::Client { mine.data.merge(theirs.data) } else { theirs.data.merge(mine.data) };
     let (client, server) =
         if side == Side::Client { (mine.figures, theirs.figures) } else { (theirs.figures, mine.figures) };
-    let messages = p.iters as u64 * p.qps as u64;
     match (client, server) {
         (Figures::Lat(l), _) => Row::Lat(LatRow {
             bytes: size,
@@ -287,32 +322,44 @@ fn row(p: &TestParams, size: u64, side: Side, mine: &Report, theirs: &Report) ->
             t_p99_9_us: l.p99_9,
             data,
         }),
+        (Figures::LatDuration(l), _) => Row::LatDuration(LatDurationRow {
+            bytes: size,
+            iterations: l.iterations,
+            t_avg_us: l.avg,
+            tps: l.tps,
+            data,
+        }),
         (c, s) => {
-            let sum = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                (Some(a), Some(b)) => Some(a + b),
-                (a, None) => a,
-                (None, b) => b,
-            };
             let as_bw = |f: Figures| match f {
                 Figures::Bw(b) => Some(b),
                 _ => None,
             };
-            let (c, s) = (as_bw(c), as_bw(s));
-            let both = |get: fn(&BwFigures) -> f64| sum(c.as_ref().map(get), s.as_ref().map(get)).unwrap_or(0.0);
-            Row::Bw(BwRow {
-                bytes: size,
-                iterations: messages,
-                bw_peak_bytes_per_s: match (c, s) {
-                    (Some(c), Some(s)) => sum(c.peak, s.peak),
-                    (Some(x), None) | (None, Some(x)) => x.peak,
-                    (None, None) => None,
+            let figures = match (as_bw(c), as_bw(s)) {
+                // The client's messages, both directions' rates.
+                (Some(c), Some(s)) => BwFigures {
+                    messages: c.messages,
+                    peak: c.peak.zip(s.peak).map(|(a, b)| a + b).or(c.peak).or(s.peak),
+                    average: c.average + s.average,
+                    msg_rate_mpps: c.msg_rate_mpps + s.msg_rate_mpps,
                 },
-                bw_avg_bytes_per_s: both(|f| f.average),
-                msg_rate_mpps: both(|f| f.msg_rate_mpps),
-                data,
-            })
+                (Some(x), None) | (None, Some(x)) => x,
+                (None, None) => BwFigures { messages: 0, peak: None, average: 0.0, msg_rate_mpps: 0.0 },
+            };
+            bw_row(size, figures, data)
         }
     }
+}
+
+/// A bandwidth row of `size` from its figures.
+fn bw_row(size: u64, f: BwFigures, data: DataCheck) -> Row {
+    Row::Bw(BwRow {
+        bytes: size,
+        iterations: f.messages,
+        bw_peak_bytes_per_s: f.peak,
+        bw_avg_bytes_per_s: f.average,
+        msg_rate_mpps: f.msg_rate_mpps,
+        data,
+    })
 }
 
 /// A completion for no request this side has outstanding: the figures
@@ -361,6 +408,104 @@ impl Watchdog {
     }
 }
 
+/// The clock of a timed loop (-D, --run_infinitely), read as the loop
+/// goes: which messages count, when the loop ends, and for
+/// --run_infinitely when a line is due.
+struct Clock {
+    timing: Timing,
+    start: Instant,
+    /// When the measured stretch began and ended (perftest's SAMPLE state).
+    from: Option<Instant>,
+    to: Option<Instant>,
+    /// --run_infinitely: when the last line was made.
+    line: Instant,
+    /// A Ctrl-C came at this moment: the loop ends as at its time.
+    interrupted: Option<Instant>,
+}
+
+/// Where a timed loop is, at one reading of its clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Warming up or cooling down: what completes is not counted.
+    Margin,
+    /// What completes is counted.
+    Measured,
+    /// Time is up (or the run was interrupted): post no more.
+    Over,
+}
+
+impl Clock {
+    fn start(timing: Timing) -> Clock {
+        let now = Instant::now();
+        Clock { timing, start: now, from: None, to: None, line: now, interrupted: None }
+    }
+
+    /// Reads the clock at `now`: the stage, and for --run_infinitely
+    /// whether a line is due (the time since the last one, then restarted).
+    fn read(&mut self, now: Instant) -> (Stage, Option<Duration>) {
+        if self.interrupted.is_none() && interrupt::reason() != 0 {
+            self.interrupted = Some(now);
+        }
+        let s = |n: u32| Duration::from_secs(n as u64);
+        match self.timing {
+            Timing::Iterations => (Stage::Measured, None),
+            Timing::Duration { seconds, margin } => {
+                let at = now - self.start;
+                if at >= s(margin) && self.from.is_none() {
+                    self.from = Some(now);
+                }
+                if at >= s(seconds - margin) && self.to.is_none() {
+                    self.to = Some(now);
+                }
+                let stage = if self.interrupted.is_some() || at >= s(seconds) {
+                    Stage::Over
+                } else if self.from.is_some() && self.to.is_none() {
+                    Stage::Measured
+                } else {
+                    Stage::Margin
+                };
+                (stage, None)
+            }
+            Timing::Infinitely { seconds } => {
+                if self.interrupted.is_some() {
+                    return (Stage::Over, None);
+                }
+                let since = now - self.line;
+                if since < s(seconds) {
+                    return (Stage::Measured, None);
+                }
+                self.line = now;
+                (Stage::Measured, Some(since))
+            }
+        }
+    }
+
+    /// The stretch the figures cover: -D's measured middle, or
+    /// --run_infinitely's last line to the interruption.
+    fn measured_ns(&self) -> u64 {
+        let (from, to) = match self.timing {
+            Timing::Infinitely { .. } => (Some(self.line), self.interrupted),
+            _ => (self.from, self.to),
+        };
+        match (from, to) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a).as_nanos() as u64,
+            _ => 0,
+        }
+    }
+
+    /// After the loop has told the peer: a -D run that a Ctrl-C cut short
+    /// stops here (--run_infinitely goes on to check and report first).
+    fn stop_if_cut_short(&self) -> Result<()> {
+        match self.timing {
+            Timing::Duration { .. } if self.interrupted.is_some() => interrupt::check(),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// wr_id of the zero-length message that ends a timed loop, or'd with its queue pair.
+const END_MARK: u64 = 1 << 63;
+
 /// The timed loops of one size on one side.
 struct Loop<'a> {
     link: &'a mut Link,
@@ -373,6 +518,15 @@ struct Loop<'a> {
     waiting: &'a mut [u64],
 }
 
+/// What a latency loop's wait saw arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// The peer's message of this iteration.
+    Message,
+    /// The zero-length message that ends a timed loop.
+    End,
+}
+
 impl Loop<'_> {
     /// Posts one receive on queue pair `q`, as long as the largest message.
     fn post_recv(&mut self, q: usize) -> Result<()> {
@@ -381,13 +535,14 @@ impl Loop<'_> {
 
     /// Receives posted before the peer may send: perftest's rx depth for
     /// the receiving side of a send test, one for a write latency test on
-    /// GPU memory, topped up from what the previous size left.
+    /// GPU memory or a timed one (its end arrives as a receive), topped up
+    /// from what the previous size left.
     fn prepost(&mut self) -> Result<()> {
         let p = self.p;
         let want = match p.test {
             Test::SendBw if receives_data(p.test, self.side, p.bidirectional) => p.rx_depth,
             Test::SendLat => p.rx_depth,
-            Test::WriteLat if !polls_memory(self.link) => 1,
+            Test::WriteLat if !polls_memory(self.link) || p.timing.is_timed() => 1,
             _ => 0,
         };
         for q in 0..p.qps as usize {
@@ -399,11 +554,48 @@ impl Loop<'_> {
         Ok(())
     }
 
+    /// Ends a timed loop at the peer: a zero-length message on each queue
+    /// pair, after everything this side sent on it (`op`: SEND, or a WRITE
+    /// with immediate where the peer waits for writes), signaled; returns
+    /// once each has completed.
+    fn send_end(&mut self, op: Op, watchdog: &mut Watchdog) -> Result<()> {
+        let qps = self.p.qps as usize;
+        for q in 0..qps {
+            let local = self.layout.src(q);
+            self.link.post(Request {
+                qp: q,
+                op,
+                local,
+                len: 0,
+                remote: 0,
+                wr_id: END_MARK | q as u64,
+                signaled: true,
+            })?;
+        }
+        let mut done = 0;
+        while done < qps {
+            let n = self.link.poll_send(|_| {})?;
+            done += n;
+            watchdog.tick(n > 0, &|| format!("{done} of {qps} end markers completed"))?;
+        }
+        Ok(())
+    }
+
     /// perftest's run_iter_bw: up to tx depth outstanding per queue pair,
     /// one signaled request in cq_mod, post and completion times for the
     /// figures; the receiving side of a send test reposts its receives.
-    fn bandwidth(&mut self, sending: bool, receiving: bool) -> Result<Option<BwFigures>> {
+    /// Timed (-D), the completions of the measured middle count; with
+    /// --run_infinitely, `lines` hears every -D seconds what completed
+    /// since its last line. A timed loop ends at a whole batch of cq_mod
+    /// requests, waits for them, then ends the peer's receive loop.
+    fn bandwidth(
+        &mut self,
+        sending: bool,
+        receiving: bool,
+        lines: &mut dyn FnMut(BwFigures),
+    ) -> Result<Option<BwFigures>> {
         let p = self.p;
+        let timed = p.timing.is_timed();
         let (qps, iters) = (p.qps as usize, p.iters as u64);
         let total = iters * qps as u64;
         let size = self.size as u32;
@@ -423,18 +615,46 @@ impl Loop<'_> {
         // Receives available to this size: those still posted from before.
         let mut rposted = self.waiting.to_vec();
         let (mut tot_c, mut tot_r) = (0u64, 0u64);
+        // Timed: the peer's end marker came on each queue pair; this side's were sent.
+        let (mut ended, mut sent_end) = (vec![false; qps], false);
+        let mut clock = Clock::start(p.timing);
+        let (mut stage, mut counted) = (Stage::Measured, 0u64);
         let origin = Instant::now();
         let ns = |t: Instant| t.duration_since(origin).as_nanos() as u64;
         let mut first_post = None;
         let mut watchdog = Watchdog::new(self.timeout);
         let layout = self.layout;
         let (rx_depth, wrong_len, stray) = (p.rx_depth as u64, Cell::new(None), Cell::new(false));
-        while (sending && tot_c < total) || (receiving && tot_r < total) {
+        let drained = |scnt: &[u64], ccnt: &[u64]| scnt.iter().zip(ccnt).all(|(s, c)| s == c);
+        loop {
+            let sending_left = if timed { sending && !sent_end } else { sending && tot_c < total };
+            let receiving_left =
+                if timed { receiving && !ended.iter().all(|&e| e) } else { receiving && tot_r < total };
+            if !sending_left && !receiving_left {
+                break;
+            }
+            if timed {
+                let (now, line) = clock.read(Instant::now());
+                stage = now;
+                if let Some(since) = line.filter(|_| sending) {
+                    lines(figures::bandwidth_over(self.size, counted, since.as_nanos() as u64));
+                    counted = 0;
+                }
+            }
             let mut progress = false;
-            if sending {
+            if sending_left {
                 for q in 0..qps {
-                    while scnt[q] < iters && scnt[q] < p.tx_depth as u64 + ccnt[q] {
-                        let signaled = scnt[q] % cq_mod == cq_mod - 1 || scnt[q] == iters - 1;
+                    loop {
+                        let more = if timed {
+                            // Over: only to the end of the batch, whose last request is signaled.
+                            stage != Stage::Over || !scnt[q].is_multiple_of(cq_mod)
+                        } else {
+                            scnt[q] < iters
+                        };
+                        if !more || scnt[q] >= p.tx_depth as u64 + ccnt[q] {
+                            break;
+                        }
+                        let signaled = scnt[q] % cq_mod == cq_mod - 1 || (!timed && scnt[q] == iters - 1);
                         let now = Instant::now();
                         if peak {
                             times.posted.push(ns(now));
@@ -463,9 +683,12 @@ impl Loop<'_> {
                         stray.set(true);
                         return;
                     }
-                    let fill = cq_mod.min(iters - ccnt[q]);
+                    let fill = if timed { cq_mod } else { cq_mod.min(iters - ccnt[q]) };
                     ccnt[q] += fill;
                     tot_c += fill;
+                    if stage == Stage::Measured {
+                        counted += fill;
+                    }
                     let now = Instant::now();
                     if peak {
                         times.completed[(tot_c.min(total) - 1) as usize] = Some(ns(now));
@@ -477,8 +700,15 @@ impl Loop<'_> {
                 }
                 stray_error(&stray)?;
                 progress |= done > 0;
+                if timed && stage == Stage::Over && drained(&scnt, &ccnt) {
+                    // Only a peer that receives sends is in a loop that waits for the end.
+                    if op == Op::Send {
+                        self.send_end(Op::Send, &mut watchdog)?;
+                    }
+                    sent_end = true;
+                }
             }
-            if receiving {
+            if receiving_left {
                 let got = self.link.poll_recv(|c| {
                     let q = c.wr_id as usize;
                     if q >= qps || rcnt[q] >= rposted[q] {
@@ -486,6 +716,10 @@ impl Loop<'_> {
                         return;
                     }
                     rcnt[q] += 1;
+                    if timed && c.byte_len == 0 {
+                        ended[q] = true;
+                        return;
+                    }
                     tot_r += 1;
                     if c.byte_len != size {
                         wrong_len.set(Some(c.byte_len));
@@ -496,7 +730,7 @@ impl Loop<'_> {
                     return Err(Error::CheckFailed(format!("a send of {size} B arrived as {len} B")));
                 }
                 for q in 0..qps {
-                    while rposted[q] < iters && rposted[q] - rcnt[q] < rx_depth {
+                    while (timed || rposted[q] < iters) && !ended[q] && rposted[q] - rcnt[q] < rx_depth {
                         self.post_recv(q)?;
                         rposted[q] += 1;
                     }
@@ -504,14 +738,22 @@ impl Loop<'_> {
                 progress |= got > 0;
             }
             watchdog.tick(progress, &|| {
-                format!("{} of {total} requests completed and {tot_r} of {total} messages received", tot_c)
+                if timed {
+                    format!("{tot_c} requests completed and {tot_r} messages received")
+                } else {
+                    format!("{tot_c} of {total} requests completed and {tot_r} of {total} messages received")
+                }
             })?;
         }
         for (w, (posted, used)) in self.waiting.iter_mut().zip(rposted.iter().zip(&rcnt)) {
             *w = posted - used;
         }
+        clock.stop_if_cut_short()?;
         if !sending {
             return Ok(None);
+        }
+        if timed {
+            return Ok(Some(figures::bandwidth_over(self.size, counted, clock.measured_ns())));
         }
         times.first_post = times.posted.first().copied().unwrap_or_else(|| first_post.map_or(0, ns));
         Ok(Some(figures::bandwidth(self.size, total, &times, cq_mod as u32)))
@@ -519,12 +761,17 @@ impl Loop<'_> {
 
     /// perftest's latency loops: the client posts and waits for the answer
     /// (or, for read, the completion) each iteration; the server answers
-    /// write and send. Only the client's post times make figures.
-    fn latency(&mut self) -> Result<Option<figures::LatFigures>> {
-        let (test, iters, size) = (self.p.test, self.p.iters, self.size);
+    /// write and send. Only the client's post times make figures. Timed
+    /// (-D), the client counts the iterations whose own request completes
+    /// in the measured middle, and when time is up ends the server's loop
+    /// in band. Returns the figures and how many of the peer's messages
+    /// arrived here.
+    fn latency(&mut self) -> Result<(Figures, u64)> {
+        let (test, iters, size) = (self.p.test, self.p.iters as u64, self.size);
+        let timed = self.p.timing.is_timed();
         let client = self.side == Side::Client;
         if test == Test::ReadLat && !client {
-            return Ok(None);
+            return Ok((Figures::None, 0));
         }
         let layout = self.layout;
         let last = layout.src(0) + size as usize - 1;
@@ -533,11 +780,18 @@ impl Loop<'_> {
         let mut posts = Vec::with_capacity(iters as usize);
         let origin = Instant::now();
         let mut watchdog = Watchdog::new(self.timeout);
-        for i in 1..=iters {
+        let mut clock = Clock::start(self.p.timing);
+        let (mut counted, mut arrived) = (0u64, 0u64);
+        let mut i = 0u64;
+        while timed || i < iters {
+            i += 1;
             let mark = i as u8;
             if !client {
-                self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)?;
-            } else {
+                if self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)? == Arrival::End {
+                    break;
+                }
+                arrived += 1;
+            } else if !timed {
                 posts.push(origin.elapsed().as_nanos() as u64);
             }
             if memory_polling {
@@ -546,7 +800,7 @@ impl Loop<'_> {
             let (op, local, remote) = match test {
                 Test::ReadLat => (Op::Read, layout.dst(0), layout.src(0)),
                 Test::WriteLat if memory_polling => (Op::Write, layout.src(0), layout.dst(0)),
-                Test::WriteLat => (Op::WriteImm(i), layout.src(0), layout.dst(0)),
+                Test::WriteLat => (Op::WriteImm(i as u32), layout.src(0), layout.dst(0)),
                 _ => (Op::Send, layout.src(0), layout.dst(0)),
             };
             self.link.post(Request {
@@ -566,19 +820,36 @@ impl Loop<'_> {
                 watchdog.tick(false, &|| format!("iteration {i}: no completion of this side's request"))?;
             }
             watchdog.tick(true, &String::new)?;
+            let stage = if client && timed { clock.read(Instant::now()).0 } else { Stage::Margin };
+            counted += (stage == Stage::Measured) as u64;
             if client && test != Test::ReadLat {
                 self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)?;
+                arrived += 1;
+            }
+            if stage == Stage::Over {
+                break;
             }
         }
+        if client && timed && test != Test::ReadLat {
+            let end = if test == Test::SendLat { Op::Send } else { Op::WriteImm(0) };
+            self.send_end(end, &mut watchdog)?;
+        }
+        clock.stop_if_cut_short()?;
         if !client {
-            return Ok(None);
+            return Ok((Figures::None, arrived));
         }
         let divisor = if test == Test::ReadLat { 1 } else { 2 };
-        Ok(Some(figures::latency(&posts, divisor)))
+        let figures = if timed {
+            Figures::LatDuration(figures::latency_over(counted, clock.measured_ns(), divisor))
+        } else {
+            Figures::Lat(figures::latency(&posts, divisor))
+        };
+        Ok((figures, if test == Test::ReadLat { i } else { arrived }))
     }
 
     /// Waits for the peer's message of iteration `mark`: its last byte
-    /// (write on host memory) or a receive completion, which is then reposted.
+    /// (write on host memory) or a receive completion, which is then
+    /// reposted; in a timed loop, or the zero-length end marker.
     fn wait_arrival(
         &mut self,
         test: Test,
@@ -586,10 +857,20 @@ impl Loop<'_> {
         arrival: usize,
         mark: u8,
         watchdog: &mut Watchdog,
-    ) -> Result<()> {
+    ) -> Result<Arrival> {
         let what = || format!("no message from the peer (iteration {})", mark);
+        let timed = self.p.timing.is_timed();
+        let mut got = Arrival::Message;
         if memory_polling {
+            let mut spins = 0u32;
             while self.link.region.peek(arrival) != Some(mark) {
+                spins = spins.wrapping_add(1);
+                // The end marker is the only receive a memory-polling loop posts.
+                if timed && spins.is_multiple_of(256) && self.link.poll_recv(|_| {})? > 0 {
+                    got = Arrival::End;
+                    self.post_recv(0)?;
+                    break;
+                }
                 watchdog.tick(false, &what)?;
             }
             std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
@@ -598,7 +879,9 @@ impl Loop<'_> {
                 let mut len = None;
                 let n = self.link.poll_recv(|c| len = Some(c.byte_len))?;
                 if n > 0 {
-                    if test == Test::SendLat && len != Some(self.size as u32) {
+                    if timed && len == Some(0) {
+                        got = Arrival::End;
+                    } else if test == Test::SendLat && len != Some(self.size as u32) {
                         return Err(Error::CheckFailed(format!("a send of {} B arrived as {len:?} B", self.size)));
                     }
                     break;
@@ -607,15 +890,16 @@ impl Loop<'_> {
             }
             self.post_recv(0)?;
         }
-        watchdog.tick(true, &what)
+        watchdog.tick(true, &what)?;
+        Ok(got)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rdma::figures::LatFigures;
-    use crate::rdma::plan::{Agreement, Memory, Sizes};
+    use crate::rdma::figures::{LatDurationFigures, LatFigures};
+    use crate::rdma::plan::{Agreement, Sizes};
 
     fn params(test: Test, bidirectional: bool) -> TestParams {
         let a = Agreement {
@@ -626,8 +910,10 @@ mod tests {
             tx_depth: 0,
             bidirectional,
             seed: 1,
+            timing: Timing::Iterations,
+            mtu: 0,
         };
-        TestParams::new(&a, Memory::Host, test)
+        TestParams::new(&a, false, test)
     }
 
     fn report(figures: Figures, wrong: u64) -> Report {
@@ -640,7 +926,8 @@ mod tests {
     }
 
     fn bw(peak: Option<f64>, average: f64) -> Figures {
-        Figures::Bw(BwFigures { peak, average, msg_rate_mpps: average / 1e6 })
+        // 10 iterations on each of 2 queue pairs.
+        Figures::Bw(BwFigures { messages: 20, peak, average, msg_rate_mpps: average / 1e6 })
     }
 
     #[test]
@@ -671,6 +958,56 @@ mod tests {
         let r = row(&p, 2, Side::Server, &report(Figures::None, 0), &report(Figures::Lat(lat), 0));
         let Row::Lat(r) = r else { panic!() };
         assert_eq!((r.t_typical_us, r.iterations), (2.0, 10));
+    }
+
+    #[test]
+    fn a_timed_latency_row_is_the_clients_average() {
+        let p = params(Test::WriteLat, false);
+        let l = LatDurationFigures { iterations: 4000, avg: 250.0, tps: 2000.0 };
+        let r = row(&p, 2, Side::Server, &report(Figures::None, 0), &report(Figures::LatDuration(l), 0));
+        assert_eq!(
+            r,
+            Row::LatDuration(LatDurationRow {
+                bytes: 2,
+                iterations: 4000,
+                t_avg_us: 250.0,
+                tps: 2000.0,
+                data: DataCheck { checked_bytes: 128, wrong_bytes: 0, first_wrong: None }
+            })
+        );
+    }
+
+    /// A -D run counts only what completes in its measured middle, and
+    /// ends once the margin after it has passed; --run_infinitely makes a
+    /// line every -D seconds.
+    #[test]
+    fn the_clock_of_a_timed_loop() {
+        let ms = |n: u64| Duration::from_millis(n);
+        let mut c = Clock::start(Timing::Duration { seconds: 2, margin: 0 });
+        let t0 = c.start;
+        assert_eq!(c.read(t0), (Stage::Measured, None));
+        assert_eq!(c.read(t0 + ms(1500)).0, Stage::Measured);
+        assert_eq!(c.read(t0 + ms(2100)).0, Stage::Over);
+        assert_eq!(c.measured_ns(), 2_100_000_000);
+        let mut c = Clock::start(Timing::Duration { seconds: 4, margin: 1 });
+        let t0 = c.start;
+        assert_eq!(c.read(t0 + ms(500)).0, Stage::Margin);
+        assert_eq!(c.read(t0 + ms(1100)).0, Stage::Measured);
+        assert_eq!(c.read(t0 + ms(3050)).0, Stage::Margin);
+        assert_eq!(c.read(t0 + ms(4000)).0, Stage::Over);
+        // The middle as read: from 1.1 s to 3.05 s.
+        assert_eq!(c.measured_ns(), 1_950_000_000);
+        assert_eq!(c.stop_if_cut_short(), Ok(()));
+        let mut c = Clock::start(Timing::Infinitely { seconds: 1 });
+        let t0 = c.start;
+        assert_eq!(c.read(t0 + ms(900)), (Stage::Measured, None));
+        assert_eq!(c.read(t0 + ms(1200)), (Stage::Measured, Some(ms(1200))));
+        assert_eq!(c.read(t0 + ms(2100)), (Stage::Measured, None));
+        assert_eq!(c.read(t0 + ms(2300)), (Stage::Measured, Some(ms(1100))));
+        // Interrupted at 2.8 s: the last stretch is 0.5 s.
+        c.interrupted = Some(t0 + ms(2800));
+        assert_eq!(c.read(t0 + ms(2900)), (Stage::Over, None));
+        assert_eq!(c.measured_ns(), 500_000_000);
     }
 
     #[test]

@@ -140,8 +140,8 @@ one_line "sides that disagree on sizes (server)" 2 "disagree (-s 4096 here, -s 8
 for case in "garbage|GET / HTTP/1.0\r\n\r\n|4|not a qbench rdma peer" \
             "a port scanner||4|port scanner" \
             "another version|QBRD\007\000\001\000\000\000\000\000|2|version 7" \
-            "a truncated message|QBRD\001\000\001\000\040\000\000\000\001|4|truncated" \
-            "an oversized message|QBRD\001\000\001\000\377\377\377\000|4|exceeds the limit"; do
+            "a truncated message|QBRD\002\000\001\000\040\000\000\000\001|4|truncated" \
+            "an oversized message|QBRD\002\000\001\000\377\377\377\000|4|exceeds the limit"; do
   name=${case%%|*}; rest=${case#*|}; bytes=${rest%%|*}; rest=${rest#*|}; code=${rest%%|*}; text=${rest#*|}
   $T $Q rdma --server -d rxe1 -x 0 -p 18604 --timeout 20 > "$OUT/e-server.log" 2> "$OUT/e-server.err" &
   srv=$!
