@@ -408,88 +408,69 @@ impl Watchdog {
     }
 }
 
-/// The clock of a timed loop (-D, --run_infinitely), read as the loop
-/// goes: which messages count, when the loop ends, and for
-/// --run_infinitely when a line is due.
+/// The clock of a timed loop (-D, --run_infinitely): when the loop ends,
+/// which completions count, and for --run_infinitely when a line is due.
+/// As perftest's alarms, a -D run's measured middle is fixed from the
+/// start: what is polled from `margin` to `seconds - margin` counts, over
+/// exactly that time.
 struct Clock {
     timing: Timing,
     start: Instant,
-    /// When the measured stretch began and ended (perftest's SAMPLE state).
-    from: Option<Instant>,
-    to: Option<Instant>,
     /// --run_infinitely: when the last line was made.
     line: Instant,
     /// A Ctrl-C came at this moment: the loop ends as at its time.
     interrupted: Option<Instant>,
 }
 
-/// Where a timed loop is, at one reading of its clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stage {
-    /// Warming up or cooling down: what completes is not counted.
-    Margin,
-    /// What completes is counted.
-    Measured,
-    /// Time is up (or the run was interrupted): post no more.
-    Over,
-}
-
 impl Clock {
     fn start(timing: Timing) -> Clock {
         let now = Instant::now();
-        Clock { timing, start: now, from: None, to: None, line: now, interrupted: None }
+        Clock { timing, start: now, line: now, interrupted: None }
     }
 
-    /// Reads the clock at `now`: the stage, and for --run_infinitely
-    /// whether a line is due (the time since the last one, then restarted).
-    fn read(&mut self, now: Instant) -> (Stage, Option<Duration>) {
+    /// Reads the clock at `now`: whether time is up (or the run was
+    /// interrupted), and for --run_infinitely whether a line is due (the
+    /// time since the last one, the next starting now).
+    fn read(&mut self, now: Instant) -> (bool, Option<Duration>) {
         if self.interrupted.is_none() && interrupt::reason() != 0 {
             self.interrupted = Some(now);
         }
-        let s = |n: u32| Duration::from_secs(n as u64);
+        let over = self.interrupted.is_some();
         match self.timing {
-            Timing::Iterations => (Stage::Measured, None),
-            Timing::Duration { seconds, margin } => {
-                let at = now - self.start;
-                if at >= s(margin) && self.from.is_none() {
-                    self.from = Some(now);
-                }
-                if at >= s(seconds - margin) && self.to.is_none() {
-                    self.to = Some(now);
-                }
-                let stage = if self.interrupted.is_some() || at >= s(seconds) {
-                    Stage::Over
-                } else if self.from.is_some() && self.to.is_none() {
-                    Stage::Measured
-                } else {
-                    Stage::Margin
-                };
-                (stage, None)
-            }
+            Timing::Iterations => (false, None),
+            Timing::Duration { seconds, .. } => (over || now >= self.start + secs(seconds), None),
             Timing::Infinitely { seconds } => {
-                if self.interrupted.is_some() {
-                    return (Stage::Over, None);
+                if over || now - self.line < secs(seconds) {
+                    return (over, None);
                 }
                 let since = now - self.line;
-                if since < s(seconds) {
-                    return (Stage::Measured, None);
-                }
                 self.line = now;
-                (Stage::Measured, Some(since))
+                (false, Some(since))
             }
         }
     }
 
-    /// The stretch the figures cover: -D's measured middle, or
+    /// Whether what was polled at `at` counts: in -D's measured middle, or
+    /// before --run_infinitely was interrupted.
+    fn counts(&self, at: Instant) -> bool {
+        match self.timing {
+            Timing::Iterations => true,
+            Timing::Duration { seconds, margin } => {
+                at >= self.start + secs(margin) && at < self.start + secs(seconds - margin)
+            }
+            Timing::Infinitely { .. } => self.interrupted.is_none_or(|i| at < i),
+        }
+    }
+
+    /// The time the counted figures cover: -D's measured middle, or
     /// --run_infinitely's last line to the interruption.
     fn measured_ns(&self) -> u64 {
-        let (from, to) = match self.timing {
-            Timing::Infinitely { .. } => (Some(self.line), self.interrupted),
-            _ => (self.from, self.to),
-        };
-        match (from, to) {
-            (Some(a), Some(b)) => b.saturating_duration_since(a).as_nanos() as u64,
-            _ => 0,
+        match self.timing {
+            Timing::Iterations => 0,
+            Timing::Duration { seconds, margin } => secs(seconds - 2 * margin).as_nanos() as u64,
+            Timing::Infinitely { .. } => {
+                self.interrupted.map_or(0, |i| i.saturating_duration_since(self.line).as_nanos() as u64)
+            }
         }
     }
 
@@ -501,6 +482,10 @@ impl Clock {
             _ => Ok(()),
         }
     }
+}
+
+fn secs(n: u32) -> Duration {
+    Duration::from_secs(n as u64)
 }
 
 /// wr_id of the zero-length message that ends a timed loop, or'd with its queue pair.
@@ -618,7 +603,7 @@ impl Loop<'_> {
         // Timed: the peer's end marker came on each queue pair; this side's were sent.
         let (mut ended, mut sent_end) = (vec![false; qps], false);
         let mut clock = Clock::start(p.timing);
-        let (mut stage, mut counted) = (Stage::Measured, 0u64);
+        let (mut over, mut counted) = (false, 0u64);
         let origin = Instant::now();
         let ns = |t: Instant| t.duration_since(origin).as_nanos() as u64;
         let mut first_post = None;
@@ -634,8 +619,8 @@ impl Loop<'_> {
                 break;
             }
             if timed {
-                let (now, line) = clock.read(Instant::now());
-                stage = now;
+                let (now_over, line) = clock.read(Instant::now());
+                over = now_over;
                 if let Some(since) = line.filter(|_| sending) {
                     lines(figures::bandwidth_over(self.size, counted, since.as_nanos() as u64));
                     counted = 0;
@@ -647,7 +632,7 @@ impl Loop<'_> {
                     loop {
                         let more = if timed {
                             // Over: only to the end of the batch, whose last request is signaled.
-                            stage != Stage::Over || !scnt[q].is_multiple_of(cq_mod)
+                            !over || !scnt[q].is_multiple_of(cq_mod)
                         } else {
                             scnt[q] < iters
                         };
@@ -686,10 +671,10 @@ impl Loop<'_> {
                     let fill = if timed { cq_mod } else { cq_mod.min(iters - ccnt[q]) };
                     ccnt[q] += fill;
                     tot_c += fill;
-                    if stage == Stage::Measured {
+                    let now = Instant::now();
+                    if timed && clock.counts(now) {
                         counted += fill;
                     }
-                    let now = Instant::now();
                     if peak {
                         times.completed[(tot_c.min(total) - 1) as usize] = Some(ns(now));
                     }
@@ -700,7 +685,7 @@ impl Loop<'_> {
                 }
                 stray_error(&stray)?;
                 progress |= done > 0;
-                if timed && stage == Stage::Over && drained(&scnt, &ccnt) {
+                if timed && over && drained(&scnt, &ccnt) {
                     // Only a peer that receives sends is in a loop that waits for the end.
                     if op == Op::Send {
                         self.send_end(Op::Send, &mut watchdog)?;
@@ -820,13 +805,15 @@ impl Loop<'_> {
                 watchdog.tick(false, &|| format!("iteration {i}: no completion of this side's request"))?;
             }
             watchdog.tick(true, &String::new)?;
-            let stage = if client && timed { clock.read(Instant::now()).0 } else { Stage::Margin };
-            counted += (stage == Stage::Measured) as u64;
+            // perftest counts the iterations whose own request completes in the middle.
+            let now = Instant::now();
+            let over = client && timed && clock.read(now).0;
+            counted += (client && timed && clock.counts(now)) as u64;
             if client && test != Test::ReadLat {
                 self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)?;
                 arrived += 1;
             }
-            if stage == Stage::Over {
+            if over {
                 break;
             }
         }
@@ -985,28 +972,29 @@ mod tests {
         let ms = |n: u64| Duration::from_millis(n);
         let mut c = Clock::start(Timing::Duration { seconds: 2, margin: 0 });
         let t0 = c.start;
-        assert_eq!(c.read(t0), (Stage::Measured, None));
-        assert_eq!(c.read(t0 + ms(1500)).0, Stage::Measured);
-        assert_eq!(c.read(t0 + ms(2100)).0, Stage::Over);
-        assert_eq!(c.measured_ns(), 2_100_000_000);
+        assert_eq!(c.read(t0 + ms(1500)), (false, None));
+        assert!(c.counts(t0) && c.counts(t0 + ms(1999)) && !c.counts(t0 + ms(2000)));
+        assert_eq!(c.read(t0 + ms(2100)), (true, None));
+        assert_eq!(c.measured_ns(), 2_000_000_000);
         let mut c = Clock::start(Timing::Duration { seconds: 4, margin: 1 });
         let t0 = c.start;
-        assert_eq!(c.read(t0 + ms(500)).0, Stage::Margin);
-        assert_eq!(c.read(t0 + ms(1100)).0, Stage::Measured);
-        assert_eq!(c.read(t0 + ms(3050)).0, Stage::Margin);
-        assert_eq!(c.read(t0 + ms(4000)).0, Stage::Over);
-        // The middle as read: from 1.1 s to 3.05 s.
-        assert_eq!(c.measured_ns(), 1_950_000_000);
+        assert_eq!(c.read(t0 + ms(3500)), (false, None));
+        assert!(!c.counts(t0 + ms(999)) && c.counts(t0 + ms(1000)) && c.counts(t0 + ms(2999)));
+        assert!(!c.counts(t0 + ms(3000)));
+        assert_eq!(c.read(t0 + ms(4000)), (true, None));
+        // The middle: from 1 s to 3 s.
+        assert_eq!(c.measured_ns(), 2_000_000_000);
         assert_eq!(c.stop_if_cut_short(), Ok(()));
         let mut c = Clock::start(Timing::Infinitely { seconds: 1 });
         let t0 = c.start;
-        assert_eq!(c.read(t0 + ms(900)), (Stage::Measured, None));
-        assert_eq!(c.read(t0 + ms(1200)), (Stage::Measured, Some(ms(1200))));
-        assert_eq!(c.read(t0 + ms(2100)), (Stage::Measured, None));
-        assert_eq!(c.read(t0 + ms(2300)), (Stage::Measured, Some(ms(1100))));
-        // Interrupted at 2.8 s: the last stretch is 0.5 s.
+        assert_eq!(c.read(t0 + ms(900)), (false, None));
+        assert_eq!(c.read(t0 + ms(1200)), (false, Some(ms(1200))));
+        assert_eq!(c.read(t0 + ms(2100)), (false, None));
+        assert_eq!(c.read(t0 + ms(2300)), (false, Some(ms(1100))));
+        // Interrupted at 2.8 s: the last stretch is 0.5 s, and nothing after counts.
         c.interrupted = Some(t0 + ms(2800));
-        assert_eq!(c.read(t0 + ms(2900)), (Stage::Over, None));
+        assert_eq!(c.read(t0 + ms(2900)), (true, None));
+        assert!(c.counts(t0 + ms(2700)) && !c.counts(t0 + ms(2850)));
         assert_eq!(c.measured_ns(), 500_000_000);
     }
 
