@@ -1,8 +1,9 @@
 #!/bin/sh
 # The checks tests/rdma-vm/run runs inside its virtual machine, as root,
 # with rxe0 and rxe1 up: qbench rdma for real between two soft-RoCE
-# adapters, the exchange's rdma wire between two MPI processes (wires.sh),
-# then perftest at the same sizes for the ratio.
+# adapters, perftest's timing and path options (perftest.sh), the
+# exchange's rdma wire between two MPI processes (wires.sh), then perftest
+# at the same sizes for the ratio.
 # Usage: guest.sh QBENCH OUTDIR
 # Run from the guest's memory: every exec from the host's file system
 # (9p, emulated) costs seconds.
@@ -189,6 +190,8 @@ if command -v mpirun > /dev/null; then
 else
   echo "SKIP: no mpirun"
 fi
+
+. "$(dirname "$0")/perftest.sh"
 
 . "$(dirname "$0")/wires.sh"
 
