@@ -101,14 +101,18 @@ impl Progressive for RdmaRun {
     fn noun(&self) -> &'static str {
         "sizes"
     }
+    /// None for a timed run (-D, --run_infinitely): it counts no messages ahead.
     fn plan(&self) -> Option<Vec<u64>> {
-        use crate::rdma::plan::{Memory, TestParams};
+        use crate::rdma::plan::TestParams;
+        if self.agreement.timing.is_timed() {
+            return None;
+        }
         let one: Vec<u64> = self
             .agreement
             .tests
             .iter()
             .flat_map(|&t| {
-                let p = TestParams::new(&self.agreement, Memory::Host, t);
+                let p = TestParams::new(&self.agreement, false, t);
                 let messages = p.iters as u64 * p.qps as u64;
                 p.sizes.into_iter().map(move |s| messages * size_work(s))
             })

@@ -9,7 +9,7 @@ mod common;
 
 use common::qbench;
 use qbench::rdma::oob::{self, Channel, Tcp};
-use qbench::rdma::plan::{Agreement, Sizes, Test};
+use qbench::rdma::plan::{Agreement, Sizes, Test, Timing};
 use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -32,10 +32,19 @@ fn no_rdma_is_one_sentence_and_exit_3() {
         eprintln!("skipped: this machine has RDMA devices");
         return;
     }
-    for args in [&["rdma", "--loopback"][..], &["rdma", "--server"], &["rdma", "127.0.0.1", "--test", "all"]] {
+    for args in [
+        &["rdma", "--loopback"][..],
+        &["rdma", "--server"],
+        &["rdma", "127.0.0.1", "--test", "all"],
+        // perftest's letters pass the plan and reach the adapter.
+        &["rdma", "-D", "2", "-S", "3", "--tclass", "32", "-m", "1024", "-F", "127.0.0.1"],
+        &["rdma", "--run_infinitely", "-D", "1", "--test", "ib_send_bw", "127.0.0.1"],
+    ] {
         let err = one_line_error(&qbench(args), 3);
         assert!(err.starts_with("qbench: no RDMA"), "{args:?}: {err}");
     }
+    // GPU memory needs the CUDA driver too: either is missing here.
+    one_line_error(&qbench(&["rdma", "-d", "mlx5_0", "-a", "--report_gbits", "--use_cuda=0"]), 3);
 }
 
 /// The path of libibverbs.so.1 the loader would find, if any.
@@ -89,8 +98,48 @@ fn usage_errors_are_one_line_exit_2() {
     }
 }
 
+/// perftest's options with values they cannot take, and qbench's earlier
+/// --use_cuda HOW and --cuda_device: one line, exit 2, before any adapter
+/// or GPU is looked for (this machine has neither, which would be exit 3).
+#[test]
+fn perftest_options_with_bad_values_are_one_line_exit_2() {
+    for (args, text) in [
+        (&["rdma", "-S", "16", "host"][..], "service level 16 (-S): perftest's range is 0..15"),
+        (&["rdma", "--tclass", "256"], "256"),
+        (&["rdma", "-m", "1500"], "MTU 1500 (-m) is not an InfiniBand MTU"),
+        (&["rdma", "-m", "0", "host"], "MTU 0 (-m)"),
+        (&["rdma", "--run_infinitely", "-D", "0"], "-D 0"),
+        (&["rdma", "-D", "0", "host"], "-D 0"),
+        (&["rdma", "-D", "4", "-f", "2"], "longer than twice the margin"),
+        (&["rdma", "-D", "2", "-a", "host"], "leave out -a"),
+        (&["rdma", "-D", "2", "-n", "100", "host"], "give one of them"),
+        (&["rdma", "--run_infinitely", "--test", "write_lat"], "bandwidth tests only"),
+        (&["rdma", "--run_infinitely", "--test", "write_bw,read_bw"], "runs one test"),
+        (&["rdma", "--use_cuda=x"], "--use_cuda takes a GPU index"),
+        (&["rdma", "--use_cuda"], "as in perftest: --use_cuda=0"),
+        (&["rdma", "--use_cuda=dmabuf", "host"], "--use_cuda=0 --use_cuda_dmabuf"),
+        (&["rdma", "--cuda_device", "1", "host"], "--use_cuda=N"),
+        (&["rdma", "--use_cuda_dmabuf", "host"], "name the GPU with --use_cuda=N"),
+        (&["rdma", "--use_cuda_bus_id=3b", "host"], "not a PCI address"),
+        (&["rdma", "-T", "32", "host"], "the GRH's traffic class is --tclass"),
+    ] {
+        let err = one_line_error(&qbench(args), 2);
+        assert!(err.contains(text), "{args:?}: {err}");
+    }
+}
+
 fn agreement(sizes: Sizes) -> Agreement {
-    Agreement { tests: vec![Test::WriteBw], sizes, iters: 0, qps: 1, tx_depth: 0, bidirectional: false, seed: 1 }
+    Agreement {
+        tests: vec![Test::WriteBw],
+        sizes,
+        iters: 0,
+        qps: 1,
+        tx_depth: 0,
+        bidirectional: false,
+        seed: 1,
+        timing: Timing::Iterations,
+        mtu: 0,
+    }
 }
 
 fn free_port() -> u16 {

@@ -2,21 +2,35 @@
 //! reach the peer it names: the options of the rdma library's plan.
 
 use super::{OutputArgs, size_arg};
+use crate::error::Error;
 use crate::error::Result;
 use crate::rdma::oob::DEFAULT_PORT;
-use crate::rdma::plan::{CudaVia, Options, Peer, Plan};
+use crate::rdma::plan::{GpuDevice, GpuReg, MemoryAsk, Options, Peer, Plan};
 use clap::{Args, ValueEnum};
 use std::net::{IpAddr, Ipv4Addr};
 
-/// How GPU memory is registered with the adapter (`--use_cuda`).
+/// How GPU memory is registered with the adapter (`--gpu_reg`).
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CudaArg {
-    /// dma-buf when the GPU supports it, else nvidia_peermem
-    Auto,
-    /// A dma-buf file descriptor of the GPU memory (ibv_reg_dmabuf_mr)
-    Dmabuf,
-    /// The GPU address itself, through the nvidia_peermem kernel module (ibv_reg_mr)
+pub enum GpuRegArg {
+    /// The GPU address itself, through the nvidia_peermem kernel module (ibv_reg_mr): perftest's --use_cuda
     Peermem,
+    /// A dma-buf file descriptor of the GPU memory (ibv_reg_dmabuf_mr): perftest's --use_cuda_dmabuf
+    Dmabuf,
+    /// dma-buf when the GPU can export it, else nvidia_peermem
+    Auto,
+}
+
+/// `--use_cuda`'s value: perftest's GPU index. The registration methods
+/// it once took, and no value at all, are one line saying what to write.
+fn gpu_index(text: &str) -> std::result::Result<u32, String> {
+    let now = match text {
+        "" => "--use_cuda=0",
+        "peermem" => "--use_cuda=0 (registered through nvidia_peermem, perftest's default)",
+        "dmabuf" => "--use_cuda=0 --use_cuda_dmabuf",
+        "auto" => "--use_cuda=0 --gpu_reg auto",
+        _ => return text.parse().map_err(|_| "--use_cuda takes a GPU index (0, 1, ...), as in perftest".to_string()),
+    };
+    Err(format!("--use_cuda takes a GPU index, as in perftest: {now}"))
 }
 
 #[derive(Args, Debug, Clone)]
@@ -66,15 +80,48 @@ pub struct RdmaArgs {
     /// Both directions at once (bandwidth tests; the figures are the sum)
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
+    /// Run each test this long instead of -n iterations; its figures are the middle, after -f seconds of warm-up and before as many of cool-down (perftest's duration mode). With --run_infinitely, the seconds between lines (default 5)
+    #[arg(short = 'D', long = "duration", value_name = "SECONDS")]
+    pub duration: Option<u32>,
+    /// The warm-up and cool-down of -D, seconds (default a quarter of -D, rounded down)
+    #[arg(short = 'f', long = "margin", value_name = "SECONDS")]
+    pub margin: Option<u32>,
+    /// Run one bandwidth test until interrupted, a line every -D seconds of what completed since the last; Ctrl-C ends it with every byte checked and the record written (exit 130)
+    #[arg(long = "run_infinitely", alias = "run-infinitely")]
+    pub run_infinitely: bool,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096, at most the ports' active MTU (default: the smaller active MTU of the two ports)
+    #[arg(short = 'm', long = "mtu", value_name = "BYTES")]
+    pub mtu: Option<u32>,
+    /// Service level of this side's packets, 0..15
+    #[arg(short = 'S', long = "sl", default_value_t = 0, value_name = "SL")]
+    pub sl: u8,
+    /// Traffic class of this side's GRH, 0..255 (RoCE, or InfiniBand with -x)
+    #[arg(long = "tclass", default_value_t = 0, value_name = "TCLASS")]
+    pub tclass: u8,
+    /// perftest's ToS of rdma_cm queue pairs (its -R): refused, with a pointer to --tclass
+    #[arg(short = 'T', long = "tos", hide = true, value_name = "TOS")]
+    pub tos: Option<String>,
+    /// Accepted for perftest's command lines; changes nothing: qbench reads no CPU frequency (it times with the monotonic clock)
+    #[arg(short = 'F', long = "CPU-freq", alias = "cpu-freq")]
+    pub cpu_freq: bool,
     /// Bandwidth in Gb/s (10^9 bit/s) instead of MiB/s
     #[arg(long = "report_gbits", alias = "report-gbits")]
     pub report_gbits: bool,
-    /// Buffers in GPU memory (GPUDirect RDMA), registered through dma-buf or nvidia_peermem
-    #[arg(long = "use_cuda", alias = "use-cuda", value_enum, num_args = 0..=1, default_missing_value = "auto", value_name = "HOW")]
-    pub use_cuda: Option<CudaArg>,
-    /// The GPU of --use_cuda
-    #[arg(long = "cuda_device", alias = "cuda-device", default_value_t = 0, value_name = "N")]
-    pub cuda_device: u32,
+    /// Buffers in this GPU's memory (GPUDirect RDMA), as perftest: registered by address through nvidia_peermem unless --use_cuda_dmabuf or --gpu_reg says otherwise
+    #[arg(long = "use_cuda", alias = "use-cuda", value_name = "GPU", value_parser = gpu_index, num_args = 0..=1, default_missing_value = "", conflicts_with = "use_cuda_bus_id")]
+    pub use_cuda: Option<u32>,
+    /// Buffers in the memory of the GPU at this PCI address (0000:3b:00.0), as perftest
+    #[arg(long = "use_cuda_bus_id", alias = "use-cuda-bus-id", value_name = "PCI_ADDRESS")]
+    pub use_cuda_bus_id: Option<String>,
+    /// Register the GPU memory through dma-buf (ibv_reg_dmabuf_mr), as perftest: --gpu_reg dmabuf
+    #[arg(long = "use_cuda_dmabuf", alias = "use-cuda-dmabuf", conflicts_with = "gpu_reg")]
+    pub use_cuda_dmabuf: bool,
+    /// How the GPU memory is registered (default peermem, as perftest)
+    #[arg(long = "gpu_reg", alias = "gpu-reg", value_enum, value_name = "HOW")]
+    pub gpu_reg: Option<GpuRegArg>,
+    /// What --use_cuda=N now says: refused, with that hint
+    #[arg(long = "cuda_device", alias = "cuda-device", hide = true, value_name = "N")]
+    pub cuda_device: Option<String>,
     /// TCP port of the out-of-band handshake
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
     pub port: u16,
@@ -97,11 +144,11 @@ pub struct RdmaArgs {
 impl RdmaArgs {
     /// The plan these options describe, checked.
     pub fn plan(&self) -> Result<Plan> {
-        let use_cuda = self.use_cuda.map(|c| match c {
-            CudaArg::Auto => CudaVia::Auto,
-            CudaArg::Dmabuf => CudaVia::Dmabuf,
-            CudaArg::Peermem => CudaVia::Peermem,
-        });
+        if self.tos.is_some() {
+            return Err(Error::Usage(
+                "-T (--tos) is perftest's ToS of rdma_cm queue pairs, taken only with its -R, which qbench does not use: the GRH's traffic class is --tclass".into(),
+            ));
+        }
         Plan::new(&Options {
             tests: self.test.clone(),
             peer: self.peer()?,
@@ -114,9 +161,14 @@ impl RdmaArgs {
             qps: self.qps,
             tx_depth: self.tx_depth,
             bidirectional: self.bidirectional,
+            duration_s: self.duration,
+            margin_s: self.margin,
+            run_infinitely: self.run_infinitely,
+            mtu: self.mtu,
+            sl: self.sl,
+            traffic_class: self.tclass,
             report_gbits: self.report_gbits,
-            use_cuda,
-            cuda_device: self.cuda_device,
+            memory: self.memory()?,
             timeout_s: self.timeout,
             seed: self.seed,
             fault: Plan::fault_asked()?,
@@ -139,6 +191,32 @@ impl RdmaArgs {
         })
     }
 
+    /// Host memory, or perftest's GPU memory: the GPU by index or PCI
+    /// address, registered by address unless dma-buf is asked for.
+    fn memory(&self) -> Result<MemoryAsk> {
+        if self.cuda_device.is_some() {
+            return Err(Error::Usage("--cuda_device is gone: name the GPU as perftest does, --use_cuda=N".into()));
+        }
+        let device = match (self.use_cuda, &self.use_cuda_bus_id) {
+            (Some(i), _) => Some(GpuDevice::Index(i)),
+            (None, Some(id)) => Some(GpuDevice::bus_id(id)?),
+            (None, None) => None,
+        };
+        let reg = match (self.use_cuda_dmabuf, self.gpu_reg) {
+            (true, _) | (false, Some(GpuRegArg::Dmabuf)) => Some(GpuReg::Dmabuf),
+            (false, Some(GpuRegArg::Peermem)) => Some(GpuReg::Peermem),
+            (false, Some(GpuRegArg::Auto)) => Some(GpuReg::Auto),
+            (false, None) => None,
+        };
+        match (device, reg) {
+            (None, None) => Ok(MemoryAsk::Host),
+            (None, Some(_)) => Err(Error::Usage(
+                "--use_cuda_dmabuf and --gpu_reg say how GPU memory is registered: name the GPU with --use_cuda=N or --use_cuda_bus_id".into(),
+            )),
+            (Some(device), reg) => Ok(MemoryAsk::Gpu { device, reg: reg.unwrap_or(GpuReg::Peermem) }),
+        }
+    }
+
     /// `-d` split at commas.
     fn devices(&self) -> Vec<String> {
         self.device
@@ -154,7 +232,7 @@ impl RdmaArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rdma::plan::{Memory, Mode, Sizes};
+    use crate::rdma::plan::{Mode, Sizes, Timing};
     use clap::Parser;
 
     #[derive(Parser)]
@@ -181,23 +259,101 @@ mod tests {
         assert_eq!(a.host.as_deref(), Some("host"));
         assert_eq!(p.peer, Peer::Connect { host: "host".into(), port: DEFAULT_PORT });
         assert_eq!((p.devices.as_slice(), p.ib_port, p.gid_index), (&["rxe0".to_string()][..], 1, Some(0)));
-        let a = parse(&["--server", "-a", "--test", "all", "--report_gbits", "--use_cuda"]).unwrap();
-        let p = a.plan().unwrap();
-        assert!(p.report_gbits && p.cuda_auto);
-        assert_eq!(p.memory, Memory::CudaDmabuf { gpu: 0 });
-        assert_eq!(p.peer.mode(), Mode::Server);
-        assert_eq!(p.libraries(), [crate::libs::Library::Driver]);
-        // No host is perftest's server: `ib_write_bw -d mlx5_0 -a --report_gbits`.
-        let p = parse(&["-d", "mlx5_0", "-a", "--report_gbits"]).unwrap().plan().unwrap();
-        assert_eq!(p.peer.mode(), Mode::Server);
-        assert_eq!(p.peer, Peer::Listen { bind: a.bind, port: DEFAULT_PORT });
-        assert_eq!(p.devices, ["mlx5_0"]);
-        let a = parse(&["--loopback", "--use_cuda=peermem", "-d", "rxe0, rxe1"]).unwrap();
-        let p = a.plan().unwrap();
-        assert_eq!(p.memory, Memory::CudaPeermem { gpu: 0 });
-        assert!(!p.cuda_auto);
-        assert_eq!(p.devices, ["rxe0", "rxe1"]);
+        assert_eq!((p.agreement.timing, p.agreement.mtu, p.sl, p.traffic_class), (Timing::Iterations, 0, 0, 0));
+        assert_eq!(p.memory, MemoryAsk::Host);
         assert!(parse(&["--loopback"]).unwrap().plan().unwrap().libraries().is_empty());
+    }
+
+    /// perftest's GPU options: --use_cuda=N is a GPU index registered by
+    /// address (nvidia_peermem), --use_cuda_dmabuf registers through
+    /// dma-buf, --use_cuda_bus_id names the GPU by PCI address.
+    #[test]
+    fn perftest_gpu_options() {
+        // No host is perftest's server: `ib_write_bw -d mlx5_0 -a --report_gbits --use_cuda=0`.
+        let a = parse(&["-d", "mlx5_0", "-a", "--report_gbits", "--use_cuda=0"]).unwrap();
+        let p = a.plan().unwrap();
+        assert_eq!(p.peer, Peer::Listen { bind: a.bind, port: DEFAULT_PORT });
+        assert_eq!(p.peer.mode(), Mode::Server);
+        assert_eq!(
+            (p.devices.as_slice(), p.agreement.sizes, p.report_gbits),
+            (&["mlx5_0".to_string()][..], Sizes::All, true)
+        );
+        assert_eq!(p.memory, MemoryAsk::Gpu { device: GpuDevice::Index(0), reg: GpuReg::Peermem });
+        assert_eq!(p.libraries(), [crate::libs::Library::Driver]);
+        let gpu = |args: &[&str]| parse(args).unwrap().plan().unwrap().memory;
+        assert_eq!(
+            gpu(&["--use_cuda", "3", "--use_cuda_dmabuf", "host"]),
+            MemoryAsk::Gpu { device: GpuDevice::Index(3), reg: GpuReg::Dmabuf }
+        );
+        assert_eq!(
+            gpu(&["--use_cuda_bus_id=0000:3b:00.0", "--gpu_reg", "auto"]),
+            MemoryAsk::Gpu { device: GpuDevice::BusId("0000:3b:00.0".into()), reg: GpuReg::Auto }
+        );
+        assert_eq!(
+            gpu(&["--loopback", "--use_cuda=1", "--gpu_reg=dmabuf", "-d", "rxe0, rxe1"]),
+            MemoryAsk::Gpu { device: GpuDevice::Index(1), reg: GpuReg::Dmabuf }
+        );
+    }
+
+    /// perftest's -D, --run_infinitely, -S, --tclass, -m and -F.
+    #[test]
+    fn perftest_timing_and_path_options() {
+        let p = parse(&["-D", "2", "-S", "3", "--tclass", "32", "-m", "1024", "-F", "host"]).unwrap().plan().unwrap();
+        assert_eq!(p.agreement.timing, Timing::Duration { seconds: 2, margin: 0 });
+        assert_eq!((p.sl, p.traffic_class, p.agreement.mtu), (3, 32, 1024));
+        let p = parse(&["--duration=10", "--margin=3", "--sl=15", "--mtu=4096", "--CPU-freq"]).unwrap().plan().unwrap();
+        assert_eq!(
+            (p.agreement.timing, p.sl, p.agreement.mtu),
+            (Timing::Duration { seconds: 10, margin: 3 }, 15, 4096)
+        );
+        let p = parse(&["-d", "mlx5_0", "--run_infinitely", "-D", "1", "--report_gbits"]).unwrap().plan().unwrap();
+        assert_eq!(p.agreement.timing, Timing::Infinitely { seconds: 1 });
+        let p = parse(&["--run_infinitely", "host"]).unwrap().plan().unwrap();
+        assert_eq!(p.agreement.timing, Timing::Infinitely { seconds: crate::rdma::plan::DEFAULT_DURATION_S });
+    }
+
+    /// Bad values of the perftest options, and qbench's own earlier
+    /// --use_cuda HOW and --cuda_device: each one line, exit 2.
+    #[test]
+    fn bad_perftest_values_are_one_line() {
+        for (args, text) in [
+            (&["--use_cuda=x"][..], "takes a GPU index (0, 1, ...)"),
+            (&["--use_cuda"], "as in perftest: --use_cuda=0"),
+            (&["--use_cuda=dmabuf"], "--use_cuda=0 --use_cuda_dmabuf"),
+            (&["--use_cuda=auto"], "--use_cuda=0 --gpu_reg auto"),
+            (&["--use_cuda=-1"], "GPU index"),
+            (&["-S", "256"], "256"),
+            (&["--tclass", "256"], "256"),
+            (&["--use_cuda=0", "--use_cuda_bus_id=3b:00.0"], "cannot be used with"),
+            (&["--use_cuda=0", "--use_cuda_dmabuf", "--gpu_reg", "auto"], "cannot be used with"),
+            (&["-D", "x"], "invalid value"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+            assert!(e.to_string().contains(text), "{args:?}: {e}");
+        }
+        for (args, text) in [
+            (&["-S", "16"][..], "perftest's range is 0..15"),
+            (&["-m", "1500"], "not an InfiniBand MTU"),
+            (&["-D", "0"], "-D 0"),
+            (&["--run_infinitely", "-D", "0"], "-D 0"),
+            (&["-D", "4", "-f", "2"], "twice the margin"),
+            (&["-D", "2", "-a"], "leave out -a"),
+            (&["-D", "2", "-n", "100"], "give one of them"),
+            (&["--run_infinitely", "--test", "all"], "bandwidth tests only"),
+            (&["--run_infinitely", "-b"], "with -b"),
+            (&["-T", "32"], "--tclass"),
+            (&["--tos=32"], "--tclass"),
+            (&["--cuda_device", "1"], "--use_cuda=N"),
+            (&["--use_cuda_dmabuf"], "name the GPU"),
+            (&["--gpu_reg", "peermem"], "name the GPU"),
+            (&["--use_cuda_bus_id", "3b"], "not a PCI address"),
+        ] {
+            let e = parse(args).map(|a| a.plan()).unwrap_or_else(|e| panic!("{args:?}: {e}")).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+            assert!(e.message().contains(text), "{args:?}: {e}");
+            assert!(!e.message().contains('\n'), "{args:?}: {e}");
+        }
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! perftest's arithmetic, on timestamps the loops took: average and peak
-//! bandwidth and message rate of a bandwidth test, and the latency summary
-//! (min, median, average, deviation, 99th and 99.9th percentiles). Kept
-//! apart from the verbs so that the definitions are tested without an
-//! adapter.
+//! bandwidth and message rate of a bandwidth test, the latency summary
+//! (min, median, average, deviation, 99th and 99.9th percentiles), and
+//! what a timed run (-D, --run_infinitely) reports: the averages over the
+//! time measured. Kept apart from the verbs so that the definitions are
+//! tested without an adapter.
 
 /// perftest's print_report_lat drops this many of the slowest samples.
 const LAT_MEASURE_TAIL: usize = 2;
@@ -20,9 +21,11 @@ pub struct BwTimes {
     pub last_completion: u64,
 }
 
-/// Bandwidth figures in bytes per second and millions of messages per second.
+/// Bandwidth figures in bytes per second and millions of messages per
+/// second, over `messages` messages.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BwFigures {
+    pub messages: u64,
     pub peak: Option<f64>,
     pub average: f64,
     pub msg_rate_mpps: f64,
@@ -59,7 +62,42 @@ pub fn bandwidth(size: u64, messages: u64, times: &BwTimes, cq_mod: u32) -> BwFi
         }
         size as f64 / (best / 1e9)
     });
-    BwFigures { peak: peak.filter(|p| p.is_finite()), average, msg_rate_mpps }
+    BwFigures { messages, peak: peak.filter(|p| p.is_finite()), average, msg_rate_mpps }
+}
+
+/// A timed run's bandwidth (perftest's duration mode and each line of
+/// --run_infinitely): `messages` of `size` bytes completed in `span_ns`,
+/// no peak.
+pub fn bandwidth_over(size: u64, messages: u64, span_ns: u64) -> BwFigures {
+    let span = span_ns.max(1) as f64 / 1e9;
+    BwFigures {
+        messages,
+        peak: None,
+        average: size as f64 * messages as f64 / span,
+        msg_rate_mpps: messages as f64 / span / 1e6,
+    }
+}
+
+/// A latency test run for a duration, as perftest's
+/// print_report_lat_duration: the iterations completed in the time
+/// measured, the average latency (µs, that time over the iterations,
+/// halved for write and send), and transactions (iterations) per second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatDurationFigures {
+    pub iterations: u64,
+    pub avg: f64,
+    pub tps: f64,
+}
+
+/// `iterations` round trips in `span_ns`; `divisor` 2 for write and send, 1 for read.
+pub fn latency_over(iterations: u64, span_ns: u64, divisor: u32) -> LatDurationFigures {
+    let span_us = span_ns as f64 / 1e3;
+    let n = iterations.max(1) as f64;
+    LatDurationFigures {
+        iterations,
+        avg: span_us / divisor.max(1) as f64 / n,
+        tps: if span_ns == 0 { 0.0 } else { iterations as f64 / (span_us / 1e6) },
+    }
 }
 
 /// The latency summary, µs.
@@ -173,6 +211,19 @@ mod tests {
         assert!((f.max - 500.0).abs() < 1e-9, "{f:?}");
         let read = latency(&posts, 1);
         assert!((read.min - 0.010).abs() < 1e-9);
+    }
+
+    #[test]
+    fn timed_runs_average_over_the_time_measured() {
+        // 3000 messages of 64 KiB in 2 s.
+        let f = bandwidth_over(65536, 3000, 2_000_000_000);
+        assert_eq!((f.messages, f.peak), (3000, None));
+        assert!((f.average - 65536.0 * 1500.0).abs() < 1e-6, "{f:?}");
+        assert!((f.msg_rate_mpps - 0.0015).abs() < 1e-12, "{f:?}");
+        // 1000 write round trips in 1 s: 500 µs each way, 1000 per second.
+        let l = latency_over(1000, 1_000_000_000, 2);
+        assert!((l.avg - 500.0).abs() < 1e-9 && (l.tps - 1000.0).abs() < 1e-9, "{l:?}");
+        assert!((latency_over(1000, 1_000_000_000, 1).avg - 1000.0).abs() < 1e-9);
     }
 
     #[test]

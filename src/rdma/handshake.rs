@@ -6,14 +6,16 @@
 //! against a constant before it is used, every value checked for range,
 //! and nothing left over. Any violation is one sentence, never a panic.
 
-use super::figures::{BwFigures, LatFigures};
-use super::plan::{Agreement, MAX_QPS, Memory, Sizes, Test};
+use super::figures::{BwFigures, LatDurationFigures, LatFigures};
+use super::plan::{Agreement, MAX_QPS, MAX_SL, MTUS, Memory, Sizes, Test, Timing};
 use crate::error::{Error, Result};
 use crate::record::rdma::DataCheck;
 
 pub const MAGIC: [u8; 4] = *b"QBRD";
-/// Bumped whenever a message changes; both sides must speak the same one.
-pub const VERSION: u16 = 1;
+/// Bumped whenever a message changes; both sides must speak the same one
+/// (2: -D, --run_infinitely and -m agreed, -S and --tclass described, the
+/// messages a bandwidth figure counts, a timed latency's figures).
+pub const VERSION: u16 = 2;
 /// magic (4), version (2), kind (1), reserved (1), payload length (4).
 pub const HEADER_LEN: usize = 12;
 /// The largest payload (an endpoint with [`MAX_QPS`] queue pairs fits).
@@ -43,6 +45,9 @@ pub struct Endpoint {
     pub roce: bool,
     /// Active MTU of the port, bytes.
     pub mtu: u32,
+    /// The service level and GRH traffic class of this side's packets.
+    pub sl: u8,
+    pub traffic_class: u8,
     pub memory: Memory,
     pub rkey: u32,
     /// The registered region the peer may read and write: [addr, addr + len).
@@ -76,6 +81,8 @@ pub enum Figures {
     None,
     Bw(BwFigures),
     Lat(LatFigures),
+    /// A latency test run for a duration (-D).
+    LatDuration(LatDurationFigures),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,6 +163,15 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u32(a.tx_depth);
             w.u8(a.bidirectional as u8);
             w.u64(a.seed);
+            let (kind, seconds, margin) = match a.timing {
+                Timing::Iterations => (0, 0, 0),
+                Timing::Duration { seconds, margin } => (1, seconds, margin),
+                Timing::Infinitely { seconds } => (2, seconds, 0),
+            };
+            w.u8(kind);
+            w.u32(seconds);
+            w.u32(margin);
+            w.u32(a.mtu);
         }
         Message::Endpoint(e) => {
             w.str(&e.host);
@@ -166,6 +182,8 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u32(e.gid_index.unwrap_or(u32::MAX));
             w.u8(e.roce as u8);
             w.u32(e.mtu);
+            w.u8(e.sl);
+            w.u8(e.traffic_class);
             let (m, gpu) = match e.memory {
                 Memory::Host => (0, 0),
                 Memory::CudaDmabuf { gpu } => (1, gpu),
@@ -201,6 +219,7 @@ pub fn encode(msg: &Message) -> Vec<u8> {
                 Figures::None => w.u8(0),
                 Figures::Bw(b) => {
                     w.u8(1);
+                    w.u64(b.messages);
                     w.f64(b.peak.unwrap_or(-1.0));
                     w.f64(b.average);
                     w.f64(b.msg_rate_mpps);
@@ -211,6 +230,12 @@ pub fn encode(msg: &Message) -> Vec<u8> {
                     for v in [l.min, l.max, l.typical, l.avg, l.stdev, l.p99, l.p99_9] {
                         w.f64(v);
                     }
+                }
+                Figures::LatDuration(l) => {
+                    w.u8(3);
+                    w.u64(l.iterations);
+                    w.f64(l.avg);
+                    w.f64(l.tps);
                 }
             }
         }
@@ -282,15 +307,15 @@ pub fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message> {
                 2 => Sizes::All,
                 _ => return Err(bad(format!("unknown size kind {tag}"))),
             };
-            let a = Agreement {
-                tests,
-                sizes,
-                iters: r.u32()?,
-                qps: r.u32()?,
-                tx_depth: r.u32()?,
-                bidirectional: r.bool()?,
-                seed: r.u64()?,
+            let (iters, qps, tx_depth, bidirectional, seed) = (r.u32()?, r.u32()?, r.u32()?, r.bool()?, r.u64()?);
+            let (kind, seconds, margin) = (r.u8()?, r.u32()?, r.u32()?);
+            let timing = match kind {
+                0 => Timing::Iterations,
+                1 => Timing::Duration { seconds, margin },
+                2 => Timing::Infinitely { seconds },
+                _ => return Err(bad(format!("unknown timing kind {kind}"))),
             };
+            let a = Agreement { tests, sizes, iters, qps, tx_depth, bidirectional, seed, timing, mtu: r.u32()? };
             a.validate().map_err(|e| bad(e.message()))?;
             Message::Hello(a)
         }
@@ -306,8 +331,12 @@ pub fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message> {
             };
             let roce = r.bool()?;
             let mtu = r.u32()?;
-            if ![256, 512, 1024, 2048, 4096].contains(&mtu) {
+            if !MTUS.contains(&mtu) {
                 return Err(bad(format!("MTU {mtu} is not an InfiniBand MTU")));
+            }
+            let (sl, traffic_class) = (r.u8()?, r.u8()?);
+            if sl > MAX_SL {
+                return Err(bad(format!("service level {sl} is above {MAX_SL}")));
             }
             let (m, gpu) = (r.u8()?, r.u32()?);
             let memory = match m {
@@ -341,6 +370,8 @@ pub fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message> {
                 gid_index,
                 roce,
                 mtu,
+                sl,
+                traffic_class,
                 memory,
                 rkey,
                 addr,
@@ -371,8 +402,8 @@ pub fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message> {
             let figures = match r.u8()? {
                 0 => Figures::None,
                 1 => {
-                    let peak = r.f64_or_minus_one()?;
-                    Figures::Bw(BwFigures { peak, average: r.figure()?, msg_rate_mpps: r.figure()? })
+                    let (messages, peak) = (r.u64()?, r.f64_or_minus_one()?);
+                    Figures::Bw(BwFigures { messages, peak, average: r.figure()?, msg_rate_mpps: r.figure()? })
                 }
                 2 => {
                     let samples = r.u64()?;
@@ -383,6 +414,11 @@ pub fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message> {
                     let [min, max, typical, avg, stdev, p99, p99_9] = v;
                     Figures::Lat(LatFigures { samples, min, max, typical, avg, stdev, p99, p99_9 })
                 }
+                3 => Figures::LatDuration(LatDurationFigures {
+                    iterations: r.u64()?,
+                    avg: r.figure()?,
+                    tps: r.figure()?,
+                }),
                 f => return Err(bad(format!("unknown figures kind {f}"))),
             };
             Message::Report(Report { test, size, data: DataCheck { checked_bytes, wrong_bytes, first_wrong }, figures })
@@ -529,11 +565,13 @@ mod tests {
         let agreement = Agreement {
             tests: vec![Test::WriteBw, Test::SendLat],
             sizes: Sizes::Single(4096),
-            iters: 100,
+            iters: 0,
             qps: 2,
             tx_depth: 64,
             bidirectional: true,
             seed: 99,
+            timing: Timing::Duration { seconds: 10, margin: 2 },
+            mtu: 1024,
         };
         vec![
             Message::Hello(agreement),
@@ -545,6 +583,19 @@ mod tests {
                 tx_depth: 0,
                 bidirectional: false,
                 seed: 0,
+                timing: Timing::Iterations,
+                mtu: 0,
+            }),
+            Message::Hello(Agreement {
+                tests: vec![Test::ReadBw],
+                sizes: Sizes::Default,
+                iters: 0,
+                qps: 4,
+                tx_depth: 16,
+                bidirectional: false,
+                seed: 5,
+                timing: Timing::Infinitely { seconds: 1 },
+                mtu: 4096,
             }),
             Message::Endpoint(Endpoint {
                 host: "node-a".into(),
@@ -555,6 +606,8 @@ mod tests {
                 gid_index: Some(0),
                 roce: true,
                 mtu: 1024,
+                sl: 3,
+                traffic_class: 32,
                 memory: Memory::CudaDmabuf { gpu: 1 },
                 rkey: 0x1234,
                 addr: 0x7f00_0000_0000,
@@ -566,7 +619,13 @@ mod tests {
                 test: Test::WriteBw,
                 size: 65536,
                 data: DataCheck { checked_bytes: 65536, wrong_bytes: 1, first_wrong: Some(0) },
-                figures: Figures::Bw(BwFigures { peak: None, average: 1e9, msg_rate_mpps: 0.01 }),
+                figures: Figures::Bw(BwFigures { messages: 1000, peak: None, average: 1e9, msg_rate_mpps: 0.01 }),
+            }),
+            Message::Report(Report {
+                test: Test::WriteLat,
+                size: 2,
+                data: DataCheck { checked_bytes: 2, wrong_bytes: 0, first_wrong: None },
+                figures: Figures::LatDuration(LatDurationFigures { iterations: 5000, avg: 2.5, tps: 200000.0 }),
             }),
             Message::Report(Report {
                 test: Test::ReadLat,
@@ -599,7 +658,7 @@ mod tests {
 
     #[test]
     fn the_largest_endpoint_fits() {
-        let Message::Endpoint(mut e) = samples().swap_remove(2) else { unreachable!() };
+        let Message::Endpoint(mut e) = samples().swap_remove(3) else { unreachable!() };
         e.host = "h".repeat(MAX_NAME);
         e.device = "d".repeat(MAX_NAME);
         e.qps = vec![QpAddr { qpn: 1, psn: 1 }; MAX_QPS as usize];
@@ -614,11 +673,11 @@ mod tests {
         let http: [u8; HEADER_LEN] = *b"GET / HTTP/1";
         let e = decode(&http).unwrap_err();
         assert!(e.message().contains("not a qbench rdma peer") && e.message().contains("'GET '"), "{e}");
-        frame[4] = 2;
+        frame[4] = 7;
         let e = decode(&frame).unwrap_err();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.message().contains("version 2"), "{e}");
-        frame[4] = 1;
+        assert!(e.message().contains("version 7"), "{e}");
+        frame[4] = VERSION as u8;
         frame[8..12].copy_from_slice(&(1u32 << 30).to_le_bytes());
         assert!(decode(&frame).unwrap_err().message().contains("exceeds the limit"));
         let short = encode(&samples()[0]);
@@ -636,9 +695,24 @@ mod tests {
             tx_depth: 0,
             bidirectional: false,
             seed: 0,
+            timing: Timing::Iterations,
+            mtu: 0,
         });
         assert!(decode(&encode(&m)).unwrap_err().message().contains("outside"));
-        let Message::Endpoint(mut e) = samples().swap_remove(2) else { unreachable!() };
+        let all = samples();
+        let Message::Hello(a) = &all[0] else { unreachable!() };
+        for (bad, text) in [
+            (Agreement { mtu: 1500, ..a.clone() }, "not an InfiniBand MTU"),
+            (Agreement { timing: Timing::Duration { seconds: 0, margin: 0 }, ..a.clone() }, "-D 0"),
+            (Agreement { timing: Timing::Infinitely { seconds: 1 }, ..a.clone() }, "bandwidth tests only"),
+        ] {
+            let e = decode(&encode(&Message::Hello(bad))).unwrap_err();
+            assert!(e.message().contains(text), "{e}");
+        }
+        let Message::Endpoint(mut e) = samples().swap_remove(3) else { unreachable!() };
+        e.sl = 16;
+        assert!(decode(&encode(&Message::Endpoint(e.clone()))).unwrap_err().message().contains("service level 16"));
+        e.sl = 0;
         e.addr = u64::MAX - 10;
         assert!(decode(&encode(&Message::Endpoint(e))).unwrap_err().message().contains("wraps"));
     }

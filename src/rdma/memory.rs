@@ -2,12 +2,13 @@
 //! page-aligned host memory, or GPU memory (GPUDirect RDMA) registered
 //! from a dma-buf file descriptor (cuMemGetHandleForAddressRange +
 //! ibv_reg_dmabuf_mr) or by address when nvidia_peermem is loaded
-//! (ibv_reg_mr), as perftest's --use_cuda_dmabuf and --use_cuda do; or
+//! (ibv_reg_mr), as perftest's --use_cuda=N with and without
+//! --use_cuda_dmabuf do, the GPU named by index or by PCI address; or
 //! memory another owner holds (the rdma wires register a register's own
 //! buffers). The GPU paths have not run on hardware: no machine here has an
 //! adapter next to a GPU.
 
-use super::plan::Memory;
+use super::plan::{GpuDevice, GpuReg, Memory, MemoryAsk};
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceBuffer, Gpu, cuda_err};
 use cudarc::driver::sys::{CUdevice_attribute, CUmemRangeHandleType, cudaError_enum};
@@ -206,17 +207,45 @@ pub fn access() -> AccessFlags {
     AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead
 }
 
-/// `--use_cuda` without a method: dma-buf when the GPU can export it, else
-/// nvidia_peermem.
-pub fn resolve(memory: Memory, auto: bool) -> Result<Memory> {
-    let Memory::CudaDmabuf { gpu } = memory else { return Ok(memory) };
-    if !auto {
-        return Ok(memory);
-    }
+/// The memory asked for, on a GPU of this process: the ordinal of a PCI
+/// address (cuDeviceGetByPCIBusId, as perftest's --use_cuda_bus_id), and
+/// for `--gpu_reg auto` dma-buf when the GPU can export it, else nvidia_peermem.
+pub fn resolve(ask: &MemoryAsk) -> Result<Memory> {
+    let MemoryAsk::Gpu { device, reg } = ask else { return Ok(Memory::Host) };
+    let gpu = match device {
+        GpuDevice::Index(i) => *i,
+        GpuDevice::BusId(id) => ordinal_of(id)?,
+    };
     crate::gpu::require_gpus(gpu as usize + 1)?;
-    let g = Gpu::open(gpu as usize)?;
-    let dmabuf = g.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
-    Ok(if dmabuf { memory } else { Memory::CudaPeermem { gpu } })
+    Ok(match reg {
+        GpuReg::Dmabuf => Memory::CudaDmabuf { gpu },
+        GpuReg::Peermem => Memory::CudaPeermem { gpu },
+        GpuReg::Auto => {
+            let g = Gpu::open(gpu as usize)?;
+            let dmabuf = g.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
+            if dmabuf { Memory::CudaDmabuf { gpu } } else { Memory::CudaPeermem { gpu } }
+        }
+    })
+}
+
+/// The ordinal of the GPU at PCI address `id`.
+fn ordinal_of(id: &str) -> Result<u32> {
+    if crate::gpu::device_count()? == 0 {
+        return Err(Error::Missing("no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)".into()));
+    }
+    let text = std::ffi::CString::new(id)
+        .map_err(|_| Error::Usage(format!("'{id}' (--use_cuda_bus_id) is not a PCI address")))?;
+    let mut device: cudarc::driver::sys::CUdevice = -1;
+    // SAFETY: `device` is a live CUdevice the driver writes; `text` is a
+    // NUL-terminated string that outlives the call; the driver was
+    // initialised by device_count.
+    let rc = unsafe { cudarc::driver::sys::cuDeviceGetByPCIBusId(&mut device, text.as_ptr()) };
+    if rc != cudaError_enum::CUDA_SUCCESS || device < 0 {
+        return Err(Error::Missing(format!(
+            "no GPU of this process is at PCI address {id} (--use_cuda_bus_id; cuDeviceGetByPCIBusId: {rc:?}): nvidia-smi lists them, and CUDA_VISIBLE_DEVICES hides some"
+        )));
+    }
+    Ok(device as u32)
 }
 
 /// Whether a peer-memory module lets adapters register GPU memory by address.
@@ -244,7 +273,7 @@ pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> 
             let supported = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
             if !supported {
                 return Err(Error::Missing(format!(
-                    "GPU {gpu} cannot export dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0; it needs the open kernel modules and CUDA 11.7+): use --use_cuda=peermem with nvidia_peermem loaded"
+                    "GPU {gpu} cannot export dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0; it needs the open kernel modules and CUDA 11.7+): register by address (--gpu_reg peermem) with nvidia_peermem loaded"
                 )));
             }
             ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
@@ -262,7 +291,7 @@ pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> 
             };
             if rc != cudaError_enum::CUDA_SUCCESS {
                 return Err(Error::Missing(format!(
-                    "GPU {gpu} did not export its memory as a dma-buf ({rc:?}): use --use_cuda=peermem with nvidia_peermem loaded"
+                    "GPU {gpu} did not export its memory as a dma-buf ({rc:?}): register by address (--gpu_reg peermem) with nvidia_peermem loaded"
                 )));
             }
             // SAFETY: `fd` is the dma-buf of exactly this allocation, which
@@ -281,7 +310,7 @@ pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> 
         (Some(_), _) => {
             if !peermem_loaded() {
                 return Err(Error::Missing(
-                    "GPU memory by address needs the nvidia_peermem module (modprobe nvidia_peermem), or use --use_cuda=dmabuf".into(),
+                    "GPU memory by address (perftest's --use_cuda without --use_cuda_dmabuf) needs the nvidia_peermem module (modprobe nvidia_peermem), or register through dma-buf: --use_cuda_dmabuf".into(),
                 ));
             }
             // SAFETY: a live GPU allocation of at least `len` bytes that

@@ -49,7 +49,7 @@ pub fn agree(channel: &mut dyn Channel, mine: &Agreement) -> Result<()> {
     match channel.exchange(&Message::Hello(mine.clone()), Wait::Prompt)? {
         Message::Hello(theirs) => match mine.difference(&theirs) {
             Some(d) => Err(Error::Usage(format!(
-                "the two sides disagree ({d}): start both with the same --test, -s/-a, -n, -q, -t, -b and --seed"
+                "the two sides disagree ({d}): start both with the same --test, -s/-a, -n, -D/-f/--run_infinitely, -m, -q, -t, -b and --seed"
             ))),
             None => Ok(()),
         },
@@ -403,9 +403,9 @@ mod tests {
         assert!(e.message().contains("not a qbench rdma peer"), "{e}");
         let e = server_error(b"");
         assert!(e.message().contains("port scanner"), "{e}");
-        let e = server_error(b"QBRD\x01\x00\x03\x00\x0a\x00\x00\x00\x01");
+        let e = server_error(b"QBRD\x02\x00\x03\x00\x0a\x00\x00\x00\x01");
         assert!(e.message().contains("truncated"), "{e}");
-        let e = server_error(b"QBRD\x01\x00\x03\x00\xff\xff\xff\x7f");
+        let e = server_error(b"QBRD\x02\x00\x03\x00\xff\xff\xff\x7f");
         assert!(e.message().contains("exceeds the limit"), "{e}");
         let e = server_error(b"QBRD\x07\x00\x03\x00\x00\x00\x00\x00");
         assert_eq!(e.exit_code(), 2, "{e}");

@@ -39,6 +39,12 @@ pub const MAX_ITERS: u32 = 100_000_000;
 pub const MAX_QPS: u32 = 256;
 /// perftest's MAX_TX.
 pub const MAX_TX_DEPTH: u32 = 15000;
+/// `--run_infinitely` prints a line this often without `-D` (DEF_DURATION).
+pub const DEFAULT_DURATION_S: u32 = 5;
+/// The InfiniBand MTUs `-m` takes, bytes.
+pub const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// perftest's MAX_SL.
+pub const MAX_SL: u8 = 15;
 /// Inline sizes of the latency tests on host memory (DEF_INLINE_WRITE,
 /// DEF_INLINE_SEND_RC_UC_XRC).
 pub const INLINE_WRITE: u32 = 220;
@@ -177,8 +183,115 @@ impl Memory {
     }
 }
 
-/// What both sides must agree on before traffic: the handshake carries
-/// exactly this. Zero in `iters` or `tx_depth` means perftest's default.
+/// Which GPU holds the buffers: perftest's `--use_cuda=N` or `--use_cuda_bus_id=ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuDevice {
+    Index(u32),
+    /// A PCI address as cuDeviceGetByPCIBusId takes it, `[domain:]bus:device[.function]`, hex.
+    BusId(String),
+}
+
+impl GpuDevice {
+    /// A bus id checked for its form (the driver resolves it at run time).
+    pub fn bus_id(text: &str) -> Result<GpuDevice> {
+        let hex = |part: &str, most: usize| {
+            !part.is_empty() && part.len() <= most && part.chars().all(|c| c.is_ascii_hexdigit())
+        };
+        let (rest, function) = match text.rsplit_once('.') {
+            Some((rest, f)) => (rest, Some(f)),
+            None => (text, None),
+        };
+        let parts: Vec<&str> = rest.split(':').collect();
+        let ok = function.is_none_or(|f| hex(f, 1))
+            && match parts.as_slice() {
+                [domain, bus, device] => hex(domain, 8) && hex(bus, 2) && hex(device, 2),
+                [bus, device] => hex(bus, 2) && hex(device, 2),
+                _ => false,
+            };
+        if !ok {
+            return Err(Error::Usage(format!(
+                "'{text}' (--use_cuda_bus_id) is not a PCI address: use [domain:]bus:device.function in hex, as nvidia-smi shows it (0000:3b:00.0)"
+            )));
+        }
+        Ok(GpuDevice::BusId(text.to_string()))
+    }
+}
+
+/// How GPU memory is registered with the adapter (`--gpu_reg`, `--use_cuda_dmabuf`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuReg {
+    /// dma-buf when the GPU supports it, else nvidia_peermem.
+    Auto,
+    /// A dma-buf file descriptor of the GPU memory (ibv_reg_dmabuf_mr): perftest's `--use_cuda_dmabuf`.
+    Dmabuf,
+    /// The GPU address itself, through the nvidia_peermem kernel module
+    /// (ibv_reg_mr): perftest's `--use_cuda` without `--use_cuda_dmabuf`.
+    Peermem,
+}
+
+/// Where the buffers are asked to live; GPU memory is resolved into a
+/// [`Memory`] when the run starts (`rdma::memory::resolve`), where the
+/// driver can name the GPU of a bus id and say whether it exports dma-buf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryAsk {
+    Host,
+    Gpu { device: GpuDevice, reg: GpuReg },
+}
+
+impl MemoryAsk {
+    pub fn is_gpu(&self) -> bool {
+        matches!(self, MemoryAsk::Gpu { .. })
+    }
+}
+
+/// How long each size of a test runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Timing {
+    /// `-n` iterations (perftest's default).
+    #[default]
+    Iterations,
+    /// `-D SECONDS`: the test runs this long, and its figures are those of
+    /// the middle `seconds - 2 × margin` (`-f`; perftest's default a quarter
+    /// of the duration, rounded down): a warm-up and a cool-down of `margin`
+    /// seconds around what is measured.
+    Duration { seconds: u32, margin: u32 },
+    /// `--run_infinitely`: a line every `seconds` (`-D`, default 5) of what
+    /// completed since the last, until interrupted.
+    Infinitely { seconds: u32 },
+}
+
+impl Timing {
+    pub fn is_timed(self) -> bool {
+        self != Timing::Iterations
+    }
+
+    /// Its options, for messages.
+    fn words(self) -> String {
+        match self {
+            Timing::Iterations => "no -D".into(),
+            Timing::Duration { seconds, margin } => format!("-D {seconds} -f {margin}"),
+            Timing::Infinitely { seconds } => format!("--run_infinitely -D {seconds}"),
+        }
+    }
+
+    fn validate(self) -> Result<()> {
+        match self {
+            Timing::Iterations => Ok(()),
+            Timing::Duration { seconds: 0, .. } | Timing::Infinitely { seconds: 0 } => {
+                Err(Error::Usage("-D 0: the duration is a positive number of seconds, as in perftest".into()))
+            }
+            Timing::Duration { seconds, margin } if seconds <= margin.saturating_mul(2) => Err(Error::Usage(format!(
+                "-D {seconds} -f {margin}: the duration must be longer than twice the margin (perftest's DURATION > 2*MARGIN)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What both sides must agree on before traffic (perftest's SYMMETRIC
+/// options, and the seed): the handshake carries exactly this. Zero in
+/// `iters` or `tx_depth` means perftest's default.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Agreement {
     pub tests: Vec<Test>,
@@ -188,6 +301,13 @@ pub struct Agreement {
     pub tx_depth: u32,
     pub bidirectional: bool,
     pub seed: u64,
+    /// `-n`, `-D` or `--run_infinitely` (records before it: `-n`).
+    #[serde(default)]
+    pub timing: Timing,
+    /// `-m`: the path MTU in bytes; 0 (and records before it) the smaller
+    /// of the two ports' active MTUs.
+    #[serde(default)]
+    pub mtu: u32,
 }
 
 impl Agreement {
@@ -210,6 +330,41 @@ impl Agreement {
         }
         if self.tx_depth > MAX_TX_DEPTH {
             return Err(Error::Usage(format!("tx depth {} (-t) is above {MAX_TX_DEPTH}", self.tx_depth)));
+        }
+        if self.mtu != 0 && !MTUS.contains(&self.mtu) {
+            return Err(Error::Usage(format!(
+                "MTU {} (-m) is not an InfiniBand MTU: use 256, 512, 1024, 2048 or 4096",
+                self.mtu
+            )));
+        }
+        self.timing.validate()?;
+        match self.timing {
+            Timing::Iterations => {}
+            _ if self.sizes == Sizes::All => {
+                return Err(Error::Usage(
+                    "-D and --run_infinitely time one size: leave out -a (perftest's duration mode does not run all sizes)".into(),
+                ));
+            }
+            _ if self.iters != 0 => {
+                return Err(Error::Usage("-n counts iterations and -D times them: give one of them".into()));
+            }
+            Timing::Duration { .. } => {}
+            Timing::Infinitely { .. } => {
+                if let Some(t) = self.tests.iter().find(|t| !t.is_bw()) {
+                    return Err(Error::Usage(format!(
+                        "--run_infinitely runs bandwidth tests only, as in perftest, not {}",
+                        t.name()
+                    )));
+                }
+                if self.tests.len() != 1 {
+                    return Err(Error::Usage("--run_infinitely runs one test, for ever: name one with --test".into()));
+                }
+                if self.bidirectional {
+                    return Err(Error::Usage(
+                        "--run_infinitely with -b: each side sees only its own direction while it runs, so qbench does not print a sum it cannot measure (perftest doubles its own figure)".into(),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -245,6 +400,13 @@ impl Agreement {
         }
         if self.seed != other.seed {
             return Some(format!("--seed {} here, --seed {} there", self.seed, other.seed));
+        }
+        if self.timing != other.timing {
+            return Some(format!("{} here, {} there", self.timing.words(), other.timing.words()));
+        }
+        if self.mtu != other.mtu {
+            let m = |v: u32| if v == 0 { "no -m".to_string() } else { format!("-m {v}") };
+            return Some(format!("{} here, {} there", m(self.mtu), m(other.mtu)));
         }
         None
     }
@@ -303,9 +465,8 @@ impl Peer {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub agreement: Agreement,
-    pub memory: Memory,
-    /// `--use_cuda` without a method: dma-buf where the GPU has it, else nvidia_peermem.
-    pub cuda_auto: bool,
+    /// Host memory, or the GPU memory asked for (resolved when the run starts).
+    pub memory: MemoryAsk,
     /// How long to wait for the peer to connect or answer, and for a
     /// completion that makes no progress; None waits for ever.
     pub timeout: Option<Duration>,
@@ -315,23 +476,16 @@ pub struct Plan {
     pub devices: Vec<String>,
     pub ib_port: u8,
     pub gid_index: Option<u32>,
+    /// `-S`: the service level of this side's packets (each side's own, as in perftest).
+    pub sl: u8,
+    /// `--tclass`: the traffic class of this side's GRH (RoCE, or InfiniBand with -x).
+    pub traffic_class: u8,
     /// `--report_gbits`.
     pub report_gbits: bool,
     /// `QBENCH_CORRUPT=rdma[:BYTE]`.
     pub fault: Option<Fault>,
     /// `--numa`: where each side's thread and host buffers are bound.
     pub numa: numa::Mode,
-}
-
-/// How GPU memory is registered with the adapter (`--use_cuda`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CudaVia {
-    /// dma-buf when the GPU supports it, else nvidia_peermem.
-    Auto,
-    /// A dma-buf file descriptor of the GPU memory (ibv_reg_dmabuf_mr).
-    Dmabuf,
-    /// The GPU address itself, through the nvidia_peermem kernel module (ibv_reg_mr).
-    Peermem,
 }
 
 /// What a run asks for, in perftest's terms, before it is checked: what
@@ -355,10 +509,21 @@ pub struct Options {
     /// `-t`; None: perftest's default.
     pub tx_depth: Option<u32>,
     pub bidirectional: bool,
+    /// `-D`: seconds each test runs (with `run_infinitely`: between lines).
+    pub duration_s: Option<u32>,
+    /// `-f`: the margins of `-D`; None: a quarter of it.
+    pub margin_s: Option<u32>,
+    /// `--run_infinitely`.
+    pub run_infinitely: bool,
+    /// `-m`; None: the ports' active MTU.
+    pub mtu: Option<u32>,
+    /// `-S`.
+    pub sl: u8,
+    /// `--tclass`.
+    pub traffic_class: u8,
     pub report_gbits: bool,
-    /// `--use_cuda` and its GPU.
-    pub use_cuda: Option<CudaVia>,
-    pub cuda_device: u32,
+    /// `--use_cuda`, `--use_cuda_bus_id`, `--use_cuda_dmabuf`, `--gpu_reg`.
+    pub memory: MemoryAsk,
     /// Seconds to wait for the peer and for a completion; 0 for ever.
     pub timeout_s: u64,
     pub seed: u64,
@@ -383,9 +548,14 @@ impl Options {
             qps: 1,
             tx_depth: None,
             bidirectional: false,
+            duration_s: None,
+            margin_s: None,
+            run_infinitely: false,
+            mtu: None,
+            sl: 0,
+            traffic_class: 0,
             report_gbits: false,
-            use_cuda: None,
-            cuda_device: 0,
+            memory: MemoryAsk::Host,
             timeout_s: 30,
             seed: crate::pattern::DEFAULT_SEED,
             fault: None,
@@ -419,16 +589,36 @@ impl Plan {
             Some(t) if (1..=MAX_TX_DEPTH).contains(&t) => t,
             Some(t) => return Err(Error::Usage(format!("tx depth {t} (-t): use 1..{MAX_TX_DEPTH}"))),
         };
-        let memory = match o.use_cuda {
-            None => Memory::Host,
-            Some(CudaVia::Peermem) => Memory::CudaPeermem { gpu: o.cuda_device },
-            Some(CudaVia::Dmabuf | CudaVia::Auto) => Memory::CudaDmabuf { gpu: o.cuda_device },
+        let timing = match (o.run_infinitely, o.duration_s, o.margin_s) {
+            (true, _, Some(_)) => {
+                return Err(Error::Usage("-f sets the margins of -D, which --run_infinitely has not".into()));
+            }
+            (true, seconds, None) => Timing::Infinitely { seconds: seconds.unwrap_or(DEFAULT_DURATION_S) },
+            (false, Some(seconds), margin) => Timing::Duration { seconds, margin: margin.unwrap_or(seconds / 4) },
+            (false, None, Some(_)) => return Err(Error::Usage("-f sets the margins of -D: give -D too".into())),
+            (false, None, None) => Timing::Iterations,
         };
-        let agreement =
-            Agreement { tests, sizes, iters, qps: o.qps, tx_depth, bidirectional: o.bidirectional, seed: o.seed };
+        if o.sl > MAX_SL {
+            return Err(Error::Usage(format!("service level {} (-S): perftest's range is 0..{MAX_SL}", o.sl)));
+        }
+        let agreement = Agreement {
+            tests,
+            sizes,
+            iters,
+            qps: o.qps,
+            tx_depth,
+            bidirectional: o.bidirectional,
+            seed: o.seed,
+            timing,
+            mtu: o.mtu.unwrap_or(0),
+        };
+        if o.mtu == Some(0) {
+            return Err(Error::Usage("MTU 0 (-m): use 256, 512, 1024, 2048 or 4096".into()));
+        }
         agreement.validate()?;
         if let Some(Fault::SourceByte(byte)) = o.fault {
-            let largest = agreement.tests.iter().map(|&t| TestParams::new(&agreement, memory, t).max_size()).max();
+            let gpu = o.memory.is_gpu();
+            let largest = agreement.tests.iter().map(|&t| TestParams::new(&agreement, gpu, t).max_size()).max();
             if largest.is_none_or(|l| byte >= l) {
                 return Err(Error::Usage(format!(
                     "{}=rdma:{byte} names byte {byte} but the largest message here is {} bytes: it would never cross the link",
@@ -451,13 +641,14 @@ impl Plan {
         }
         Ok(Plan {
             agreement,
-            memory,
-            cuda_auto: o.use_cuda == Some(CudaVia::Auto),
+            memory: o.memory.clone(),
             timeout: (o.timeout_s > 0).then(|| Duration::from_secs(o.timeout_s)),
             peer: o.peer.clone(),
             devices: o.devices.clone(),
             ib_port: o.ib_port,
             gid_index: o.gid_index,
+            sl: o.sl,
+            traffic_class: o.traffic_class,
             report_gbits: o.report_gbits,
             fault: o.fault,
             numa: o.numa,
@@ -499,20 +690,30 @@ pub struct TestParams {
     pub bidirectional: bool,
     /// Messages up to this size go inline in the work request.
     pub inline_size: u32,
+    /// `-D` or `--run_infinitely` (records before it: `-n`).
+    #[serde(default)]
+    pub timing: Timing,
 }
 
 impl TestParams {
-    pub fn new(a: &Agreement, memory: Memory, test: Test) -> TestParams {
+    /// On GPU memory (`gpu`) nothing goes inline.
+    pub fn new(a: &Agreement, gpu: bool, test: Test) -> TestParams {
         let default_iters = if test == Test::WriteBw { DEFAULT_ITERS_WRITE_BW } else { DEFAULT_ITERS };
-        let iters = if a.iters == 0 { default_iters } else { a.iters };
+        // A timed run counts no iterations (perftest sets them to 0) and
+        // caps no depth by them.
+        let (iters, cap) = match (a.timing, a.iters) {
+            (Timing::Iterations, 0) => (default_iters, default_iters),
+            (Timing::Iterations, n) => (n, n),
+            _ => (0, u32::MAX),
+        };
         let tx_depth = match (test.is_bw(), a.tx_depth) {
             (false, _) => 1,
             (true, 0) => DEFAULT_TX_DEPTH_BW,
             (true, t) => t,
         }
-        .min(iters);
-        let rx_depth = if test.verb() == Verb::Send { DEFAULT_RX_DEPTH_SEND.min(iters) } else { 1 };
-        let inline_size = match (test.is_bw() || memory.is_gpu(), test.verb()) {
+        .min(cap);
+        let rx_depth = if test.verb() == Verb::Send { DEFAULT_RX_DEPTH_SEND.min(cap) } else { 1 };
+        let inline_size = match (test.is_bw() || gpu, test.verb()) {
             (false, Verb::Write) => INLINE_WRITE,
             (false, Verb::Send) => INLINE_SEND,
             _ => 0,
@@ -527,6 +728,7 @@ impl TestParams {
             rx_depth,
             bidirectional: a.bidirectional && test.is_bw(),
             inline_size,
+            timing: a.timing,
         }
     }
 
@@ -542,9 +744,10 @@ impl TestParams {
         self.sizes.iter().copied().max().unwrap_or(1)
     }
 
-    /// Whether the peak bandwidth is computed (perftest skips it above 20000 messages).
+    /// Whether the peak bandwidth is computed (perftest skips it above
+    /// 20000 messages, and in a timed run).
     pub fn peak(&self) -> bool {
-        self.iters as u64 <= PEAK_ITERS_LIMIT
+        !self.timing.is_timed() && self.iters as u64 <= PEAK_ITERS_LIMIT
     }
 }
 
@@ -561,30 +764,32 @@ mod tests {
             tx_depth: 0,
             bidirectional: false,
             seed: 1,
+            timing: Timing::Iterations,
+            mtu: 0,
         }
     }
 
     #[test]
     fn perftest_defaults() {
         let a = agreement();
-        let w = TestParams::new(&a, Memory::Host, Test::WriteBw);
+        let w = TestParams::new(&a, false, Test::WriteBw);
         assert_eq!((w.sizes.clone(), w.iters, w.tx_depth, w.rx_depth), (vec![65536], 5000, 128, 1));
         assert_eq!(w.cq_mod(65536), 1);
         assert_eq!(w.cq_mod(4096), 100);
-        let r = TestParams::new(&a, Memory::Host, Test::ReadBw);
+        let r = TestParams::new(&a, false, Test::ReadBw);
         assert_eq!(r.iters, 1000);
-        let s = TestParams::new(&a, Memory::Host, Test::SendBw);
+        let s = TestParams::new(&a, false, Test::SendBw);
         assert_eq!(s.rx_depth, 512);
-        let l = TestParams::new(&a, Memory::Host, Test::WriteLat);
+        let l = TestParams::new(&a, false, Test::WriteLat);
         assert_eq!((l.sizes.clone(), l.iters, l.tx_depth, l.inline_size), (vec![2], 1000, 1, 220));
-        let g = TestParams::new(&a, Memory::CudaDmabuf { gpu: 0 }, Test::SendLat);
+        let g = TestParams::new(&a, true, Test::SendLat);
         assert_eq!(g.inline_size, 0);
     }
 
     #[test]
     fn depths_follow_the_iterations() {
         let a = Agreement { iters: 50, tx_depth: 200, ..agreement() };
-        let p = TestParams::new(&a, Memory::Host, Test::SendBw);
+        let p = TestParams::new(&a, false, Test::SendBw);
         assert_eq!((p.tx_depth, p.rx_depth, p.cq_mod(2)), (50, 50, 50));
     }
 
@@ -612,5 +817,73 @@ mod tests {
         assert_eq!(a.difference(&b).unwrap(), "the default size here, -s 1024 there");
         let c = Agreement { qps: 4, ..agreement() };
         assert_eq!(a.difference(&c).unwrap(), "-q 1 here, -q 4 there");
+        let d = Agreement { timing: Timing::Duration { seconds: 2, margin: 0 }, ..agreement() };
+        assert_eq!(a.difference(&d).unwrap(), "no -D here, -D 2 -f 0 there");
+        let e = Agreement { timing: Timing::Infinitely { seconds: 1 }, ..agreement() };
+        assert_eq!(d.difference(&e).unwrap(), "-D 2 -f 0 here, --run_infinitely -D 1 there");
+        let m = Agreement { mtu: 1024, ..agreement() };
+        assert_eq!(m.difference(&a).unwrap(), "-m 1024 here, no -m there");
+    }
+
+    fn plan(o: impl FnOnce(&mut Options)) -> Result<Plan> {
+        let mut options = Options::new("write_bw", Peer::Loopback);
+        o(&mut options);
+        Plan::new(&options)
+    }
+
+    /// perftest's duration mode: a quarter of -D on each side unless -f
+    /// says, no iteration count, no depth capped by one, no peak.
+    #[test]
+    fn duration_mode() {
+        let p = plan(|o| o.duration_s = Some(10)).unwrap();
+        assert_eq!(p.agreement.timing, Timing::Duration { seconds: 10, margin: 2 });
+        let p = plan(|o| o.duration_s = Some(2)).unwrap();
+        assert_eq!(p.agreement.timing, Timing::Duration { seconds: 2, margin: 0 });
+        let p = plan(|o| (o.duration_s, o.margin_s, o.tests) = (Some(5), Some(2), "send_bw,write_lat".into())).unwrap();
+        assert_eq!(p.agreement.timing, Timing::Duration { seconds: 5, margin: 2 });
+        let t = TestParams::new(&p.agreement, false, Test::SendBw);
+        assert_eq!((t.iters, t.tx_depth, t.rx_depth, t.peak(), t.timing.is_timed()), (0, 128, 512, false, true));
+        let p = plan(|o| o.run_infinitely = true).unwrap();
+        assert_eq!(p.agreement.timing, Timing::Infinitely { seconds: DEFAULT_DURATION_S });
+        let p = plan(|o| (o.run_infinitely, o.duration_s) = (true, Some(1))).unwrap();
+        assert_eq!(p.agreement.timing, Timing::Infinitely { seconds: 1 });
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        type Set = fn(&mut Options);
+        let cases: [(&str, Set); 13] = [
+            ("-D 0", |o| o.duration_s = Some(0)),
+            ("-D 0", |o| (o.run_infinitely, o.duration_s) = (true, Some(0))),
+            ("twice the margin", |o| (o.duration_s, o.margin_s) = (Some(4), Some(2))),
+            ("give -D too", |o| o.margin_s = Some(1)),
+            ("which --run_infinitely has not", |o| (o.run_infinitely, o.margin_s) = (true, Some(1))),
+            ("leave out -a", |o| (o.duration_s, o.all) = (Some(2), true)),
+            ("give one of them", |o| (o.duration_s, o.iters) = (Some(2), Some(100))),
+            ("bandwidth tests only", |o| (o.run_infinitely, o.tests) = (true, "write_lat".into())),
+            ("runs one test", |o| (o.run_infinitely, o.tests) = (true, "write_bw,read_bw".into())),
+            ("with -b", |o| (o.run_infinitely, o.bidirectional) = (true, true)),
+            ("-S", |o| o.sl = 16),
+            ("not an InfiniBand MTU", |o| o.mtu = Some(1500)),
+            ("MTU 0", |o| o.mtu = Some(0)),
+        ];
+        for (text, set) in cases {
+            let e = plan(set).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{text}: {e}");
+            assert!(e.message().contains(text), "{text}: {e}");
+        }
+        for mtu in MTUS {
+            assert_eq!(plan(|o| (o.mtu, o.sl) = (Some(mtu), MAX_SL)).unwrap().agreement.mtu, mtu);
+        }
+    }
+
+    #[test]
+    fn bus_ids_as_the_driver_takes_them() {
+        for good in ["0000:3b:00.0", "00000000:3B:00.0", "3b:00.0", "3b:00", "0:18:00.0"] {
+            assert_eq!(GpuDevice::bus_id(good).unwrap(), GpuDevice::BusId(good.into()), "{good}");
+        }
+        for bad in ["", "3b", "0000:3b:00.0.1", "zz:00.0", "0000:3b:000.0", "3b:00.10", "1:2:3:4", "3b:00."] {
+            assert_eq!(GpuDevice::bus_id(bad).unwrap_err().exit_code(), 2, "{bad}");
+        }
     }
 }

@@ -1,10 +1,14 @@
 //! One side of an RDMA run, plan in, records out, nothing printed: agree
 //! with the peer on the options, then for each test open the adapter,
 //! register the buffers, connect the queue pairs, and for each size time
-//! perftest's loop, check every byte that arrived and swap results, so
-//! that both sides end with the same records. The records go to an
-//! observer, each test's link as it connects and each row as its size
-//! finishes; between sizes a Ctrl-C stops the run (and the peer with it).
+//! perftest's loop (for -n iterations, or for -D seconds), check every byte
+//! that arrived and swap results, so that both sides end with the same
+//! records. The records go to an observer, each test's link as it connects
+//! and each row as its size finishes (and, with --run_infinitely, a row
+//! every -D seconds while it runs); between sizes, and in a timed loop, a
+//! Ctrl-C stops the run (and the peer with it). A timed loop's end reaches
+//! the peer in band: a zero-length message on each queue pair, which a
+//! reliable connection delivers after every message before it.
 
 use super::data::{self, Side};
 use super::device::PortChoice;
@@ -12,12 +16,12 @@ use super::figures::{self, BwFigures, BwTimes};
 use super::handshake::{Endpoint, Figures, Message, Phase, Report, Step};
 use super::memory::Region;
 use super::oob::{self, Channel, Wait, unexpected};
-use super::plan::{Plan, Test, TestParams, Verb};
-use super::verbs::{Adapter, Caps, Link, Op, Request};
+use super::plan::{Memory, Plan, Test, TestParams, Timing, Verb};
+use super::verbs::{Adapter, Caps, Link, Op, Request, Route};
 use crate::error::{Error, Result};
 use crate::interrupt;
 use crate::numa;
-use crate::record::rdma::{self as record, BwRow, DataCheck, EndpointInfo, LatRow, Row};
+use crate::record::rdma::{self as record, BwRow, DataCheck, EndpointInfo, LatDurationRow, LatRow, Row};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
@@ -30,17 +34,23 @@ pub enum Progress {
     Row(Row),
 }
 
+/// Where this side runs: its port, and its buffers' memory (the plan's,
+/// resolved on this process's GPUs).
+pub struct Place<'a> {
+    pub choice: &'a PortChoice,
+    pub memory: Memory,
+}
+
 /// Runs every test of `plan` as `side`, through `channel` to the peer,
-/// on the port `choice`. On failure (an interruption too) the peer is
-/// told why.
+/// at `place`. On failure (an interruption too) the peer is told why.
 pub fn run(
     plan: &Plan,
     side: Side,
-    choice: &PortChoice,
+    place: &Place,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let result = run_tests(plan, side, choice, channel, observe);
+    let result = run_tests(plan, side, place, channel, observe);
     if let Err(e) = &result {
         channel.abort(e);
     }
@@ -50,7 +60,7 @@ pub fn run(
 fn run_tests(
     plan: &Plan,
     side: Side,
-    choice: &PortChoice,
+    place: &Place,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
 ) -> Result<()> {
@@ -59,9 +69,13 @@ fn run_tests(
     for &test in &plan.agreement.tests {
         interrupt::check()?;
         interrupt::step(format!("rdma {}: connecting", test.name()));
-        run_test(plan, side, choice, test, channel, observe)?;
+        run_test(plan, side, place, test, channel, observe)?;
     }
-    Ok(())
+    // --run_infinitely ends when interrupted, once its last row is made.
+    match plan.agreement.timing {
+        Timing::Infinitely { .. } => interrupt::check(),
+        _ => Ok(()),
+    }
 }
 
 /// Swaps a step marker; the peer must be at the same step.
@@ -96,6 +110,8 @@ fn info(e: &Endpoint) -> EndpointInfo {
         lid: e.lid,
         link_layer: if e.roce { "Ethernet" } else { "InfiniBand" }.to_string(),
         mtu: e.mtu,
+        sl: e.sl,
+        traffic_class: e.traffic_class,
         qpns: e.qps.iter().map(|q| q.qpn).collect(),
         memory: e.memory,
     }
@@ -133,24 +149,25 @@ fn polls_memory(link: &Link) -> bool {
 fn run_test(
     plan: &Plan,
     side: Side,
-    choice: &PortChoice,
+    place: &Place,
     test: Test,
     channel: &mut dyn Channel,
     observe: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let p = TestParams::new(&plan.agreement, plan.memory, test);
+    let p = TestParams::new(&plan.agreement, place.memory.is_gpu(), test);
     let layout = Layout::new(&p);
     // Bound before the buffers are allocated and registered (the
     // registration faults their pages in), held while this thread polls.
-    let device = &choice.device;
+    let device = &place.choice.device;
     let bound = numa::Host::this().bind_for(plan.numa, device, &numa::rdma_node_file(device));
-    let adapter = Adapter::open(choice)?;
-    let region = Region::new(plan.memory, layout.len(p.qps))?;
+    let adapter = Adapter::open(place.choice)?;
+    let region = Region::new(place.memory, layout.len(p.qps))?;
     let recv_depth = if test.verb() == Verb::Send { p.rx_depth } else { 1 };
     let caps = Caps { qps: p.qps, send_depth: p.tx_depth, recv_depth, inline: p.inline_size };
-    let mut link = Link::new(adapter, region, plan.memory, caps)?;
+    let mut link = Link::new(adapter, region, place.memory, caps)?;
+    link.set_route(Route { sl: plan.sl, traffic_class: plan.traffic_class, mtu: plan.agreement.mtu })?;
     let mut placement = bound.placement.clone();
-    if !plan.memory.is_gpu() {
+    if !place.memory.is_gpu() {
         placement.count_pages(&[(link.region.addr() as usize, link.region.bytes())]);
     }
     let mut pattern = vec![0u8; layout.slot];
@@ -181,7 +198,8 @@ fn run_test(
     for &size in &p.sizes {
         interrupt::check()?;
         interrupt::step(format!("rdma {} with {size} B", test.name()));
-        observe(Progress::Row(run_size(&mut conn, plan, size, channel)?));
+        let row = run_size(&mut conn, plan, size, channel, &mut |line| observe(Progress::Row(line)))?;
+        observe(Progress::Row(row));
     }
     Ok(())
 }
@@ -206,7 +224,17 @@ struct Connection<'a> {
     waiting: Vec<u64>,
 }
 
-fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Channel) -> Result<Row> {
+/// One size: poison what arrives, time the loop, check what arrived and
+/// swap reports. `lines` hears the rows a --run_infinitely loop makes as
+/// it goes; the row returned is the size's (for --run_infinitely, the
+/// stretch since the last line, with the data checked).
+fn run_size(
+    conn: &mut Connection,
+    plan: &Plan,
+    size: u64,
+    channel: &mut dyn Channel,
+    lines: &mut dyn FnMut(Row),
+) -> Result<Row> {
     let Connection { link, p, layout, side, waiting } = conn;
     let (p, layout, side) = (*p, *layout, *side);
     let seed = plan.agreement.seed;
@@ -225,18 +253,22 @@ fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Cha
     let mut loop_ = Loop { link, p, layout, size, timeout: plan.timeout, side, waiting };
     loop_.prepost()?;
     step(channel, Phase::Go, p.test, size, Wait::Prompt)?;
+    // A latency test's messages from the peer that arrived here (a timed
+    // one may end before any did); a bandwidth test's destinations always
+    // hold what arrived.
+    let mut arrived = None;
     let figures = if p.test.is_bw() {
         let sending = side == Side::Client || p.bidirectional;
         let sends_arrive = p.test.verb() == Verb::Send && receiving;
-        match loop_.bandwidth(sending, sends_arrive)? {
+        let mut line = |f: BwFigures| lines(bw_row(size, f, DataCheck::default()));
+        match loop_.bandwidth(sending, sends_arrive, &mut line)? {
             Some(f) => Figures::Bw(f),
             None => Figures::None,
         }
     } else {
-        match loop_.latency()? {
-            Some(f) => Figures::Lat(f),
-            None => Figures::None,
-        }
+        let (figures, seen) = loop_.latency()?;
+        arrived = Some(seen);
+        figures
     };
     if p.test == Test::WriteLat && polls_memory(link) {
         // The marker overwrote the source's last byte: give it back its
@@ -247,13 +279,17 @@ fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Cha
     }
     step(channel, Phase::Done, p.test, size, Wait::Busy)?;
     let mut mine = DataCheck::default();
-    if receiving {
+    if receiving && arrived != Some(0) {
         let mut got = vec![0u8; size as usize];
         for q in 0..p.qps {
             link.region.read(layout.dst(q as usize), &mut got)?;
             let key = data::key(seed, side.peer(), q);
             let counter = p.test == Test::WriteLat && polls_memory(link);
-            mine = mine.merge(if counter { counted(&got, key, p.iters) } else { data::check(&got, key) });
+            let check = match arrived {
+                Some(seen) if counter => counted(&got, key, seen),
+                _ => data::check(&got, key),
+            };
+            mine = mine.merge(check);
         }
     }
     let report = Report { test: p.test, size, data: mine, figures };
@@ -265,12 +301,12 @@ fn run_size(conn: &mut Connection, plan: &Plan, size: u64, channel: &mut dyn Cha
 }
 
 /// A write-latency destination: the pattern, except its last byte, which
-/// carries the iteration count (perftest's arrival marker).
-fn counted(got: &[u8], key: u64, iters: u32) -> DataCheck {
+/// carries the count of the last message that arrived (perftest's arrival marker).
+fn counted(got: &[u8], key: u64, arrived: u64) -> DataCheck {
     let Some((&last, body)) = got.split_last() else { return DataCheck::default() };
     let mut c = data::check(body, key);
     c.checked_bytes += 1;
-    if last != iters as u8 {
+    if last != arrived as u8 {
         c.wrong_bytes += 1;
         c.first_wrong.get_or_insert(body.len() as u64);
     }
@@ -283,7 +319,6 @@ fn row(p: &TestParams, size: u64, side: Side, mine: &Report, theirs: &Report) ->
     let data = if side == Side::Client { mine.data.merge(theirs.data) } else { theirs.data.merge(mine.data) };
     let (client, server) =
         if side == Side::Client { (mine.figures, theirs.figures) } else { (theirs.figures, mine.figures) };
-    let messages = p.iters as u64 * p.qps as u64;
     match (client, server) {
         (Figures::Lat(l), _) => Row::Lat(LatRow {
             bytes: size,
@@ -297,32 +332,44 @@ fn row(p: &TestParams, size: u64, side: Side, mine: &Report, theirs: &Report) ->
             t_p99_9_us: l.p99_9,
             data,
         }),
+        (Figures::LatDuration(l), _) => Row::LatDuration(LatDurationRow {
+            bytes: size,
+            iterations: l.iterations,
+            t_avg_us: l.avg,
+            tps: l.tps,
+            data,
+        }),
         (c, s) => {
-            let sum = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                (Some(a), Some(b)) => Some(a + b),
-                (a, None) => a,
-                (None, b) => b,
-            };
             let as_bw = |f: Figures| match f {
                 Figures::Bw(b) => Some(b),
                 _ => None,
             };
-            let (c, s) = (as_bw(c), as_bw(s));
-            let both = |get: fn(&BwFigures) -> f64| sum(c.as_ref().map(get), s.as_ref().map(get)).unwrap_or(0.0);
-            Row::Bw(BwRow {
-                bytes: size,
-                iterations: messages,
-                bw_peak_bytes_per_s: match (c, s) {
-                    (Some(c), Some(s)) => sum(c.peak, s.peak),
-                    (Some(x), None) | (None, Some(x)) => x.peak,
-                    (None, None) => None,
+            let figures = match (as_bw(c), as_bw(s)) {
+                // The client's messages, both directions' rates.
+                (Some(c), Some(s)) => BwFigures {
+                    messages: c.messages,
+                    peak: c.peak.zip(s.peak).map(|(a, b)| a + b).or(c.peak).or(s.peak),
+                    average: c.average + s.average,
+                    msg_rate_mpps: c.msg_rate_mpps + s.msg_rate_mpps,
                 },
-                bw_avg_bytes_per_s: both(|f| f.average),
-                msg_rate_mpps: both(|f| f.msg_rate_mpps),
-                data,
-            })
+                (Some(x), None) | (None, Some(x)) => x,
+                (None, None) => BwFigures { messages: 0, peak: None, average: 0.0, msg_rate_mpps: 0.0 },
+            };
+            bw_row(size, figures, data)
         }
     }
+}
+
+/// A bandwidth row of `size` from its figures.
+fn bw_row(size: u64, f: BwFigures, data: DataCheck) -> Row {
+    Row::Bw(BwRow {
+        bytes: size,
+        iterations: f.messages,
+        bw_peak_bytes_per_s: f.peak,
+        bw_avg_bytes_per_s: f.average,
+        msg_rate_mpps: f.msg_rate_mpps,
+        data,
+    })
 }
 
 /// A completion for no request this side has outstanding: the figures
@@ -371,6 +418,89 @@ impl Watchdog {
     }
 }
 
+/// The clock of a timed loop (-D, --run_infinitely): when the loop ends,
+/// which completions count, and for --run_infinitely when a line is due.
+/// As perftest's alarms, a -D run's measured middle is fixed from the
+/// start: what is polled from `margin` to `seconds - margin` counts, over
+/// exactly that time.
+struct Clock {
+    timing: Timing,
+    start: Instant,
+    /// --run_infinitely: when the last line was made.
+    line: Instant,
+    /// A Ctrl-C came at this moment: the loop ends as at its time.
+    interrupted: Option<Instant>,
+}
+
+impl Clock {
+    fn start(timing: Timing) -> Clock {
+        let now = Instant::now();
+        Clock { timing, start: now, line: now, interrupted: None }
+    }
+
+    /// Reads the clock at `now`: whether time is up (or the run was
+    /// interrupted), and for --run_infinitely whether a line is due (the
+    /// time since the last one, the next starting now).
+    fn read(&mut self, now: Instant) -> (bool, Option<Duration>) {
+        if self.interrupted.is_none() && interrupt::reason() != 0 {
+            self.interrupted = Some(now);
+        }
+        let over = self.interrupted.is_some();
+        match self.timing {
+            Timing::Iterations => (false, None),
+            Timing::Duration { seconds, .. } => (over || now >= self.start + secs(seconds), None),
+            Timing::Infinitely { seconds } => {
+                if over || now - self.line < secs(seconds) {
+                    return (over, None);
+                }
+                let since = now - self.line;
+                self.line = now;
+                (false, Some(since))
+            }
+        }
+    }
+
+    /// Whether what was polled at `at` counts: in -D's measured middle, or
+    /// before --run_infinitely was interrupted.
+    fn counts(&self, at: Instant) -> bool {
+        match self.timing {
+            Timing::Iterations => true,
+            Timing::Duration { seconds, margin } => {
+                at >= self.start + secs(margin) && at < self.start + secs(seconds - margin)
+            }
+            Timing::Infinitely { .. } => self.interrupted.is_none_or(|i| at < i),
+        }
+    }
+
+    /// The time the counted figures cover: -D's measured middle, or
+    /// --run_infinitely's last line to the interruption.
+    fn measured_ns(&self) -> u64 {
+        match self.timing {
+            Timing::Iterations => 0,
+            Timing::Duration { seconds, margin } => secs(seconds - 2 * margin).as_nanos() as u64,
+            Timing::Infinitely { .. } => {
+                self.interrupted.map_or(0, |i| i.saturating_duration_since(self.line).as_nanos() as u64)
+            }
+        }
+    }
+
+    /// After the loop has told the peer: a -D run that a Ctrl-C cut short
+    /// stops here (--run_infinitely goes on to check and report first).
+    fn stop_if_cut_short(&self) -> Result<()> {
+        match self.timing {
+            Timing::Duration { .. } if self.interrupted.is_some() => interrupt::check(),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn secs(n: u32) -> Duration {
+    Duration::from_secs(n as u64)
+}
+
+/// wr_id of the zero-length message that ends a timed loop, or'd with its queue pair.
+const END_MARK: u64 = 1 << 63;
+
 /// The timed loops of one size on one side.
 struct Loop<'a> {
     link: &'a mut Link,
@@ -383,6 +513,15 @@ struct Loop<'a> {
     waiting: &'a mut [u64],
 }
 
+/// What a latency loop's wait saw arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// The peer's message of this iteration.
+    Message,
+    /// The zero-length message that ends a timed loop.
+    End,
+}
+
 impl Loop<'_> {
     /// Posts one receive on queue pair `q`, as long as the largest message.
     fn post_recv(&mut self, q: usize) -> Result<()> {
@@ -391,13 +530,14 @@ impl Loop<'_> {
 
     /// Receives posted before the peer may send: perftest's rx depth for
     /// the receiving side of a send test, one for a write latency test on
-    /// GPU memory, topped up from what the previous size left.
+    /// GPU memory or a timed one (its end arrives as a receive), topped up
+    /// from what the previous size left.
     fn prepost(&mut self) -> Result<()> {
         let p = self.p;
         let want = match p.test {
             Test::SendBw if receives_data(p.test, self.side, p.bidirectional) => p.rx_depth,
             Test::SendLat => p.rx_depth,
-            Test::WriteLat if !polls_memory(self.link) => 1,
+            Test::WriteLat if !polls_memory(self.link) || p.timing.is_timed() => 1,
             _ => 0,
         };
         for q in 0..p.qps as usize {
@@ -409,11 +549,48 @@ impl Loop<'_> {
         Ok(())
     }
 
+    /// Ends a timed loop at the peer: a zero-length message on each queue
+    /// pair, after everything this side sent on it (`op`: SEND, or a WRITE
+    /// with immediate where the peer waits for writes), signaled; returns
+    /// once each has completed.
+    fn send_end(&mut self, op: Op, watchdog: &mut Watchdog) -> Result<()> {
+        let qps = self.p.qps as usize;
+        for q in 0..qps {
+            let local = self.layout.src(q);
+            self.link.post(Request {
+                qp: q,
+                op,
+                local,
+                len: 0,
+                remote: 0,
+                wr_id: END_MARK | q as u64,
+                signaled: true,
+            })?;
+        }
+        let mut done = 0;
+        while done < qps {
+            let n = self.link.poll_send(|_| {})?;
+            done += n;
+            watchdog.tick(n > 0, &|| format!("{done} of {qps} end markers completed"))?;
+        }
+        Ok(())
+    }
+
     /// perftest's run_iter_bw: up to tx depth outstanding per queue pair,
     /// one signaled request in cq_mod, post and completion times for the
     /// figures; the receiving side of a send test reposts its receives.
-    fn bandwidth(&mut self, sending: bool, receiving: bool) -> Result<Option<BwFigures>> {
+    /// Timed (-D), the completions of the measured middle count; with
+    /// --run_infinitely, `lines` hears every -D seconds what completed
+    /// since its last line. A timed loop ends at a whole batch of cq_mod
+    /// requests, waits for them, then ends the peer's receive loop.
+    fn bandwidth(
+        &mut self,
+        sending: bool,
+        receiving: bool,
+        lines: &mut dyn FnMut(BwFigures),
+    ) -> Result<Option<BwFigures>> {
         let p = self.p;
+        let timed = p.timing.is_timed();
         let (qps, iters) = (p.qps as usize, p.iters as u64);
         let total = iters * qps as u64;
         let size = self.size as u32;
@@ -433,18 +610,46 @@ impl Loop<'_> {
         // Receives available to this size: those still posted from before.
         let mut rposted = self.waiting.to_vec();
         let (mut tot_c, mut tot_r) = (0u64, 0u64);
+        // Timed: the peer's end marker came on each queue pair; this side's were sent.
+        let (mut ended, mut sent_end) = (vec![false; qps], false);
+        let mut clock = Clock::start(p.timing);
+        let (mut over, mut counted) = (false, 0u64);
         let origin = Instant::now();
         let ns = |t: Instant| t.duration_since(origin).as_nanos() as u64;
         let mut first_post = None;
         let mut watchdog = Watchdog::new(self.timeout);
         let layout = self.layout;
         let (rx_depth, wrong_len, stray) = (p.rx_depth as u64, Cell::new(None), Cell::new(false));
-        while (sending && tot_c < total) || (receiving && tot_r < total) {
+        let drained = |scnt: &[u64], ccnt: &[u64]| scnt.iter().zip(ccnt).all(|(s, c)| s == c);
+        loop {
+            let sending_left = if timed { sending && !sent_end } else { sending && tot_c < total };
+            let receiving_left =
+                if timed { receiving && !ended.iter().all(|&e| e) } else { receiving && tot_r < total };
+            if !sending_left && !receiving_left {
+                break;
+            }
+            if timed {
+                let (now_over, line) = clock.read(Instant::now());
+                over = now_over;
+                if let Some(since) = line.filter(|_| sending) {
+                    lines(figures::bandwidth_over(self.size, counted, since.as_nanos() as u64));
+                    counted = 0;
+                }
+            }
             let mut progress = false;
-            if sending {
+            if sending_left {
                 for q in 0..qps {
-                    while scnt[q] < iters && scnt[q] < p.tx_depth as u64 + ccnt[q] {
-                        let signaled = scnt[q] % cq_mod == cq_mod - 1 || scnt[q] == iters - 1;
+                    loop {
+                        let more = if timed {
+                            // Over: only to the end of the batch, whose last request is signaled.
+                            !over || !scnt[q].is_multiple_of(cq_mod)
+                        } else {
+                            scnt[q] < iters
+                        };
+                        if !more || scnt[q] >= p.tx_depth as u64 + ccnt[q] {
+                            break;
+                        }
+                        let signaled = scnt[q] % cq_mod == cq_mod - 1 || (!timed && scnt[q] == iters - 1);
                         let now = Instant::now();
                         if peak {
                             times.posted.push(ns(now));
@@ -473,10 +678,13 @@ impl Loop<'_> {
                         stray.set(true);
                         return;
                     }
-                    let fill = cq_mod.min(iters - ccnt[q]);
+                    let fill = if timed { cq_mod } else { cq_mod.min(iters - ccnt[q]) };
                     ccnt[q] += fill;
                     tot_c += fill;
                     let now = Instant::now();
+                    if timed && clock.counts(now) {
+                        counted += fill;
+                    }
                     if peak {
                         times.completed[(tot_c.min(total) - 1) as usize] = Some(ns(now));
                     }
@@ -487,8 +695,15 @@ impl Loop<'_> {
                 }
                 stray_error(&stray)?;
                 progress |= done > 0;
+                if timed && over && drained(&scnt, &ccnt) {
+                    // Only a peer that receives sends is in a loop that waits for the end.
+                    if op == Op::Send {
+                        self.send_end(Op::Send, &mut watchdog)?;
+                    }
+                    sent_end = true;
+                }
             }
-            if receiving {
+            if receiving_left {
                 let got = self.link.poll_recv(|c| {
                     let q = c.wr_id as usize;
                     if q >= qps || rcnt[q] >= rposted[q] {
@@ -496,6 +711,10 @@ impl Loop<'_> {
                         return;
                     }
                     rcnt[q] += 1;
+                    if timed && c.byte_len == 0 {
+                        ended[q] = true;
+                        return;
+                    }
                     tot_r += 1;
                     if c.byte_len != size {
                         wrong_len.set(Some(c.byte_len));
@@ -506,7 +725,7 @@ impl Loop<'_> {
                     return Err(Error::CheckFailed(format!("a send of {size} B arrived as {len} B")));
                 }
                 for q in 0..qps {
-                    while rposted[q] < iters && rposted[q] - rcnt[q] < rx_depth {
+                    while (timed || rposted[q] < iters) && !ended[q] && rposted[q] - rcnt[q] < rx_depth {
                         self.post_recv(q)?;
                         rposted[q] += 1;
                     }
@@ -514,14 +733,22 @@ impl Loop<'_> {
                 progress |= got > 0;
             }
             watchdog.tick(progress, &|| {
-                format!("{} of {total} requests completed and {tot_r} of {total} messages received", tot_c)
+                if timed {
+                    format!("{tot_c} requests completed and {tot_r} messages received")
+                } else {
+                    format!("{tot_c} of {total} requests completed and {tot_r} of {total} messages received")
+                }
             })?;
         }
         for (w, (posted, used)) in self.waiting.iter_mut().zip(rposted.iter().zip(&rcnt)) {
             *w = posted - used;
         }
+        clock.stop_if_cut_short()?;
         if !sending {
             return Ok(None);
+        }
+        if timed {
+            return Ok(Some(figures::bandwidth_over(self.size, counted, clock.measured_ns())));
         }
         times.first_post = times.posted.first().copied().unwrap_or_else(|| first_post.map_or(0, ns));
         Ok(Some(figures::bandwidth(self.size, total, &times, cq_mod as u32)))
@@ -529,12 +756,17 @@ impl Loop<'_> {
 
     /// perftest's latency loops: the client posts and waits for the answer
     /// (or, for read, the completion) each iteration; the server answers
-    /// write and send. Only the client's post times make figures.
-    fn latency(&mut self) -> Result<Option<figures::LatFigures>> {
-        let (test, iters, size) = (self.p.test, self.p.iters, self.size);
+    /// write and send. Only the client's post times make figures. Timed
+    /// (-D), the client counts the iterations whose own request completes
+    /// in the measured middle, and when time is up ends the server's loop
+    /// in band. Returns the figures and how many of the peer's messages
+    /// arrived here.
+    fn latency(&mut self) -> Result<(Figures, u64)> {
+        let (test, iters, size) = (self.p.test, self.p.iters as u64, self.size);
+        let timed = self.p.timing.is_timed();
         let client = self.side == Side::Client;
         if test == Test::ReadLat && !client {
-            return Ok(None);
+            return Ok((Figures::None, 0));
         }
         let layout = self.layout;
         let last = layout.src(0) + size as usize - 1;
@@ -543,11 +775,18 @@ impl Loop<'_> {
         let mut posts = Vec::with_capacity(iters as usize);
         let origin = Instant::now();
         let mut watchdog = Watchdog::new(self.timeout);
-        for i in 1..=iters {
+        let mut clock = Clock::start(self.p.timing);
+        let (mut counted, mut arrived) = (0u64, 0u64);
+        let mut i = 0u64;
+        while timed || i < iters {
+            i += 1;
             let mark = i as u8;
             if !client {
-                self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)?;
-            } else {
+                if self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)? == Arrival::End {
+                    break;
+                }
+                arrived += 1;
+            } else if !timed {
                 posts.push(origin.elapsed().as_nanos() as u64);
             }
             if memory_polling {
@@ -556,7 +795,7 @@ impl Loop<'_> {
             let (op, local, remote) = match test {
                 Test::ReadLat => (Op::Read, layout.dst(0), layout.src(0)),
                 Test::WriteLat if memory_polling => (Op::Write, layout.src(0), layout.dst(0)),
-                Test::WriteLat => (Op::WriteImm(i), layout.src(0), layout.dst(0)),
+                Test::WriteLat => (Op::WriteImm(i as u32), layout.src(0), layout.dst(0)),
                 _ => (Op::Send, layout.src(0), layout.dst(0)),
             };
             self.link.post(Request {
@@ -576,19 +815,38 @@ impl Loop<'_> {
                 watchdog.tick(false, &|| format!("iteration {i}: no completion of this side's request"))?;
             }
             watchdog.tick(true, &String::new)?;
+            // perftest counts the iterations whose own request completes in the middle.
+            let now = Instant::now();
+            let over = client && timed && clock.read(now).0;
+            counted += (client && timed && clock.counts(now)) as u64;
             if client && test != Test::ReadLat {
                 self.wait_arrival(test, memory_polling, arrival, mark, &mut watchdog)?;
+                arrived += 1;
+            }
+            if over {
+                break;
             }
         }
+        if client && timed && test != Test::ReadLat {
+            let end = if test == Test::SendLat { Op::Send } else { Op::WriteImm(0) };
+            self.send_end(end, &mut watchdog)?;
+        }
+        clock.stop_if_cut_short()?;
         if !client {
-            return Ok(None);
+            return Ok((Figures::None, arrived));
         }
         let divisor = if test == Test::ReadLat { 1 } else { 2 };
-        Ok(Some(figures::latency(&posts, divisor)))
+        let figures = if timed {
+            Figures::LatDuration(figures::latency_over(counted, clock.measured_ns(), divisor))
+        } else {
+            Figures::Lat(figures::latency(&posts, divisor))
+        };
+        Ok((figures, if test == Test::ReadLat { i } else { arrived }))
     }
 
     /// Waits for the peer's message of iteration `mark`: its last byte
-    /// (write on host memory) or a receive completion, which is then reposted.
+    /// (write on host memory) or a receive completion, which is then
+    /// reposted; in a timed loop, or the zero-length end marker.
     fn wait_arrival(
         &mut self,
         test: Test,
@@ -596,10 +854,20 @@ impl Loop<'_> {
         arrival: usize,
         mark: u8,
         watchdog: &mut Watchdog,
-    ) -> Result<()> {
+    ) -> Result<Arrival> {
         let what = || format!("no message from the peer (iteration {})", mark);
+        let timed = self.p.timing.is_timed();
+        let mut got = Arrival::Message;
         if memory_polling {
+            let mut spins = 0u32;
             while self.link.region.peek(arrival) != Some(mark) {
+                spins = spins.wrapping_add(1);
+                // The end marker is the only receive a memory-polling loop posts.
+                if timed && spins.is_multiple_of(256) && self.link.poll_recv(|_| {})? > 0 {
+                    got = Arrival::End;
+                    self.post_recv(0)?;
+                    break;
+                }
                 watchdog.tick(false, &what)?;
             }
             std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
@@ -608,7 +876,9 @@ impl Loop<'_> {
                 let mut len = None;
                 let n = self.link.poll_recv(|c| len = Some(c.byte_len))?;
                 if n > 0 {
-                    if test == Test::SendLat && len != Some(self.size as u32) {
+                    if timed && len == Some(0) {
+                        got = Arrival::End;
+                    } else if test == Test::SendLat && len != Some(self.size as u32) {
                         return Err(Error::CheckFailed(format!("a send of {} B arrived as {len:?} B", self.size)));
                     }
                     break;
@@ -617,15 +887,16 @@ impl Loop<'_> {
             }
             self.post_recv(0)?;
         }
-        watchdog.tick(true, &what)
+        watchdog.tick(true, &what)?;
+        Ok(got)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rdma::figures::LatFigures;
-    use crate::rdma::plan::{Agreement, Memory, Sizes};
+    use crate::rdma::figures::{LatDurationFigures, LatFigures};
+    use crate::rdma::plan::{Agreement, Sizes};
 
     fn params(test: Test, bidirectional: bool) -> TestParams {
         let a = Agreement {
@@ -636,8 +907,10 @@ mod tests {
             tx_depth: 0,
             bidirectional,
             seed: 1,
+            timing: Timing::Iterations,
+            mtu: 0,
         };
-        TestParams::new(&a, Memory::Host, test)
+        TestParams::new(&a, false, test)
     }
 
     fn report(figures: Figures, wrong: u64) -> Report {
@@ -650,7 +923,8 @@ mod tests {
     }
 
     fn bw(peak: Option<f64>, average: f64) -> Figures {
-        Figures::Bw(BwFigures { peak, average, msg_rate_mpps: average / 1e6 })
+        // 10 iterations on each of 2 queue pairs.
+        Figures::Bw(BwFigures { messages: 20, peak, average, msg_rate_mpps: average / 1e6 })
     }
 
     #[test]
@@ -681,6 +955,57 @@ mod tests {
         let r = row(&p, 2, Side::Server, &report(Figures::None, 0), &report(Figures::Lat(lat), 0));
         let Row::Lat(r) = r else { panic!() };
         assert_eq!((r.t_typical_us, r.iterations), (2.0, 10));
+    }
+
+    #[test]
+    fn a_timed_latency_row_is_the_clients_average() {
+        let p = params(Test::WriteLat, false);
+        let l = LatDurationFigures { iterations: 4000, avg: 250.0, tps: 2000.0 };
+        let r = row(&p, 2, Side::Server, &report(Figures::None, 0), &report(Figures::LatDuration(l), 0));
+        assert_eq!(
+            r,
+            Row::LatDuration(LatDurationRow {
+                bytes: 2,
+                iterations: 4000,
+                t_avg_us: 250.0,
+                tps: 2000.0,
+                data: DataCheck { checked_bytes: 128, wrong_bytes: 0, first_wrong: None }
+            })
+        );
+    }
+
+    /// A -D run counts only what completes in its measured middle, and
+    /// ends once the margin after it has passed; --run_infinitely makes a
+    /// line every -D seconds.
+    #[test]
+    fn the_clock_of_a_timed_loop() {
+        let ms = |n: u64| Duration::from_millis(n);
+        let mut c = Clock::start(Timing::Duration { seconds: 2, margin: 0 });
+        let t0 = c.start;
+        assert_eq!(c.read(t0 + ms(1500)), (false, None));
+        assert!(c.counts(t0) && c.counts(t0 + ms(1999)) && !c.counts(t0 + ms(2000)));
+        assert_eq!(c.read(t0 + ms(2100)), (true, None));
+        assert_eq!(c.measured_ns(), 2_000_000_000);
+        let mut c = Clock::start(Timing::Duration { seconds: 4, margin: 1 });
+        let t0 = c.start;
+        assert_eq!(c.read(t0 + ms(3500)), (false, None));
+        assert!(!c.counts(t0 + ms(999)) && c.counts(t0 + ms(1000)) && c.counts(t0 + ms(2999)));
+        assert!(!c.counts(t0 + ms(3000)));
+        assert_eq!(c.read(t0 + ms(4000)), (true, None));
+        // The middle: from 1 s to 3 s.
+        assert_eq!(c.measured_ns(), 2_000_000_000);
+        assert_eq!(c.stop_if_cut_short(), Ok(()));
+        let mut c = Clock::start(Timing::Infinitely { seconds: 1 });
+        let t0 = c.start;
+        assert_eq!(c.read(t0 + ms(900)), (false, None));
+        assert_eq!(c.read(t0 + ms(1200)), (false, Some(ms(1200))));
+        assert_eq!(c.read(t0 + ms(2100)), (false, None));
+        assert_eq!(c.read(t0 + ms(2300)), (false, Some(ms(1100))));
+        // Interrupted at 2.8 s: the last stretch is 0.5 s, and nothing after counts.
+        c.interrupted = Some(t0 + ms(2800));
+        assert_eq!(c.read(t0 + ms(2900)), (true, None));
+        assert!(c.counts(t0 + ms(2700)) && !c.counts(t0 + ms(2850)));
+        assert_eq!(c.measured_ns(), 500_000_000);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A thin layer over sideway for qbench's RDMA tests (and the rdma wire of
 //! exchange and compare): open the adapter that device selection chose,
 //! create reliable-connected queue pairs over one registered region, bring
-//! them to RTS with the peer's addresses, post RDMA WRITE / READ / SEND
+//! them to RTS with the peer's addresses (and perftest's service level,
+//! traffic class and MTU where asked), post RDMA WRITE / READ / SEND
 //! through the ibv_wr_* API, and poll the completion queues. Every remote
 //! access is checked against the region the peer declared.
 
@@ -19,8 +20,8 @@ use sideway::ibverbs::device_context::{DeviceContext, Mtu, PortState};
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
-    ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SetInlineData,
-    SetScatterGatherEntry, WorkRequestFlags,
+    ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairAttributeMask, QueuePairState,
+    SetInlineData, SetScatterGatherEntry, WorkRequestFlags,
 };
 use std::sync::Arc;
 
@@ -147,6 +148,17 @@ struct Remote {
     len: u64,
 }
 
+/// What this side's queue pairs put in their address vector and path:
+/// perftest's -S, --tclass and -m (all 0 by default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Route {
+    pub sl: u8,
+    /// The GRH's traffic class (a port routed by GID only).
+    pub traffic_class: u8,
+    /// The path MTU, bytes; 0: the smaller active MTU of the two ports.
+    pub mtu: u32,
+}
+
 /// One completed work request.
 #[derive(Debug, Clone, Copy)]
 pub struct Completion {
@@ -166,9 +178,10 @@ pub struct Link {
     pub region: Region,
     pub memory: Memory,
     remote: Option<Remote>,
-    /// The peer's queue pairs and the path MTU, once connected.
+    /// The path MTU the queue pairs hold once connected (read back from them).
     pub path_mtu: u32,
     pub inline: u32,
+    route: Route,
     pub adapter: Adapter,
 }
 
@@ -215,7 +228,40 @@ impl Link {
         }
         let seed = crate::pattern::mix(std::process::id() as u64 ^ region.addr());
         let psns = (0..caps.qps).map(|i| (crate::pattern::bits(seed, i as u64) & 0xff_ffff) as u32).collect();
-        Ok(Link { qps, psns, send_cq, recv_cq, mr, region, memory, remote: None, path_mtu: 0, inline, adapter })
+        Ok(Link {
+            qps,
+            psns,
+            send_cq,
+            recv_cq,
+            mr,
+            region,
+            memory,
+            remote: None,
+            path_mtu: 0,
+            inline,
+            route: Route::default(),
+            adapter,
+        })
+    }
+
+    /// Sets what the queue pairs will connect with; a value this side's
+    /// port cannot take is one sentence (exit 3).
+    pub fn set_route(&mut self, route: Route) -> Result<()> {
+        let (c, active) = (&self.adapter.choice, self.adapter.mtu);
+        if route.mtu > active {
+            return Err(Error::Missing(format!(
+                "-m {}: {} port {} has an active MTU of {active} B, the most a path through it takes (perftest would lower it): use -m {active} or less",
+                route.mtu, c.device, c.port
+            )));
+        }
+        if route.traffic_class != 0 && c.gid_index.is_none() {
+            return Err(Error::Missing(format!(
+                "--tclass {}: {} port {} is addressed by LID, without the GRH that carries a traffic class: give a GID index with -x",
+                route.traffic_class, c.device, c.port
+            )));
+        }
+        self.route = route;
+        Ok(())
     }
 
     /// This side as the peer needs to see it.
@@ -230,6 +276,8 @@ impl Link {
             gid_index: c.gid_index,
             roce: c.roce(),
             mtu: self.adapter.mtu,
+            sl: self.route.sl,
+            traffic_class: self.route.traffic_class,
             memory: self.memory,
             rkey: self.mr.rkey(),
             addr: self.region.addr(),
@@ -263,8 +311,11 @@ impl Link {
                 if peer.roce { "RoCE" } else { "InfiniBand" }
             )));
         }
-        self.path_mtu = self.adapter.mtu.min(peer.mtu);
-        let choice = self.adapter.choice.clone();
+        let path_mtu = match self.route.mtu {
+            0 => self.adapter.mtu.min(peer.mtu),
+            asked => asked,
+        };
+        let (choice, route) = (self.adapter.choice.clone(), self.route);
         let fail = |state: &str, e: &dyn std::error::Error| {
             let gid_hint = if choice.roce() { " (check the GID index -x on both sides)" } else { "" };
             Error::Runtime(format!("cannot move a queue pair of {} to {state}: {}{gid_hint}", choice.device, source(e)))
@@ -277,13 +328,13 @@ impl Link {
                 .setup_access_flags(memory::access());
             qp.modify(&init).map_err(|e| fail("INIT", &e))?;
             let mut av = AddressHandleAttribute::new();
-            av.setup_dest_lid(peer.lid).setup_service_level(0).setup_port(choice.port);
+            av.setup_dest_lid(peer.lid).setup_service_level(route.sl).setup_port(choice.port);
             if let Some(index) = choice.gid_index {
-                av.setup_grh(&Gid { raw: peer.gid }, 0, index as u8, HOP_LIMIT, 0);
+                av.setup_grh(&Gid { raw: peer.gid }, 0, index as u8, HOP_LIMIT, route.traffic_class);
             }
             let mut rtr = QueuePairAttribute::new();
             rtr.setup_state(QueuePairState::ReadyToReceive)
-                .setup_path_mtu(mtu_of(self.path_mtu))
+                .setup_path_mtu(mtu_of(path_mtu))
                 .setup_dest_qp_num(peer.qps[i].qpn)
                 .setup_rq_psn(peer.qps[i].psn)
                 .setup_max_dest_read_atomic(self.adapter.max_rd_atomic)
@@ -299,8 +350,26 @@ impl Link {
                 .setup_max_read_atomic(self.adapter.max_rd_atomic);
             qp.modify(&rts).map_err(|e| fail("RTS", &e))?;
         }
+        self.path_mtu = self.held_path_mtu()?;
         self.remote = Some(Remote { rkey: peer.rkey, addr: peer.addr, len: peer.len });
         Ok(())
+    }
+
+    /// The path MTU every queue pair holds (ibv_query_qp), bytes.
+    fn held_path_mtu(&self) -> Result<u32> {
+        let name = &self.adapter.choice.device;
+        let mut held = None;
+        for qp in &self.qps {
+            let (attr, _) = qp.query(QueuePairAttributeMask::PathMtu).map_err(|e| {
+                Error::Runtime(format!("cannot read back a queue pair of {name} (ibv_query_qp): {}", source(&e)))
+            })?;
+            let mtu = mtu_bytes(attr.path_mtu());
+            if held.is_some_and(|h| h != mtu) {
+                return Err(Error::Runtime(format!("the queue pairs of {name} hold different path MTUs")));
+            }
+            held = Some(mtu);
+        }
+        Ok(held.unwrap_or(0))
     }
 
     /// Posts one work request; a message that fits goes inline (host memory).

@@ -27,6 +27,12 @@ pub struct EndpointInfo {
     pub link_layer: String,
     /// The port's active MTU in bytes.
     pub mtu: u32,
+    /// The service level (`-S`) and GRH traffic class (`--tclass`) of its
+    /// packets (records before them: 0, which they used).
+    #[serde(default)]
+    pub sl: u8,
+    #[serde(default)]
+    pub traffic_class: u8,
     pub qpns: Vec<u32>,
     /// Where its buffers live.
     pub memory: Memory,
@@ -85,11 +91,27 @@ pub struct LatRow {
     pub data: DataCheck,
 }
 
+/// One row of a latency test run for a duration (`-D`), as perftest's
+/// print_report_lat_duration: the iterations whose request completed in
+/// the measured middle, the average latency over it (µs, half the round
+/// trip for write and send), and those iterations per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatDurationRow {
+    pub bytes: u64,
+    pub iterations: u64,
+    pub t_avg_us: f64,
+    pub tps: f64,
+    pub data: DataCheck,
+}
+
+/// A bandwidth test's rows of a timed run (`-D`, each line of
+/// `--run_infinitely`) are [`BwRow`]s over the time measured, without a peak.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Row {
     Bw(BwRow),
     Lat(LatRow),
+    LatDuration(LatDurationRow),
 }
 
 impl Row {
@@ -97,6 +119,7 @@ impl Row {
         match self {
             Row::Bw(r) => r.bytes,
             Row::Lat(r) => r.bytes,
+            Row::LatDuration(r) => r.bytes,
         }
     }
 
@@ -104,6 +127,7 @@ impl Row {
         match self {
             Row::Bw(r) => r.data,
             Row::Lat(r) => r.data,
+            Row::LatDuration(r) => r.data,
         }
     }
 }
@@ -195,7 +219,7 @@ impl RdmaRun {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::rdma::plan::Sizes;
+    use crate::rdma::plan::{Sizes, Timing};
 
     /// A loopback run over rxe0 and rxe1: write_bw at 64 B with one wrong
     /// byte, then read_lat at 2 B.
@@ -208,6 +232,8 @@ pub(crate) mod tests {
             tx_depth: 0,
             bidirectional: false,
             seed: 7,
+            timing: Default::default(),
+            mtu: 0,
         };
         let ep = EndpointInfo {
             host: "a".into(),
@@ -218,12 +244,14 @@ pub(crate) mod tests {
             lid: 0,
             link_layer: "Ethernet".into(),
             mtu: 1024,
+            sl: 0,
+            traffic_class: 0,
             qpns: vec![17],
             memory: Memory::Host,
         };
         let link = |test| Link {
             test,
-            params: TestParams::new(&agreement, Memory::Host, test),
+            params: TestParams::new(&agreement, false, test),
             local: ep.clone(),
             remote: EndpointInfo { device: "rxe1".into(), qpns: vec![18], ..ep.clone() },
             path_mtu: 1024,
@@ -282,5 +310,44 @@ pub(crate) mod tests {
         assert!(text.contains("\"schema\":\"qbench.rdma.v2\""), "{text}");
         assert!(text.contains("{\"link\":0,\"kind\":\"bw\",\"bytes\":64,"), "{text}");
         assert!(text.contains("\"test\":\"write_bw\""), "{text}");
+    }
+
+    /// A timed run (-D, -m, -S, --tclass) reads back; a record written
+    /// before those options reads as what it ran: -n, the ports' MTU, 0, 0.
+    #[test]
+    fn timed_runs_and_older_records_read_back() {
+        let mut run = sample();
+        run.agreement =
+            Agreement { iters: 0, timing: Timing::Duration { seconds: 2, margin: 0 }, mtu: 1024, ..run.agreement };
+        run.links[1].params = TestParams::new(&run.agreement, false, Test::ReadLat);
+        run.links[1].local.sl = 3;
+        run.links[1].local.traffic_class = 32;
+        run.rows[1].row = Row::LatDuration(LatDurationRow {
+            bytes: 64,
+            iterations: 9000,
+            t_avg_us: 222.5,
+            tps: 4494.4,
+            data: DataCheck { checked_bytes: 64, ..DataCheck::default() },
+        });
+        let text = serde_json::to_string(&run).unwrap();
+        let crate::record::AnyRecord::Rdma(back) = crate::record::parse(&text).unwrap() else { panic!("{text}") };
+        assert_eq!(back, run);
+        assert!(text.contains("\"timing\":{\"kind\":\"duration\",\"seconds\":2,\"margin\":0}"), "{text}");
+        assert!(text.contains("\"kind\":\"lat_duration\""), "{text}");
+
+        let before = sample();
+        let mut old: serde_json::Value = serde_json::to_value(&before).unwrap();
+        for key in ["timing", "mtu"] {
+            old["agreement"].as_object_mut().unwrap().remove(key).unwrap();
+        }
+        for link in old["links"].as_array_mut().unwrap() {
+            link["params"].as_object_mut().unwrap().remove("timing").unwrap();
+            for end in ["local", "remote"] {
+                link[end].as_object_mut().unwrap().remove("sl").unwrap();
+                link[end].as_object_mut().unwrap().remove("traffic_class").unwrap();
+            }
+        }
+        let crate::record::AnyRecord::Rdma(back) = crate::record::parse(&old.to_string()).unwrap() else { panic!() };
+        assert_eq!(back, before);
     }
 }

@@ -1,11 +1,13 @@
 //! The perftest-like text of an RDMA run, printed row by row as perftest
 //! prints it: the server's wait banner, a header block per test and
-//! connection with perftest's columns, one row per size plus the data
-//! check qbench adds (#wrong), and the data summary; and its CSV.
+//! connection with perftest's columns (perftest 6.29's headings: MiB/sec,
+//! Gb/sec with --report_gbits, and its duration mode's latency columns),
+//! one row per size plus the data check qbench adds (#wrong), and the data
+//! summary; and its CSV.
 
 use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
-use crate::rdma::plan::{Memory, Mode, Test};
+use crate::rdma::plan::{Memory, Mode, Test, Timing};
 use crate::record::rdma::{EndpointInfo, Link, RdmaRow, RdmaRun, Row};
 use crate::units::format_size;
 use serde::Serialize;
@@ -24,18 +26,20 @@ impl Table for RdmaRun {
         format!("{stars}\n* Waiting for client to connect... *\n{stars}\n")
     }
 
-    /// A row; the first of its link comes after the link's header block
-    /// and columns (and the line that closes the link before it).
+    /// A row (one of [`RdmaRun::rows`]); the first of its link comes after
+    /// the link's header block and columns (and the line that closes the
+    /// link before it).
     fn part(&self, r: &RdmaRow) -> String {
         let mut s = String::new();
-        let first = self.rows.iter().position(|x| x.link == r.link);
-        if let (Some(i), Some(link)) = (first, self.link(r))
-            && self.rows[i].row.bytes() == r.row.bytes()
+        // Found by place, not by size: --run_infinitely repeats its size.
+        let at = self.rows.iter().position(|x| std::ptr::eq(x, r));
+        if let (Some(i), Some(link)) = (at, self.link(r))
+            && !self.rows[..i].iter().any(|x| x.link == r.link)
         {
             if i > 0 {
                 let _ = writeln!(s, "{LINE}");
             }
-            let _ = writeln!(s, "{}\n{}", header(link, self.mode), columns(link.test, self.report_gbits));
+            let _ = writeln!(s, "{}\n{}", header(link, self.mode), columns(link, self.report_gbits));
         }
         let _ = writeln!(s, "{}", row(&r.row, self.report_gbits));
         s
@@ -73,7 +77,24 @@ fn endpoint(e: &EndpointInfo) -> String {
         Memory::CudaDmabuf { gpu } => format!("GPU {gpu} memory (dma-buf)"),
         Memory::CudaPeermem { gpu } => format!("GPU {gpu} memory (nvidia_peermem)"),
     };
-    format!("{} port {} on {}, {addr}, QPN {}, {memory}", e.device, e.port, e.host, qpns.join(" "))
+    // Shown where set, as perftest shows its TOS.
+    let mut qos = String::new();
+    if e.sl != 0 {
+        let _ = write!(qos, ", SL {}", e.sl);
+    }
+    if e.traffic_class != 0 {
+        let _ = write!(qos, ", traffic class {}", e.traffic_class);
+    }
+    format!("{} port {} on {}, {addr}{qos}, QPN {}, {memory}", e.device, e.port, e.host, qpns.join(" "))
+}
+
+/// How long each size ran: perftest's iterations, or a timed run's seconds.
+fn how_long(p: &crate::rdma::plan::TestParams) -> (&'static str, String) {
+    match p.timing {
+        Timing::Iterations => ("Iterations", p.iters.to_string()),
+        Timing::Duration { seconds, margin } => ("Duration", format!("{seconds} s, margins {margin} s")),
+        Timing::Infinitely { seconds } => ("Duration", format!("a line every {seconds} s until interrupted")),
+    }
 }
 
 /// The block above a test's rows, from one perftest line to another.
@@ -91,10 +112,11 @@ fn header(l: &Link, mode: Mode) -> String {
         p.tx_depth,
         if p.bidirectional { "ON" } else { "OFF" }
     );
+    let (what, how_long) = how_long(p);
     if p.test.is_bw() {
-        let _ = writeln!(s, " CQ Moderation   : {:<16} Iterations     : {}", p.cq_mod(p.max_size()), p.iters);
+        let _ = writeln!(s, " CQ Moderation   : {:<16} {what:<14} : {how_long}", p.cq_mod(p.max_size()));
     } else {
-        let _ = writeln!(s, " Max inline data : {:<16} Iterations     : {}", format!("{}[B]", l.inline), p.iters);
+        let _ = writeln!(s, " Max inline data : {:<16} {what:<14} : {how_long}", format!("{}[B]", l.inline));
     }
     let _ = writeln!(s, " Mtu             : {:<16} Sizes          : {}", format!("{}[B]", l.path_mtu), sizes(&p.sizes));
     let _ = writeln!(s, " local  : {}", endpoint(&l.local));
@@ -113,32 +135,45 @@ fn sizes(s: &[u64]) -> String {
     }
 }
 
-/// The column line of a test.
-fn columns(t: Test, gbits: bool) -> String {
-    if t.is_bw() {
+/// The column line of a test: perftest 6.29's RESULT_FMT, RESULT_FMT_G
+/// (--report_gbits), RESULT_FMT_LAT and RESULT_FMT_LAT_DUR (-D), and #wrong.
+fn columns(l: &Link, gbits: bool) -> String {
+    let perftest = if l.test.is_bw() {
         let unit = if gbits { "Gb/sec" } else { "MiB/sec" };
-        format!(" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]   #wrong")
+        format!(" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]")
+    } else if l.params.timing.is_timed() {
+        " #bytes        #iterations       t_avg[usec]    tps average".to_string()
     } else {
-        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]   #wrong".to_string()
-    }
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]".to_string()
+    };
+    perftest + "   #wrong"
 }
 
-/// Bytes per second in the table's unit: MiB/s, or 10^9 bit/s with --report_gbits.
+/// Bytes per second in the table's unit: perftest's MiB/s (2^20 B/s,
+/// headed MiB/sec since perftest 24.07 and MB/sec before), or 10^9 bit/s
+/// with --report_gbits.
 pub fn bw_unit(bytes_per_s: f64, gbits: bool) -> f64 {
     if gbits { bytes_per_s * 8.0 / 1e9 } else { bytes_per_s / (1u64 << 20) as f64 }
 }
 
 fn row(r: &Row, gbits: bool) -> String {
     match r {
-        Row::Bw(b) => format!(
-            " {:<7}    {:<10}       {:<7.2}            {:<7.2}              {:<10.6}      {}",
-            b.bytes,
-            b.iterations,
-            b.bw_peak_bytes_per_s.map_or(0.0, |p| bw_unit(p, gbits)),
-            bw_unit(b.bw_avg_bytes_per_s, gbits),
-            b.msg_rate_mpps,
-            b.data.wrong_bytes
-        ),
+        Row::Bw(b) => {
+            let (peak, avg) =
+                (b.bw_peak_bytes_per_s.map_or(0.0, |p| bw_unit(p, gbits)), bw_unit(b.bw_avg_bytes_per_s, gbits));
+            if gbits && avg < 0.1 {
+                // perftest's REPORT_FMT_EXT: six decimals below 0.1 Gb/s.
+                format!(
+                    " {:<7}    {}           {:<7.6}            {:<7.6}            {:<7.6}      {}",
+                    b.bytes, b.iterations, peak, avg, b.msg_rate_mpps, b.data.wrong_bytes
+                )
+            } else {
+                format!(
+                    " {:<7}    {:<10}       {:<7.2}            {:<7.2}              {:<10.6}      {}",
+                    b.bytes, b.iterations, peak, avg, b.msg_rate_mpps, b.data.wrong_bytes
+                )
+            }
+        }
         Row::Lat(l) => format!(
             " {:<7} {:<10}  {:<7.2}        {:<7.2}      {:<7.2}            {:<7.2}        {:<7.2}         {:<7.2}                {:<7.2}                  {}",
             l.bytes,
@@ -151,6 +186,11 @@ fn row(r: &Row, gbits: bool) -> String {
             l.t_p99_us,
             l.t_p99_9_us,
             l.data.wrong_bytes
+        ),
+        // perftest's REPORT_FMT_LAT_DUR.
+        Row::LatDuration(l) => format!(
+            " {:<7}       {}            {:<7.2}        {:<7.2}        {}",
+            l.bytes, l.iterations, l.t_avg_us, l.tps, l.data.wrong_bytes
         ),
     }
 }
@@ -195,6 +235,8 @@ struct Line<'a> {
     t_stdev_us: Option<f64>,
     t_p99_us: Option<f64>,
     t_p99_9_us: Option<f64>,
+    /// Iterations per second of a latency test run for a duration.
+    tps: Option<f64>,
     checked_bytes: u64,
     wrong_bytes: u64,
 }
@@ -223,6 +265,7 @@ impl Csv for RdmaRun {
                 t_stdev_us: None,
                 t_p99_us: None,
                 t_p99_9_us: None,
+                tps: None,
                 checked_bytes: data.checked_bytes,
                 wrong_bytes: data.wrong_bytes,
             };
@@ -243,6 +286,11 @@ impl Csv for RdmaRun {
                     line.t_p99_us = Some(t.t_p99_us);
                     line.t_p99_9_us = Some(t.t_p99_9_us);
                 }
+                Row::LatDuration(t) => {
+                    line.iterations = t.iterations;
+                    line.t_avg_us = Some(t.t_avg_us);
+                    line.tps = Some(t.tps);
+                }
             }
             Some(line)
         }))
@@ -253,7 +301,7 @@ impl Csv for RdmaRun {
 mod tests {
     use super::*;
     use crate::record::rdma::tests::sample;
-    use crate::record::rdma::{BwRow, DataCheck, LatRow};
+    use crate::record::rdma::{BwRow, DataCheck, LatDurationRow, LatRow};
 
     #[test]
     fn rows_in_perftest_units() {
@@ -268,7 +316,7 @@ mod tests {
         });
         let text = row(&bw, false);
         assert!(text.starts_with(" 65536      5000             2.00               1.00"), "{text}");
-        assert!(row(&bw, true).contains("0.01 "), "{}", row(&bw, true));
+        assert!(row(&bw, true).contains(" 0.016777 "), "{}", row(&bw, true));
         let lat = Row::Lat(LatRow {
             bytes: 2,
             iterations: 1000,
@@ -284,7 +332,49 @@ mod tests {
         let text = row(&lat, false);
         let fields: Vec<&str> = text.split_whitespace().collect();
         assert_eq!(fields, ["2", "1000", "1.00", "9.00", "2.00", "2.50", "0.50", "8.00", "9.00", "0"]);
-        assert_eq!(columns(Test::ReadBw, true).split_whitespace().nth(3), Some("peak[Gb/sec]"));
+        let dur = Row::LatDuration(LatDurationRow { bytes: 2, iterations: 4000, t_avg_us: 250.0, tps: 2000.0, data });
+        let fields: Vec<String> = row(&dur, false).split_whitespace().map(String::from).collect();
+        assert_eq!(fields, ["2", "4000", "250.00", "2000.00", "0"]);
+        // Below 0.1 Gb/s perftest prints six decimals.
+        let slow = Row::Bw(BwRow { bw_peak_bytes_per_s: None, bw_avg_bytes_per_s: 1e6, ..bw_row(&bw) });
+        let fields: Vec<String> = row(&slow, true).split_whitespace().map(String::from).collect();
+        assert_eq!(fields, ["65536", "5000", "0.000000", "0.008000", "0.000016", "0"]);
+    }
+
+    fn bw_row(r: &Row) -> BwRow {
+        match r {
+            Row::Bw(b) => *b,
+            _ => unreachable!(),
+        }
+    }
+
+    /// perftest 6.29's headings (perftest_parameters.h), byte for byte, then #wrong.
+    #[test]
+    fn headings_are_perftests() {
+        let run = sample();
+        let (mut bw, mut lat) = (run.links[0].clone(), run.links[1].clone());
+        assert_eq!(
+            columns(&bw, false),
+            " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]   #wrong"
+        );
+        assert_eq!(
+            columns(&bw, true),
+            " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]   #wrong"
+        );
+        assert!(columns(&lat, false).starts_with(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"));
+        lat.params.timing = Timing::Duration { seconds: 2, margin: 0 };
+        assert_eq!(columns(&lat, false), " #bytes        #iterations       t_avg[usec]    tps average   #wrong");
+        bw.params.timing = Timing::Infinitely { seconds: 5 };
+        assert!(columns(&bw, false).contains("BW average[MiB/sec]"));
+        assert!(header(&bw, Mode::Client).contains("Duration       : a line every 5 s until interrupted"));
+        assert!(header(&lat, Mode::Client).contains("Duration       : 2 s, margins 0 s"));
+        assert!(header(&run.links[0], Mode::Client).contains("Iterations     : 1000"));
+        bw.local.sl = 3;
+        bw.local.traffic_class = 32;
+        assert!(
+            header(&bw, Mode::Client)
+                .contains("GID 0 fe80:0000:0000:0000:0000:0000:0000:0001, SL 3, traffic class 32, QPN")
+        );
     }
 
     /// Each part carries its link's block before the link's first row,
@@ -328,6 +418,17 @@ mod tests {
         assert!(crate::report::render(&server).starts_with("*****"));
         let none = RdmaRun { rows: Vec::new(), ..run };
         assert_eq!(crate::report::render(&none), "");
+    }
+
+    /// --run_infinitely's rows repeat one size under one header.
+    #[test]
+    fn a_link_of_repeated_rows_has_one_header() {
+        let mut run = sample();
+        run.rows.insert(1, run.rows[0]);
+        let text = crate::report::render(&run);
+        assert_eq!(text.matches("RDMA_Write BW Test").count(), 1, "{text}");
+        assert_eq!(text.matches("BW peak[MiB/sec]").count(), 1, "{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with(" 64 ")).count(), 3, "{text}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ impl Job for Plan {
     }
 
     fn without_gpus(&self) -> Option<&'static str> {
-        Some("leave out --use_cuda to register host memory")
+        Some("leave out --use_cuda and --use_cuda_bus_id to register host memory")
     }
 
     fn run(&self, session: &Session, obs: &mut dyn Observer<RdmaRun>) -> Outcome<RdmaRun> {
@@ -62,10 +62,10 @@ mod live {
     use crate::error::{Error, Result};
     use crate::probe::collect::rdma::RdmaFacts;
     use crate::rdma::data::Side;
-    use crate::rdma::device::{self, PortChoice};
+    use crate::rdma::device;
     use crate::rdma::oob;
-    use crate::rdma::plan::{Peer, Plan};
-    use crate::rdma::side::{self, Progress};
+    use crate::rdma::plan::{Memory, Peer, Plan};
+    use crate::rdma::side::{self, Place, Progress};
     use crate::rdma::{memory, verbs};
     use crate::record::Observer;
     use crate::record::rdma::{Link, RdmaRow, RdmaRun};
@@ -74,7 +74,7 @@ mod live {
     pub fn run(plan: &Plan, session: &Session, obs: &mut dyn Observer<RdmaRun>, out: &mut RdmaRun) -> Result<()> {
         verbs::require()?;
         session.need(&plan.libraries())?;
-        let plan = &Plan { memory: memory::resolve(plan.memory, plan.cuda_auto)?, ..plan.clone() };
+        let memory = memory::resolve(&plan.memory)?;
         let facts = device::facts();
         let one = || device::select(&facts, plan.devices.first().map(String::as_str), plan.ib_port, plan.gid_index);
         match &plan.peer {
@@ -84,13 +84,13 @@ mod live {
                 // The table's head says that the server waits.
                 obs.begin(out);
                 let mut chan = listener.accept(plan.timeout)?;
-                side::run(plan, Side::Server, &choice, &mut chan, &mut recorder(out, obs))
+                side::run(plan, Side::Server, &Place { choice: &choice, memory }, &mut chan, &mut recorder(out, obs))
             }
             Peer::Connect { host, port } => {
                 let choice = one()?;
                 obs.begin(out);
                 let mut chan = oob::Tcp::connect(host, *port, plan.timeout)?;
-                side::run(plan, Side::Client, &choice, &mut chan, &mut recorder(out, obs))
+                side::run(plan, Side::Client, &Place { choice: &choice, memory }, &mut chan, &mut recorder(out, obs))
             }
             Peer::Loopback => {
                 let named = match plan.devices.as_slice() {
@@ -101,11 +101,12 @@ mod live {
                 out.connections = pairs.len();
                 obs.begin(out);
                 for (a, b) in &pairs {
-                    loopback(plan, a, b, &mut recorder(out, obs))?;
+                    let (a, b) = (Place { choice: a, memory }, Place { choice: b, memory });
+                    loopback(plan, &a, &b, &mut recorder(out, obs))?;
                 }
                 Ok(())
             }
-            Peer::Ranks => mpi(plan, session, &facts, obs, out),
+            Peer::Ranks => mpi(plan, memory, session, &facts, obs, out),
         }
     }
 
@@ -122,9 +123,10 @@ mod live {
         }
     }
 
-    /// Client on `a` in this thread, server on `b` in another, through memory.
-    fn loopback(plan: &Plan, a: &PortChoice, b: &PortChoice, observe: &mut dyn FnMut(Progress)) -> Result<()> {
-        let (mut ca, mut cb) = oob::local_pair((b.device.clone(), a.device.clone()), plan.timeout);
+    /// Client at `a` in this thread, server at `b` in another, through memory.
+    fn loopback(plan: &Plan, a: &Place, b: &Place, observe: &mut dyn FnMut(Progress)) -> Result<()> {
+        let names = (b.choice.device.clone(), a.choice.device.clone());
+        let (mut ca, mut cb) = oob::local_pair(names, plan.timeout);
         let (client, server) = std::thread::scope(|s| {
             let server = s.spawn(move || side::run(plan, Side::Server, b, &mut cb, &mut |_| {}));
             let client = side::run(plan, Side::Client, a, &mut ca, observe);
@@ -155,6 +157,7 @@ mod live {
     /// gathers every pair's links and rows, and observes the other pairs'.
     fn mpi(
         plan: &Plan,
+        memory: Memory,
         session: &Session,
         facts: &RdmaFacts,
         obs: &mut dyn Observer<RdmaRun>,
@@ -177,14 +180,15 @@ mod live {
         }
         let name = names.get(world.local_rank() % names.len().max(1)).cloned();
         let choice = device::select(facts, name.as_deref(), plan.ib_port, plan.gid_index)?;
+        let place = Place { choice: &choice, memory };
         let side = if rank % 2 == 0 { Side::Client } else { Side::Server };
         out.connections = size / 2;
         obs.begin(out);
         let mut chan = oob::Ranks::new(world);
         match side {
-            Side::Client => side::run(plan, side, &choice, &mut chan, &mut recorder(out, obs))?,
+            Side::Client => side::run(plan, side, &place, &mut chan, &mut recorder(out, obs))?,
             // Both sides end with the same rows: the client's are kept.
-            Side::Server => side::run(plan, side, &choice, &mut chan, &mut |_| {})?,
+            Side::Server => side::run(plan, side, &place, &mut chan, &mut |_| {})?,
         }
         let mine = serde_json::to_vec(&(&out.links, &out.rows))
             .map_err(|e| Error::Runtime(format!("cannot encode this rank's records: {e}")))?;

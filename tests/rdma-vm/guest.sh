@@ -1,8 +1,9 @@
 #!/bin/sh
 # The checks tests/rdma-vm/run runs inside its virtual machine, as root,
 # with rxe0 and rxe1 up: qbench rdma for real between two soft-RoCE
-# adapters, the exchange's rdma wire between two MPI processes (wires.sh),
-# then perftest at the same sizes for the ratio.
+# adapters, perftest's timing and path options (perftest.sh), the
+# exchange's rdma wire between two MPI processes (wires.sh), then perftest
+# at the same sizes for the ratio.
 # Usage: guest.sh QBENCH OUTDIR
 # Run from the guest's memory: every exec from the host's file system
 # (9p, emulated) costs seconds.
@@ -175,8 +176,8 @@ one_line "sides that disagree on sizes (server)" 2 "disagree (-s 4096 here, -s 8
 for case in "garbage|GET / HTTP/1.0\r\n\r\n|4|not a qbench rdma peer" \
             "a port scanner||4|port scanner" \
             "another version|QBRD\007\000\001\000\000\000\000\000|2|version 7" \
-            "a truncated message|QBRD\001\000\001\000\040\000\000\000\001|4|truncated" \
-            "an oversized message|QBRD\001\000\001\000\377\377\377\000|4|exceeds the limit"; do
+            "a truncated message|QBRD\002\000\001\000\040\000\000\000\001|4|truncated" \
+            "an oversized message|QBRD\002\000\001\000\377\377\377\000|4|exceeds the limit"; do
   name=${case%%|*}; rest=${case#*|}; bytes=${rest%%|*}; rest=${rest#*|}; code=${rest%%|*}; text=${rest#*|}
   $T $Q rdma --server -d rxe1 -x 0 -p 18604 --timeout 20 > "$OUT/e-server.log" 2> "$OUT/e-server.err" &
   srv=$!
@@ -224,6 +225,8 @@ if command -v mpirun > /dev/null; then
 else
   echo "SKIP: no mpirun"
 fi
+
+. "$(dirname "$0")/perftest.sh"
 
 . "$(dirname "$0")/wires.sh"
 

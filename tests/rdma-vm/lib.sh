@@ -38,7 +38,7 @@ faulted() {
 
 # clean NAME JSON: a finished qbench.rdma.v2 record, with rows and no wrong byte.
 clean() {
-  rows=$(grep -c '"kind":' "$2" 2>/dev/null)
+  rows=$(grep -cE '"kind": "(bw|lat|lat_duration)"' "$2" 2>/dev/null)
   if [ "${rows:-0}" -gt 0 ] && ! grep -q '"wrong_bytes": [1-9]' "$2" \
     && grep -q '"schema": "qbench.rdma.v2"' "$2" && grep -q '"complete": true' "$2"; then
     pass "$1: $rows rows, every byte right"

@@ -84,6 +84,8 @@ impl StepKind for Keys {
                 let value = match r.row {
                     Row::Bw(b) => b.bw_avg_bytes_per_s * 8.0 / 1e9,
                     Row::Lat(t) => t.t_typical_us,
+                    // A step never runs for a duration; its average is the latency it has.
+                    Row::LatDuration(t) => t.t_avg_us,
                 };
                 let place = format!("{}→{}", l.local.device, l.remote.device);
                 Figure { place: Some(place), value, wrong: r.row.data().wrong_bytes }

@@ -43,7 +43,7 @@ impl Plot for RdmaRun {
                         .iter()
                         .filter_map(|x| match x {
                             Row::Bw(b) => Some((b.bytes as f64, bw_unit(b.bw_avg_bytes_per_s, gbits))),
-                            Row::Lat(_) => None,
+                            Row::Lat(_) | Row::LatDuration(_) => None,
                         })
                         .collect();
                     bandwidth.push(line(label, points, colour, Dash::Solid, Marker::Circle));
@@ -54,7 +54,8 @@ impl Plot for RdmaRun {
                 rows.iter()
                     .filter_map(|x| match x {
                         Row::Lat(l) => Some((l.bytes as f64, pick(l))),
-                        Row::Bw(_) => None,
+                        // A -D row has an average only: no median, no p99.
+                        Row::Bw(_) | Row::LatDuration(_) => None,
                     })
                     .collect()
             };

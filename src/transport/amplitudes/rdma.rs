@@ -181,7 +181,7 @@ mod links {
     use crate::rdma::handshake::Message;
     use crate::rdma::memory::{self, Region};
     use crate::rdma::oob::{self, Channel, Wait};
-    use crate::rdma::plan::Memory;
+    use crate::rdma::plan::{GpuDevice, GpuReg, Memory, MemoryAsk};
     use crate::rdma::verbs::{self, Adapter, Caps, Link, Op, Request};
     use crate::world::{PEER_TIMEOUT, World};
     use std::collections::HashMap;
@@ -251,7 +251,10 @@ mod links {
             let span = &self.spans[i];
             let (memory, ctx) = match &span.gpu {
                 None => (Memory::Host, None),
-                Some((gpu, ctx)) => (memory::resolve(Memory::CudaDmabuf { gpu: *gpu }, true)?, Some(Arc::clone(ctx))),
+                Some((gpu, ctx)) => {
+                    let ask = MemoryAsk::Gpu { device: GpuDevice::Index(*gpu), reg: GpuReg::Auto };
+                    (memory::resolve(&ask)?, Some(Arc::clone(ctx)))
+                }
             };
             // SAFETY: a span is a live allocation of its owner (a register's
             // memory or its pinned slots) that stays in place until the
