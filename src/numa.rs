@@ -239,11 +239,17 @@ impl Host {
                 }
             }
         }
-        if let Err(e) = set_policy(MPOL_PREFERRED, &[node as usize]) {
-            notes.push(format!("memory not bound: {e}"));
-        }
+        let cpus_bound = notes.is_empty();
+        let memory_bound = set_policy(MPOL_PREFERRED, &[node as usize])
+            .map_err(|e| notes.push(format!("memory not bound: {e}")))
+            .is_ok();
         let restore = Restore { cpus: saved_cpus.ok(), policy: saved_policy.ok() };
-        Bound { restore: Some(restore), placement: self.placement(Some(node), notes) }
+        // A binding of which nothing took effect is none.
+        let bound = (cpus_bound || memory_bound).then_some(node);
+        if bound.is_none() {
+            notes.insert(0, format!("not bound to node {node}"));
+        }
+        Bound { restore: Some(restore), placement: self.placement(bound, notes) }
     }
 
     /// What the calling thread has now: its CPUs and memory policy, read back.
@@ -662,14 +668,22 @@ mod tests {
         assert_eq!(b.placement.cpu_nodes, vec![0]);
         drop(b);
         assert_eq!(affinity().unwrap(), before);
-        // A node whose CPUs this thread may not use: CPUs left, memory bound.
+        // A node whose CPUs this thread may not use: CPUs left as they
+        // were, memory bound only where the kernel has that node, and a
+        // binding of which nothing took effect is none.
         let b = Host::new(&dir).bind(1);
         assert_eq!(affinity().unwrap(), before);
+        let notes = &b.placement.notes;
         assert!(
-            b.placement.notes[0].starts_with("CPUs not bound: node 1 has none this thread may use"),
-            "{:?}",
-            b.placement.notes
+            notes.iter().any(|n| n.starts_with("CPUs not bound: node 1 has none this thread may use")),
+            "{notes:?}"
         );
+        let here = Host::this().has_node(1).is_ok();
+        assert_eq!(b.placement.node, here.then_some(1), "{notes:?}");
+        if !here {
+            assert_eq!(notes[0], "not bound to node 1", "{notes:?}");
+            assert!(notes[2].starts_with("memory not bound: set_mempolicy: "), "{notes:?}");
+        }
         drop(b);
         std::fs::remove_dir_all(&dir).unwrap();
     }
