@@ -92,7 +92,7 @@ impl Job for OsuPlan {
     }
 
     fn run(&self, session: &Session, obs: &mut dyn Observer<OsuRun>) -> Outcome<OsuRun> {
-        let mut out = OsuRun {
+        let out = OsuRun {
             header: Header::start(KIND, self.fault),
             benchmark: self.benchmark,
             buffers: self.buffers,
@@ -106,7 +106,11 @@ impl Job for OsuPlan {
         };
         obs.started(&out);
         #[cfg(feature = "mpi")]
-        let result = live::run(self, session, obs, &mut out);
+        let (out, result) = {
+            let mut out = out;
+            let result = live::run(self, session, obs, &mut out);
+            (out, result)
+        };
         // One process (a launch of several stops at the world's start).
         #[cfg(not(feature = "mpi"))]
         let result = processes(self.benchmark, session.world().size()).and_then(|()| {
@@ -142,23 +146,27 @@ fn processes(benchmark: Benchmark, n: usize) -> Result<()> {
 
 /// The bytes process `rank` sends at `size`: a pattern no other size or
 /// sender repeats at the same offset.
+#[cfg(any(feature = "mpi", test))]
 fn pattern(size: u64, rank: usize, len: usize) -> Vec<u8> {
     let seed = size.wrapping_mul(7).wrapping_add(rank as u64 * 29 + 1);
     (0..len as u64).map(|j| ((j.wrapping_mul(131).wrapping_add(seed)) % 251) as u8).collect()
 }
 
 /// Process `rank`'s all-reduce input: element i is (i + rank) mod 7 + 1.
+#[cfg(any(feature = "mpi", test))]
 fn summand(i: u64, rank: usize) -> i64 {
     ((i + rank as u64) % 7 + 1) as i64
 }
 
 /// The exact sum of element `i` over `n` processes.
+#[cfg(any(feature = "mpi", test))]
 fn sum_over(i: u64, n: usize) -> i64 {
     let cycles = (n / 7) as i64 * 28;
     cycles + (0..n % 7).map(|r| summand(i, r)).sum::<i64>()
 }
 
 /// `values` as the bytes of `datatype` (MPI_CHAR sums wrap as C's do).
+#[cfg(any(feature = "mpi", test))]
 fn encode(datatype: Datatype, values: impl Iterator<Item = i64>) -> Vec<u8> {
     match datatype {
         Datatype::Char => values.map(|v| v as i8 as u8).collect(),
@@ -168,6 +176,7 @@ fn encode(datatype: Datatype, values: impl Iterator<Item = i64>) -> Vec<u8> {
 }
 
 /// Elements of `unit` bytes where `got` and `want` differ.
+#[cfg(any(feature = "mpi", test))]
 fn wrong_elements(got: &[u8], want: &[u8], unit: usize) -> u64 {
     got.chunks(unit).zip(want.chunks(unit)).filter(|(a, b)| a != b).count() as u64
 }
