@@ -34,6 +34,7 @@ fn every_collective_type_and_op_checks_clean() {
         "broadcast",
         "reduce",
         "alltoall",
+        "alltoallv",
         "sendrecv",
         "gather",
         "scatter",
@@ -52,9 +53,18 @@ fn every_collective_type_and_op_checks_clean() {
 
 #[test]
 fn a_corrupted_element_is_counted_and_fails_the_run() {
-    for coll in
-        ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", "gather", "scatter"]
-    {
+    for coll in [
+        "allreduce",
+        "allgather",
+        "reducescatter",
+        "broadcast",
+        "reduce",
+        "alltoall",
+        "alltoallv",
+        "sendrecv",
+        "gather",
+        "scatter",
+    ] {
         let o = qbench_with(
             &[coll, "--transport", "cpu", "-g", "2", "-b", "64K", "-e", "64K", "-r", "1"],
             &[("QBENCH_CORRUPT", "1:3")],
@@ -432,4 +442,26 @@ fn hypercube_exchanges_with_rank_xor_mask_and_counts_what_each_rank_receives() {
     let o = qbench(&["hypercube", "--transport", "cpu", "-g", "3"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("needs a power-of-two rank count, not 3"), "{}", stderr(&o));
+}
+
+/// nccl-tests' alltoallv sizes: with 4 ranks at 1K each sends 160, 336 and
+/// 512 bytes to the ranks 1, 2 and 3 places on (each share rounded down to
+/// 16 bytes), 1008 in all, the size column; the count column is the uniform
+/// per-peer 64 floats. Spread 0 sends 256 bytes to each, 1024 in all.
+#[test]
+fn alltoallv_sends_by_distance_and_spread() {
+    let args = ["alltoallv", "--transport", "cpu", "-g", "4", "-b", "1K", "-e", "1K", "-d", "float"];
+    for (spread, size) in [(None, "1008"), (Some("0.0"), "1024"), (Some("7"), "1008")] {
+        let env: Vec<(&str, &str)> = spread.map(|s| ("NCCL_TESTS_ALLTOALLV_SPREAD", s)).into_iter().collect();
+        let o = qbench_with(&args, &env);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r = &rows(&o)[0];
+        assert_eq!((r[0].as_str(), r[1].as_str(), r[8].as_str()), (size, "64", "0"), "{spread:?}: {r:?}");
+    }
+    let o = qbench_with(&args, &[("NCCL_TESTS_ALLTOALLV_SPREAD", "wide")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("NCCL_TESTS_ALLTOALLV_SPREAD=wide"), "{}", stderr(&o));
+    let o = qbench_with(&args, &[("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "m.txt")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("traffic matrix"), "{}", stderr(&o));
 }

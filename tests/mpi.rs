@@ -43,7 +43,9 @@ fn cpu_transport_across_processes_gives_one_checked_table() {
 
 #[test]
 fn every_collective_across_processes() {
-    for coll in ["allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", "gather", "scatter"] {
+    for coll in
+        ["allgather", "reducescatter", "broadcast", "reduce", "alltoall", "alltoallv", "sendrecv", "gather", "scatter"]
+    {
         let o = mpirun(3, &[&[coll][..], &EVERY_TYPE_AND_OP].concat(), &[]);
         assert!(o.status.success(), "{coll}: {}", String::from_utf8_lossy(&o.stderr));
         assert_clean(&rows(&o), coll);

@@ -70,6 +70,9 @@ pub struct Call {
     pub root: usize,
     /// The count of the library call (nccl-tests' count column).
     pub count: u64,
+    /// The element type, for collectives whose per-peer counts are sized
+    /// in bytes (alltoallv).
+    pub dtype: DataType,
     /// Where the rank's input starts (its send buffer, or inside its
     /// receive buffer in place).
     pub input: Region,
@@ -174,11 +177,12 @@ pub trait Collective: Sync {
     fn steps(&self, _nranks: usize) -> usize {
         1
     }
-    /// Where output element `j` of `rank` comes from.
-    fn source(&self, c: &Counts, rank: usize, root: usize, nranks: usize, j: u64) -> Source;
+    /// Where output element `j` (of type `dtype`) of `rank` comes from.
+    fn source(&self, c: &Counts, dtype: DataType, rank: usize, root: usize, nranks: usize, j: u64) -> Source;
     /// The same rule in CUDA: statements that return the expected value of
     /// output element `j` (kernels/pattern.cu's `expected`, where `c` holds
-    /// the check's rank, nranks, root and `blk` the count).
+    /// the check's rank, nranks, root, `blk` the count and `E::storage`
+    /// the element type).
     fn source_cu(&self) -> &'static str;
 }
 
@@ -211,7 +215,8 @@ impl Op {
 
     /// Whether `rank`'s output is defined by the collective at all.
     pub fn checks_rank(&self, rank: usize, nranks: usize) -> bool {
-        self.counts.recv > 0 && self.collective.source(&self.counts, rank, self.root, nranks, 0) != Source::Unchecked
+        self.counts.recv > 0
+            && self.collective.source(&self.counts, self.dtype, rank, self.root, nranks, 0) != Source::Unchecked
     }
 
     /// `rank`'s part of step `step` of the operation.
@@ -222,6 +227,7 @@ impl Op {
             nranks,
             root: self.root,
             count: self.counts.param,
+            dtype: self.dtype,
             input: Region { buffer: input, offset: self.input_offset(rank) },
             output: Region { buffer: Buf::Recv, offset: self.output_offset(rank) },
             step,
@@ -231,7 +237,7 @@ impl Op {
     /// The expected value of `rank`'s output element `j`; None when unchecked.
     pub fn expected<T: crate::dtype::Element>(&self, keys: &[u64], rank: usize, nranks: usize, j: u64) -> Option<T> {
         let p = &self.pattern;
-        Some(match self.collective.source(&self.counts, rank, self.root, nranks, j) {
+        Some(match self.collective.source(&self.counts, self.dtype, rank, self.root, nranks, j) {
             Source::Reduced { index } => p.reduced(keys, self.redop, index),
             Source::Copied { rank, index } => p.element(keys, rank, index),
             Source::Unchecked => return None,

@@ -13,10 +13,14 @@ use cudarc::driver::{CudaFunction, PushKernelArg};
 use std::collections::HashMap;
 
 /// kernels/pattern.cu with the expected-value rule of each collective, as
-/// the cases of its check's switch, in the order given.
+/// the cases of its check's switch, in the order given (each rule on the
+/// one line of the macro that holds them).
 pub fn pattern_source(collectives: &[&dyn Collective]) -> String {
-    let cases: String =
-        collectives.iter().enumerate().map(|(code, c)| format!("case {code}: {{ {} }} ", c.source_cu())).collect();
+    let cases: String = collectives
+        .iter()
+        .enumerate()
+        .map(|(code, c)| format!("case {code}: {{ {} }} ", c.source_cu().replace('\n', " ")))
+        .collect();
     format!("#define QB_SOURCES {cases}\n{}", include_str!("../../kernels/pattern.cu"))
 }
 
@@ -132,7 +136,7 @@ mod tests {
         };
         assert_eq!(count(&out), 0, "{} {:?} {:?} rank {rank}", op.collective.name(), op.dtype, op.redop);
         let checked: Vec<usize> = (0..c.recv as usize)
-            .filter(|&j| op.collective.source(&c, rank, op.root, n, j as u64) != Source::Unchecked)
+            .filter(|&j| op.collective.source(&c, op.dtype, rank, op.root, n, j as u64) != Source::Unchecked)
             .take(3)
             .collect();
         for &j in &checked {

@@ -140,7 +140,8 @@ pub fn settings(args: &[String]) -> Vec<String> {
 
 /// Environment variables that change what a job measures, so that every
 /// process must see the same values.
-const AGREED_ENV: [&str; 2] = ["NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK"];
+const AGREED_ENV: [&str; 4] =
+    ["NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_ALLTOALLV_SPREAD", "NCCL_TESTS_ALLTOALLV_MATRIX_FILE"];
 
 /// [`AGREED_ENV`]'s variables as this process has them, for
 /// [`agree_on_settings`].

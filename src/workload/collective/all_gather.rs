@@ -14,7 +14,7 @@ impl Collective for AllGather {
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
         p.all_gather(c.input, c.output, c.count)
     }
-    fn source(&self, c: &Counts, _: usize, _: usize, _: usize, j: u64) -> Source {
+    fn source(&self, c: &Counts, _: DataType, _: usize, _: usize, _: usize, j: u64) -> Source {
         Source::Copied { rank: (j / c.param) as usize, index: j % c.param }
     }
     fn source_cu(&self) -> &'static str {

@@ -14,7 +14,7 @@ impl Collective for AllReduce {
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
         p.all_reduce(c.input, c.output, c.count)
     }
-    fn source(&self, _: &Counts, _: usize, _: usize, _: usize, j: u64) -> Source {
+    fn source(&self, _: &Counts, _: DataType, _: usize, _: usize, _: usize, j: u64) -> Source {
         Source::Reduced { index: j }
     }
     fn source_cu(&self) -> &'static str {

@@ -16,7 +16,7 @@ impl Collective for AllToAll {
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
         p.all_to_all(c.input, c.output, c.count, c.nranks)
     }
-    fn source(&self, c: &Counts, rank: usize, _: usize, _: usize, j: u64) -> Source {
+    fn source(&self, c: &Counts, _: DataType, rank: usize, _: usize, _: usize, j: u64) -> Source {
         Source::Copied { rank: (j / c.param) as usize, index: rank as u64 * c.param + j % c.param }
     }
     fn source_cu(&self) -> &'static str {

@@ -14,7 +14,7 @@ impl Collective for Broadcast {
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
         p.broadcast(c.input, c.output, c.count, c.root)
     }
-    fn source(&self, _: &Counts, _: usize, root: usize, _: usize, j: u64) -> Source {
+    fn source(&self, _: &Counts, _: DataType, _: usize, root: usize, _: usize, j: u64) -> Source {
         Source::Copied { rank: root, index: j }
     }
     fn source_cu(&self) -> &'static str {

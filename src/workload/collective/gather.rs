@@ -17,7 +17,7 @@ impl Collective for Gather {
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
         p.gather(c.input, c.output, c.count, c.root, c.rank, c.nranks)
     }
-    fn source(&self, c: &Counts, rank: usize, root: usize, _: usize, j: u64) -> Source {
+    fn source(&self, c: &Counts, _: DataType, rank: usize, root: usize, _: usize, j: u64) -> Source {
         if rank != root {
             return Source::Unchecked;
         }

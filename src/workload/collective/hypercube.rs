@@ -34,7 +34,7 @@ impl Collective for HyperCube {
     fn steps(&self, nranks: usize) -> usize {
         1 + nranks.max(1).ilog2() as usize
     }
-    fn source(&self, c: &Counts, _: usize, _: usize, _: usize, j: u64) -> Source {
+    fn source(&self, c: &Counts, _: DataType, _: usize, _: usize, _: usize, j: u64) -> Source {
         Source::Copied { rank: (j / c.param) as usize, index: j % c.param }
     }
     fn source_cu(&self) -> &'static str {

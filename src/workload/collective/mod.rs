@@ -86,6 +86,7 @@ collectives! {
     Broadcast => broadcast::Broadcast,
     Reduce => reduce::Reduce,
     AllToAll => alltoall::AllToAll,
+    AllToAllV => alltoallv::AllToAllV,
     SendRecv => sendrecv::SendRecv,
     Gather => gather::Gather,
     Scatter => scatter::Scatter,
@@ -161,20 +162,26 @@ mod tests {
         let n = 4;
         let ag = Kind::AllGather.spec();
         let c = ag.counts(64, DataType::Float, n as u64);
-        assert_eq!(ag.source(&c, 2, 0, n, 3 * c.param + 1), Source::Copied { rank: 3, index: 1 });
+        assert_eq!(ag.source(&c, DataType::Float, 2, 0, n, 3 * c.param + 1), Source::Copied { rank: 3, index: 1 });
         let a2a = Kind::AllToAll.spec();
         let c = a2a.counts(64, DataType::Float, n as u64);
-        assert_eq!(a2a.source(&c, 2, 0, n, c.param + 1), Source::Copied { rank: 1, index: 2 * c.param + 1 });
+        assert_eq!(
+            a2a.source(&c, DataType::Float, 2, 0, n, c.param + 1),
+            Source::Copied { rank: 1, index: 2 * c.param + 1 }
+        );
         let rs = Kind::ReduceScatter.spec();
         let c = rs.counts(64, DataType::Float, n as u64);
-        assert_eq!(rs.source(&c, 3, 0, n, 1), Source::Reduced { index: 3 * c.param + 1 });
+        assert_eq!(rs.source(&c, DataType::Float, 3, 0, n, 1), Source::Reduced { index: 3 * c.param + 1 });
         let sr = Kind::SendRecv.spec();
         let c = sr.counts(64, DataType::Float, n as u64);
-        assert_eq!(sr.source(&c, 0, 0, n, 5), Source::Copied { rank: 3, index: 5 });
+        assert_eq!(sr.source(&c, DataType::Float, 0, 0, n, 5), Source::Copied { rank: 3, index: 5 });
         let red = Kind::Reduce.spec();
-        assert_eq!(red.source(&c, 1, 2, n, 5), Source::Unchecked);
-        assert_eq!(red.source(&c, 2, 2, n, 5), Source::Reduced { index: 5 });
-        assert_eq!(Kind::Broadcast.spec().source(&c, 0, 3, n, 5), Source::Copied { rank: 3, index: 5 });
+        assert_eq!(red.source(&c, DataType::Float, 1, 2, n, 5), Source::Unchecked);
+        assert_eq!(red.source(&c, DataType::Float, 2, 2, n, 5), Source::Reduced { index: 5 });
+        assert_eq!(
+            Kind::Broadcast.spec().source(&c, DataType::Float, 0, 3, n, 5),
+            Source::Copied { rank: 3, index: 5 }
+        );
     }
 
     #[test]
@@ -189,6 +196,7 @@ mod tests {
                 "broadcast",
                 "reduce",
                 "alltoall",
+                "alltoallv",
                 "sendrecv",
                 "gather",
                 "scatter",

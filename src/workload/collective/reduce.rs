@@ -15,7 +15,7 @@ impl Collective for Reduce {
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
         p.reduce(c.input, c.output, c.count, c.root)
     }
-    fn source(&self, _: &Counts, rank: usize, root: usize, _: usize, j: u64) -> Source {
+    fn source(&self, _: &Counts, _: DataType, rank: usize, root: usize, _: usize, j: u64) -> Source {
         if rank == root { Source::Reduced { index: j } } else { Source::Unchecked }
     }
     fn source_cu(&self) -> &'static str {

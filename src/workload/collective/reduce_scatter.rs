@@ -14,7 +14,7 @@ impl Collective for ReduceScatter {
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
         p.reduce_scatter(c.input, c.output, c.count)
     }
-    fn source(&self, c: &Counts, rank: usize, _: usize, _: usize, j: u64) -> Source {
+    fn source(&self, c: &Counts, _: DataType, rank: usize, _: usize, _: usize, j: u64) -> Source {
         Source::Reduced { index: rank as u64 * c.param + j }
     }
     fn source_cu(&self) -> &'static str {

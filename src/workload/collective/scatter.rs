@@ -16,7 +16,7 @@ impl Collective for Scatter {
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
         p.scatter(c.input, c.output, c.count, c.root, c.rank, c.nranks)
     }
-    fn source(&self, c: &Counts, rank: usize, root: usize, _: usize, j: u64) -> Source {
+    fn source(&self, c: &Counts, _: DataType, rank: usize, root: usize, _: usize, j: u64) -> Source {
         Source::Copied { rank: root, index: rank as u64 * c.param + j }
     }
     fn source_cu(&self) -> &'static str {

@@ -16,7 +16,7 @@ impl Collective for SendRecv {
         p.send(c.input, c.count, (c.rank + 1) % n)?;
         p.recv(c.output, c.count, (c.rank + n - 1) % n)
     }
-    fn source(&self, _: &Counts, rank: usize, _: usize, n: usize, j: u64) -> Source {
+    fn source(&self, _: &Counts, _: DataType, rank: usize, _: usize, n: usize, j: u64) -> Source {
         Source::Copied { rank: (rank + n - 1) % n, index: j }
     }
     fn source_cu(&self) -> &'static str {
