@@ -101,3 +101,21 @@ extern "C" __global__ void qb_hold(volatile unsigned* flag, u64 timeout_ns) {
         }
     }
 }
+
+// One thread follows `loads` links of a chain of 8-byte addresses, each
+// load waiting for the one before and fetched again from memory, never
+// from the GPU's caches (ld.global.cv), so that each is one round trip to
+// where the chain lives; writes where it ended, which the host checks.
+extern "C" __global__ void qb_chase(const u64* start, u64 loads, u64* end) {
+    const u64* p = start;
+    for (u64 i = 0; i < loads; i++) {
+        u64 next;
+#ifdef __CUDA_ARCH__
+        asm volatile("ld.global.cv.u64 %0, [%1];" : "=l"(next) : "l"(p));
+#else
+        next = *(volatile const u64*)p;
+#endif
+        p = (const u64*)next;
+    }
+    *end = (u64)p;
+}

@@ -10,9 +10,9 @@ use clap::Args;
 
 #[derive(Args, Debug, Clone)]
 pub struct CopyArgs {
-    /// Tests to run: names or family names, comma-separated, or all (see --list)
-    #[arg(long = "test", default_value = "all", value_name = "NAME,...")]
-    pub test: String,
+    /// Tests to run: names, family names or nvbandwidth's test names, comma- or space-separated, or all (see --list)
+    #[arg(short = 't', long = "test", alias = "testcase", default_value = "all", value_name = "NAME,...", num_args = 1.., value_delimiter = ',')]
+    pub test: Vec<String>,
     /// List the tests and exit
     #[arg(long)]
     pub list: bool,
@@ -55,7 +55,7 @@ impl CopyArgs {
         crate::workload::copy::alone_on_this_node()?;
         CopyPlan::new(
             Config {
-                tests: self.test.split(',').map(|t| t.trim().to_string()).collect(),
+                tests: self.test.iter().map(|t| t.trim().to_string()).collect(),
                 ngpus: self.ngpus.map_or(0, |n| n as usize),
                 minbytes: self.minbytes,
                 maxbytes: self.maxbytes,

@@ -17,11 +17,12 @@ pub(super) struct CopyKernels {
     fill: CudaFunction,
     check: CudaFunction,
     hold: CudaFunction,
+    chase: CudaFunction,
 }
 
 impl CopyKernels {
     pub(super) fn load(gpu: &Gpu) -> Result<CopyKernels> {
-        let names = ["qb_copy", "qb_fill", "qb_check", "qb_hold"].map(String::from);
+        let names = ["qb_copy", "qb_fill", "qb_check", "qb_hold", "qb_chase"].map(String::from);
         let mut f = kernels::load(gpu, "kernels/copy.cu", include_str!("../../../kernels/copy.cu"), &names)?;
         let mut take = |n: &str| f.remove(n).ok_or_else(|| Error::Runtime(format!("kernel {n} missing from copy.cu")));
         Ok(CopyKernels {
@@ -29,6 +30,7 @@ impl CopyKernels {
             fill: take("qb_fill")?,
             check: take("qb_check")?,
             hold: take("qb_hold")?,
+            chase: take("qb_chase")?,
         })
     }
 
@@ -63,6 +65,18 @@ impl CopyKernels {
         unsafe { l.launch(kernels::grid(gpu, bytes.div_ceil(8))) }
             .map(|_| ())
             .map_err(cuda_err(format!("launching the check kernel on GPU {}", gpu.ordinal)))
+    }
+
+    /// Follows `loads` links of the chain at `start` on `stream`, one
+    /// thread, and writes the address it ended at to the u64 at `end`.
+    pub(super) fn chase(&self, stream: &CudaStream, start: u64, loads: u64, end: u64) -> Result<()> {
+        let mut l = stream.launch_builder(&self.chase);
+        l.arg(&start).arg(&loads).arg(&end);
+        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the arguments match qb_chase; every link of the chain is
+        // the address, reachable from the stream's GPU, of another link of
+        // the same live buffer, and `end` is one u64 on that GPU.
+        unsafe { l.launch(one) }.map(|_| ()).map_err(cuda_err("launching the pointer-chase kernel"))
     }
 
     /// Holds `stream` until the gate at `flag` opens.

@@ -19,6 +19,7 @@
 //! test records what the kernel says took effect.
 
 mod buffer;
+mod chase;
 mod device;
 mod flow;
 mod gdrcopy;
@@ -264,6 +265,8 @@ impl Bench {
             What::LatencyHost { to_gpu } => latency::host(self, rec, to_gpu)?,
             What::LatencyPeer => latency::peer(self, rec)?,
             What::LatencyMapped { to_gpu } => latency::mapped(self, rec, to_gpu)?,
+            What::Chase { target } => chase::run(self, rec, target)?,
+            What::ZeroCopyBothWays => zero_copy::both_ways(self, rec)?,
             What::GdrBandwidth => gdrcopy::bandwidth(self, rec)?,
             What::GdrLatency => gdrcopy::latency(self, rec)?,
         }

@@ -2,6 +2,7 @@
 //! how its figure is defined and timed; and `--test` selection.
 
 use super::buffer::HostKind::{self, Pageable, Pinned, WriteCombined};
+use super::chase::Target;
 use crate::error::{Error, Result};
 
 /// The sizes of every latency table: 1 B to 16 MiB in powers of two, as
@@ -20,6 +21,8 @@ const FIG_LATENCY: &str = "time of one copy, min / median / p99 over --lat_iters
 const TIME_HELD: &str = "CUDA events around -n back-to-back copies per stream, queued behind a hold kernel and released together; median of --samples samples after -w warm-up copies";
 const TIME_PAGEABLE: &str = "CUDA events around -n back-to-back copies without a hold kernel: a copy from or to pageable memory returns only once the driver has staged it, so the host's part is in the figure; median of --samples samples after -w warm-up copies";
 const TIME_LATENCY: &str = "host clock from issuing one copy until cuStreamSynchronize returns, nothing else in the loop, as gdrcopy's copylat; 'device' is CUDA events around each copy, in a separate pass";
+const FIG_CHASE: &str = "time of one load of a pointer chase (each load waits for the one before), min / median / p99 over --samples kernels; size = the chain's footprint";
+const TIME_CHASE: &str = "one thread of a kernel on the first GPU follows 20000 links of a random cycle of 8-byte addresses 256 bytes apart, each load fetched from memory (ld.global.cv, never the GPU's caches), as nvbandwidth's latency tests; CUDA events around the kernel ('device') and the host clock around its launch and synchronisation, each divided by the loads; after one warm-up kernel";
 const TIME_CPU: &str =
     "host clock around -n back-to-back CPU copies; median of --samples samples after -w warm-up copies";
 const TIME_CPU_LATENCY: &str = "host clock around one CPU copy";
@@ -37,6 +40,8 @@ pub(super) enum What {
     LatencyHost { to_gpu: bool },
     LatencyPeer,
     LatencyMapped { to_gpu: bool },
+    Chase { target: Target },
+    ZeroCopyBothWays,
     GdrBandwidth,
     GdrLatency,
 }
@@ -226,6 +231,14 @@ pub static TESTS: &[Test] = &[
         What::ZeroCopy { to_gpu: false },
     ),
     test(
+        "zero_copy_bidir",
+        "zero_copy",
+        "a copy kernel reading mapped pinned host memory into the GPU and another writing the GPU's memory into it, at once on two streams, each GPU",
+        FIG_BOTH_WAYS,
+        TIME_HELD,
+        What::ZeroCopyBothWays,
+    ),
+    test(
         "latency_h2d",
         "latency",
         "one cuMemcpyHtoDAsync at a time from pinned memory to the first GPU",
@@ -266,6 +279,30 @@ pub static TESTS: &[Test] = &[
         What::LatencyMapped { to_gpu: false },
     ),
     test(
+        "latency_chase_host",
+        "latency",
+        "a pointer chase by the first GPU through mapped pinned host memory: the round trip of one load over the host link (nvbandwidth's host_device_latency_sm)",
+        FIG_CHASE,
+        TIME_CHASE,
+        What::Chase { target: Target::Host },
+    ),
+    test(
+        "latency_chase_peer",
+        "latency",
+        "a pointer chase by the first GPU through the second GPU's memory: the round trip of one load over the GPU link (nvbandwidth's device_to_device_latency_sm)",
+        FIG_CHASE,
+        TIME_CHASE,
+        What::Chase { target: Target::Peer },
+    ),
+    test(
+        "latency_chase_local",
+        "latency",
+        "a pointer chase by the first GPU through its own memory: the floor the other two chases are read against",
+        FIG_CHASE,
+        TIME_CHASE,
+        What::Chase { target: Target::Local },
+    ),
+    test(
         "gdrcopy_bw",
         "gdrcopy",
         "CPU copies to and from the first GPU's memory through a CPU mapping of it (gdrdrv's BAR mapping, or its dma-buf where there is no gdrdrv; gdr_copy_to_mapping, gdr_copy_from_mapping), sizes up to 16 MiB",
@@ -304,11 +341,65 @@ impl Engine {
     }
 }
 
-/// The tests `--test` names, in registry order.
+/// nvbandwidth 0.8's test names, each with the test of this registry that
+/// makes the same copies (a bidirectional nvbandwidth test reports one
+/// direction; qbench's reports both and their sum).
+pub const NVBANDWIDTH: [(&str, &str); 21] = [
+    ("host_to_device_memcpy_ce", "h2d_pinned"),
+    ("device_to_host_memcpy_ce", "d2h_pinned"),
+    ("host_to_device_bidirectional_memcpy_ce", "bidir_pinned"),
+    ("device_to_host_bidirectional_memcpy_ce", "bidir_pinned"),
+    ("device_to_device_memcpy_read_ce", "peer_ce_read"),
+    ("device_to_device_memcpy_write_ce", "peer_ce_write"),
+    ("device_to_device_bidirectional_memcpy_write_ce", "peer_ce_bidir"),
+    ("all_to_host_memcpy_ce", "d2h_all"),
+    ("all_to_host_bidirectional_memcpy_ce", "bidir_all"),
+    ("host_to_all_memcpy_ce", "h2d_all"),
+    ("host_to_all_bidirectional_memcpy_ce", "bidir_all"),
+    ("host_to_device_memcpy_sm", "zero_copy_read"),
+    ("device_to_host_memcpy_sm", "zero_copy_write"),
+    ("host_to_device_bidirectional_memcpy_sm", "zero_copy_bidir"),
+    ("device_to_host_bidirectional_memcpy_sm", "zero_copy_bidir"),
+    ("device_to_device_memcpy_read_sm", "peer_sm_read"),
+    ("device_to_device_memcpy_write_sm", "peer_sm_write"),
+    ("device_to_device_bidirectional_memcpy_write_sm", "peer_sm_bidir"),
+    ("host_device_latency_sm", "latency_chase_host"),
+    ("device_to_device_latency_sm", "latency_chase_peer"),
+    ("device_local_copy", "local_ce"),
+];
+
+/// nvbandwidth 0.8's tests that no test here measures yet.
+const NVBANDWIDTH_MISSING: [&str; 16] = [
+    "device_to_device_bidirectional_memcpy_read_ce",
+    "device_to_device_bidirectional_memcpy_read_sm",
+    "all_to_one_write_ce",
+    "all_to_one_read_ce",
+    "one_to_all_write_ce",
+    "one_to_all_read_ce",
+    "all_to_one_write_sm",
+    "all_to_one_read_sm",
+    "one_to_all_write_sm",
+    "one_to_all_read_sm",
+    "all_to_host_memcpy_sm",
+    "all_to_host_bidirectional_memcpy_sm",
+    "host_to_all_memcpy_sm",
+    "host_to_all_bidirectional_memcpy_sm",
+    "device_to_device_memcpy_multicast_sm",
+    "host_to_device_memcpy_multicast_sm",
+];
+
+/// The tests `--test` names (qbench's names, families, nvbandwidth's
+/// names, or all), in registry order.
 pub(super) fn select(spec: &str) -> Result<Vec<&'static Test>> {
     let mut wanted: Vec<&str> = Vec::new();
     for word in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-        if word == "all" {
+        if let Some(&(_, ours)) = NVBANDWIDTH.iter().find(|(theirs, _)| *theirs == word) {
+            wanted.push(ours);
+        } else if NVBANDWIDTH_MISSING.contains(&word) {
+            return Err(Error::Usage(format!(
+                "nvbandwidth's {word} has no counterpart in qbench copy yet: qbench copy --list names the tests it has"
+            )));
+        } else if word == "all" {
             wanted.extend(TESTS.iter().map(|t| t.name));
         } else if FAMILIES.contains(&word) {
             wanted.extend(TESTS.iter().filter(|t| t.family == word).map(|t| t.name));
@@ -328,12 +419,13 @@ pub(super) fn select(spec: &str) -> Result<Vec<&'static Test>> {
 }
 
 /// (name, meaning) of each kind of figure.
-pub(super) const DEFINITIONS: [(&str, &str); 5] = [
+pub(super) const DEFINITIONS: [(&str, &str); 6] = [
     ("one_way", FIG_ONE_WAY),
     ("both_ways", FIG_BOTH_WAYS),
     ("all_gpus", FIG_ALL_GPUS),
     ("read_write", FIG_READ_WRITE),
     ("latency", FIG_LATENCY),
+    ("chase", FIG_CHASE),
 ];
 
 #[cfg(test)]
@@ -349,6 +441,30 @@ mod tests {
         assert_eq!(two, ["h2d_pinned", "local_sm"]);
         assert_eq!(select("nope").unwrap_err().exit_code(), 2);
         assert_eq!(select(",").unwrap_err().exit_code(), 2);
+    }
+
+    /// nvbandwidth's names stand for the test making the same copies; one
+    /// qbench has no counterpart for is one line, exit 2.
+    #[test]
+    fn nvbandwidth_names_select_their_counterparts() {
+        let got: Vec<_> = select("device_to_device_memcpy_read_ce,host_device_latency_sm,device_local_copy")
+            .unwrap()
+            .iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(got, ["peer_ce_read", "local_ce", "latency_chase_host"]);
+        for (theirs, ours) in NVBANDWIDTH {
+            assert!(TESTS.iter().any(|t| t.name == ours), "{theirs} -> {ours}");
+            assert!(!NVBANDWIDTH_MISSING.contains(&theirs), "{theirs}");
+        }
+        let e = select("all_to_one_write_ce").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("all_to_one_write_ce has no counterpart"), "{e}");
+    }
+
+    #[test]
+    fn the_chase_timing_names_its_load_count() {
+        assert!(TIME_CHASE.contains(&format!(" {} links", super::super::chase::LOADS)));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Zero-copy: the copy kernel reading or writing mapped pinned host memory
 //! directly over PCIe, the path a CPU-visible buffer takes when gdrdrv is
-//! not there to map GPU memory for the CPU.
+//! not there to map GPU memory for the CPU; one way or both at once.
 
 use super::buffer::HostKind;
 use super::{Bench, Engine, host_side};
@@ -19,6 +19,23 @@ pub fn run(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
             b.flow(g, "d2h", Engine::Sm, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?
         };
         let mut flows = [flow];
+        b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut flows)?;
+        host_side(rec, g, bound.release(), flows.iter().flat_map(|f| f.buffers()));
+    }
+    Ok(())
+}
+
+/// The copy kernel reading host memory into the GPU and writing the GPU's
+/// memory into host memory at once, on two streams, each GPU in turn.
+pub fn both_ways(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
+    let sizes = b.sizes_within(rec, 2, 2)?;
+    let Some(&max) = sizes.last() else { return Ok(()) };
+    for g in 0..b.ngpus() {
+        let bound = b.bind_host(g);
+        let mut flows = [
+            b.flow(g, "h2d", Engine::Sm, b.host(HostKind::Pinned, max)?, b.device(g, max)?)?,
+            b.flow(g, "d2h", Engine::Sm, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?,
+        ];
         b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut flows)?;
         host_side(rec, g, bound.release(), flows.iter().flat_map(|f| f.buffers()));
     }
