@@ -7,7 +7,9 @@
 # gather, scatter and hypercube by both; the -I JSON of both read by
 # nccl-tests' own tools/analyze_perf_json.py; qbench's osu_* beside OSU 7.4
 # (results/run-osu-compare.sh) and `osu_bw -d cuda D D`; gdrcopy's tests
-# where gdrdrv is absent (the dma-buf path); probe's facts.
+# where gdrdrv is absent (the dma-buf path); probe's facts; alltoallv by
+# both at three spreads; the copy tests under nvbandwidth's names (the SM
+# copy both ways, the pointer chases), twice, and a corrupted chase caught.
 #
 # Usage (repository root, on the GPU machine):
 #   bash results/run-dialects-h200.sh BIN_DIR OUTDIR
@@ -18,7 +20,8 @@
 # Needs .ref/nccl-tests (results/ref/stage-nccl-tests.sh) and .ref/osu-bin
 # (OSU's five programs, built from results/ref/stage-osu.sh's tree) in the
 # work tree. Every step runs under `timeout`; STAGES (default "unit build
-# register control modes rooted mulsum json osu gdrcopy probe") picks the
+# register control modes rooted mulsum json osu gdrcopy probe"; add
+# alltoallv and copies for those) picks the
 # parts to run; OSU_ROUNDS the OSU comparison's rounds (2);
 # every other BIN_DIR/qbench-<label> (an earlier build, a variant) runs
 # beside both in the control stage.
@@ -62,12 +65,12 @@ if on unit; then
 fi
 
 if on build; then
-    step "build nccl-tests all_reduce, gather, scatter, hypercube (sm_90)"
+    step "build nccl-tests all_reduce, gather, scatter, hypercube, alltoallv (sm_90)"
     rm -rf /tmp/qbench-nccl-tests && cp -r "$ROOT/.ref/nccl-tests" /tmp/qbench-nccl-tests
     t0=$SECONDS
     timeout 300 make -C /tmp/qbench-nccl-tests/src -j"$(nproc)" MPI=0 NCCL_HOME="$NCCL_HOME" CUDA_HOME="$CUDA_HOME" \
         NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR="$NT" \
-        "$NT/all_reduce_perf" "$NT/gather_perf" "$NT/scatter_perf" "$NT/hypercube_perf" > "$OUT/build.log" 2>&1
+        "$NT/all_reduce_perf" "$NT/gather_perf" "$NT/scatter_perf" "$NT/hypercube_perf" "$NT/alltoallv_perf" > "$OUT/build.log" 2>&1
     echo "build rc=$? $((SECONDS - t0)) s"
 fi
 
@@ -181,6 +184,44 @@ import json, sys
 for t in json.load(open(sys.argv[1]))["tests"]:
     print(t["name"], t["status"], "-", t.get("reason"), "| rows", len(t["rows"]), "| wrong", t["wrong_words"])
 PY
+    pack
+fi
+
+if on alltoallv; then
+    step "alltoallv by both at spreads 1 (the default), 0 and 0.3, every type (1K..1G)"
+    for sp in 1 0 0.3; do
+        NCCL_TESTS_ALLTOALLV_SPREAD=$sp pair "alltoallv-s$sp" alltoallv_perf alltoallv -b 1K -e 1G -f 8 -g 1 -d all -n 20 -w 5
+        diff <(awk '!/^#/ && NF > 8 {print $1, $2, $3}' "$RAW/alltoallv-s$sp-nccl.txt") \
+             <(awk '!/^#/ && NF > 8 {print $1, $2, $3}' "$RAW/alltoallv-s$sp-qbench.txt") > /dev/null \
+            && echo "  size, count and type columns: the same" || echo "  size, count or type columns differ"
+    done
+    pack
+fi
+
+if on copies; then
+    step "copy tests by nvbandwidth's names, twice: the SM copies one way and both, the pointer chases"
+    names=host_to_device_memcpy_sm,device_to_host_memcpy_sm,host_to_device_bidirectional_memcpy_sm,host_device_latency_sm,device_to_device_latency_sm,latency_chase_local
+    for round in 1 2; do
+        timeout 300 "$Q" copy -t "$names" -b 64M -e 1G -f 4 -J "$RAW/copies-r$round.json" > "$RAW/copies-r$round.txt" 2>&1
+        echo "round $round: rc=$?"
+    done
+    python3 - "$RAW"/copies-r1.json "$RAW"/copies-r2.json <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    for t in json.load(open(path))["tests"]:
+        line = [t["name"], t["status"], "wrong %d" % t["wrong_words"]]
+        for r in t["rows"]:
+            line.append("%dM %s" % (r["size"] >> 20, " ".join("%s %.1f" % (d["direction"], d["gbps"]["median"]) for d in r["directions"])))
+        for s in t["latency"]:
+            line += ["%dK %.3f/%.3f us" % (r["size"] >> 10, r["device"]["median"], r["host"]["median"]) for r in s["rows"]]
+        if t.get("reason"):
+            line.append(t["reason"])
+        print(" | ".join(line))
+PY
+    QBENCH_CORRUPT=copy timeout 120 "$Q" copy -t latency_chase_local > "$RAW/copies-corrupt.txt" 2>&1
+    want $? 1
+    timeout 30 "$Q" copy -t all_to_one_write_ce > "$RAW/copies-missing.txt" 2>&1
+    want $? 2; cat "$RAW/copies-missing.txt"
     pack
 fi
 
