@@ -64,6 +64,61 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
     return (unsigned short)(u >> 16);
 }
 
+// fp8 (OCP E4M3 and E5M2) as cuda_fp8.hpp converts in software: from a
+// double rounded to nearest even, saturating to the largest finite value;
+// to float exactly. Pre-Hopper targets have no fp8 instructions.
+__device__ __forceinline__ unsigned char double_to_fp8(double x, bool e4m3) {
+    const u64 xbits = (u64)__double_as_longlong(x);
+    const unsigned char maxnorm = e4m3 ? 0x7E : 0x7B;
+    const unsigned char mmask = e4m3 ? 0x7 : 0x3;
+    const unsigned bias = e4m3 ? 7u : 15u;
+    const u64 sbits = e4m3 ? 4 : 3;
+    const u64 mindenorm_o2 = e4m3 ? 0x3F50000000000000ULL : 0x3EE0000000000000ULL;
+    const u64 overflow = e4m3 ? 0x407D000000000000ULL : 0x40EE000000000000ULL - 1;
+    const u64 minnorm = e4m3 ? 0x3F90000000000000ULL : 0x3F10000000000000ULL;
+    const u64 half_ulp = 1ULL << (53 - sbits - 1);
+    const unsigned char sign = (unsigned char)((xbits >> 63) << 7);
+    const unsigned char exp = (unsigned char)((((unsigned)(xbits >> 52)) & 0x7FFu) - 1023u + bias);
+    const unsigned char mant = (unsigned char)((xbits >> (53 - sbits)) & mmask);
+    const u64 absx = xbits & 0x7FFFFFFFFFFFFFFFULL;
+    unsigned char res;
+    if (absx <= mindenorm_o2) {
+        res = 0;
+    } else if (absx > 0x7FF0000000000000ULL) {
+        res = e4m3 ? 0x7F : (unsigned char)(0x7E | mant);
+    } else if (absx > overflow) {
+        res = maxnorm;
+    } else if (absx >= minnorm) {
+        res = (unsigned char)((exp << (sbits - 1)) | mant);
+        const u64 round = xbits & ((half_ulp << 1) - 1);
+        if (round > half_ulp || (round == half_ulp && (mant & 1))) res++;
+    } else {
+        const unsigned char shift = (unsigned char)(1 - exp);
+        res = (unsigned char)((mant | (1u << (sbits - 1))) >> shift);
+        const u64 round = (xbits | (1ULL << 52)) & ((half_ulp << (shift + 1)) - 1);
+        if (round > (half_ulp << shift) || (round == (half_ulp << shift) && (res & 1))) res++;
+    }
+    return res | sign;
+}
+__device__ __forceinline__ float fp8_to_float(unsigned char v, bool e4m3) {
+    const float nan = __int_as_float(0x7fffffff);
+    float r;
+    if (e4m3) {
+        const int e = (v >> 3) & 0xF, m = v & 7;
+        if (e == 15 && m == 7) return nan;
+        r = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
+    } else {
+        const int e = (v >> 2) & 0x1F, m = v & 3;
+        if (e == 31) return m ? nan : __int_as_float((v & 0x80) ? 0xff800000 : 0x7f800000);
+        r = e == 0 ? ldexpf((float)m, -16) : ldexpf((float)(4 + m), e - 17);
+    }
+    return (v & 0x80) ? -r : r;
+}
+__device__ __forceinline__ float e4m3_to_float(unsigned char v) { return fp8_to_float(v, true); }
+__device__ __forceinline__ unsigned char float_to_e4m3(float f) { return double_to_fp8((double)f, true); }
+__device__ __forceinline__ float e5m2_to_float(unsigned char v) { return fp8_to_float(v, false); }
+__device__ __forceinline__ unsigned char float_to_e5m2(float f) { return double_to_fp8((double)f, false); }
+
 // Op codes: 0 sum, 1 prod, 2 max, 3 min, 4 avg, 5 mulsum (src/dtype.rs
 // order); mulsum adds, its inputs premultiplied (see `reduced`).
 template <typename S, bool SIGNED> struct IntT {
@@ -185,6 +240,8 @@ typedef IntT<long long, true> I64;
 typedef IntT<unsigned long long, false> U64;
 typedef SmallFloatT<unsigned short, half_to_float, float_to_half> F16;
 typedef SmallFloatT<unsigned short, bf16_to_float, float_to_bf16> BF16;
+typedef SmallFloatT<unsigned char, e4m3_to_float, float_to_e4m3> F8E4M3;
+typedef SmallFloatT<unsigned char, e5m2_to_float, float_to_e5m2> F8E5M2;
 typedef FloatT<float> F32;
 typedef FloatT<double> F64;
 
@@ -212,3 +269,5 @@ QB_KERNELS(half, F16)
 QB_KERNELS(bfloat16, BF16)
 QB_KERNELS(float, F32)
 QB_KERNELS(double, F64)
+QB_KERNELS(f8e4m3, F8E4M3)
+QB_KERNELS(f8e5m2, F8E5M2)

@@ -3,6 +3,7 @@
 //! cpu transport and the reference checks share.
 
 use crate::error::{Error, Result};
+use float8::{F8E4M3, F8E5M2};
 use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 
@@ -20,11 +21,15 @@ pub enum DataType {
     Float,
     Double,
     Bfloat16,
+    /// OCP 8-bit float, 4 exponent and 3 mantissa bits, no infinity (NCCL 2.24 and later).
+    F8e4m3,
+    /// OCP 8-bit float, 5 exponent and 2 mantissa bits (NCCL 2.24 and later).
+    F8e5m2,
 }
 
 impl DataType {
     /// Every type, in the order `-d all` runs them (nccl-tests' order).
-    pub const ALL: [DataType; 10] = [
+    pub const ALL: [DataType; 12] = [
         DataType::Int8,
         DataType::Uint8,
         DataType::Int32,
@@ -35,6 +40,8 @@ impl DataType {
         DataType::Float,
         DataType::Double,
         DataType::Bfloat16,
+        DataType::F8e4m3,
+        DataType::F8e5m2,
     ];
 
     /// The name nccl-tests prints in its `type` column.
@@ -50,12 +57,14 @@ impl DataType {
             DataType::Float => "float",
             DataType::Double => "double",
             DataType::Bfloat16 => "bfloat16",
+            DataType::F8e4m3 => "f8e4m3",
+            DataType::F8e5m2 => "f8e5m2",
         }
     }
 
     pub fn size(self) -> usize {
         match self {
-            DataType::Int8 | DataType::Uint8 => 1,
+            DataType::Int8 | DataType::Uint8 | DataType::F8e4m3 | DataType::F8e5m2 => 1,
             DataType::Half | DataType::Bfloat16 => 2,
             DataType::Int32 | DataType::Uint32 | DataType::Float => 4,
             DataType::Int64 | DataType::Uint64 | DataType::Double => 8,
@@ -63,7 +72,19 @@ impl DataType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DataType::Half | DataType::Float | DataType::Double | DataType::Bfloat16)
+        matches!(
+            self,
+            DataType::Half
+                | DataType::Float
+                | DataType::Double
+                | DataType::Bfloat16
+                | DataType::F8e4m3
+                | DataType::F8e5m2
+        )
+    }
+
+    pub fn is_fp8(self) -> bool {
+        matches!(self, DataType::F8e4m3 | DataType::F8e5m2)
     }
 
     /// The largest magnitude M such that every integer in [-M, M] is exact in
@@ -78,6 +99,8 @@ impl DataType {
             DataType::Uint64 => u64::MAX,
             DataType::Half => 1 << 11,
             DataType::Bfloat16 => 1 << 8,
+            DataType::F8e4m3 => 1 << 4,
+            DataType::F8e5m2 => 1 << 3,
             DataType::Float => 1 << 24,
             DataType::Double => 1 << 53,
         }
@@ -89,6 +112,8 @@ impl DataType {
         match self {
             DataType::Half => 2f64.powi(-11),
             DataType::Bfloat16 => 2f64.powi(-8),
+            DataType::F8e4m3 => 2f64.powi(-4),
+            DataType::F8e5m2 => 2f64.powi(-3),
             DataType::Float => 2f64.powi(-24),
             DataType::Double => 2f64.powi(-53),
             _ => 0.0,
@@ -98,7 +123,8 @@ impl DataType {
     /// Largest power-of-two exponent the type holds (for product data).
     pub fn max_exponent(self) -> u32 {
         match self {
-            DataType::Half => 15,
+            DataType::Half | DataType::F8e5m2 => 15,
+            DataType::F8e4m3 => 8,
             DataType::Bfloat16 | DataType::Float => 127,
             DataType::Double => 1023,
             DataType::Int8 | DataType::Uint8 => 7,
@@ -120,9 +146,11 @@ impl DataType {
             "float" | "float32" | "fp32" => DataType::Float,
             "double" | "float64" | "fp64" => DataType::Double,
             "bfloat16" | "bf16" => DataType::Bfloat16,
+            "f8e4m3" | "fp8_e4m3" => DataType::F8e4m3,
+            "f8e5m2" | "fp8_e5m2" => DataType::F8e5m2,
             _ => {
                 return Err(Error::Usage(format!(
-                    "unknown data type '{text}' (-d): use int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16 or all"
+                    "unknown data type '{text}' (-d): use int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2 or all"
                 )));
             }
         };
@@ -267,6 +295,11 @@ float_element!(f16, DataType::Half, f16::from_f64, f16::to_f64);
 float_element!(bf16, DataType::Bfloat16, bf16::from_f64, bf16::to_f64);
 float_element!(f32, DataType::Float, |v: f64| v as f32, |x: f32| x as f64);
 float_element!(f64, DataType::Double, |v: f64| v, |x: f64| x);
+// CUDA's conversions (cuda_fp8.hpp): round to nearest even, saturating to
+// the largest finite value.
+// (to_f32, exact, is no method of Element's: to_f64 would call itself.)
+float_element!(F8E4M3, DataType::F8e4m3, F8E4M3::from_f64, |x: F8E4M3| x.to_f32() as f64);
+float_element!(F8E5M2, DataType::F8e5m2, F8E5M2::from_f64, |x: F8E5M2| x.to_f32() as f64);
 
 /// Runs `$body` with `$T` bound to the Rust element type of `$dt`.
 #[macro_export]
@@ -313,6 +346,14 @@ macro_rules! with_element {
                 type $T = half::bf16;
                 $body
             }
+            $crate::dtype::DataType::F8e4m3 => {
+                type $T = float8::F8E4M3;
+                $body
+            }
+            $crate::dtype::DataType::F8e5m2 => {
+                type $T = float8::F8E5M2;
+                $body
+            }
         }
     };
 }
@@ -324,7 +365,7 @@ mod tests {
     #[test]
     fn parses_names_and_all() {
         assert_eq!(DataType::parse("float").unwrap(), vec![DataType::Float]);
-        assert_eq!(DataType::parse("all").unwrap().len(), 10);
+        assert_eq!(DataType::parse("all").unwrap().len(), 12, "nccl-tests 2.19 with NCCL 2.24+: fp8 last");
         assert_eq!(RedOp::parse("all").unwrap().len(), 6, "nccl-tests 2.19 runs six ops, mulsum last");
         assert_eq!(RedOp::parse("mulsum").unwrap(), vec![RedOp::MulSum]);
         assert_eq!(DataType::parse("float128").unwrap_err().exit_code(), 2);
@@ -346,6 +387,24 @@ mod tests {
         check::<bf16>();
         check::<f32>();
         check::<f64>();
+        check::<F8E4M3>();
+        check::<F8E5M2>();
+    }
+
+    /// The fp8 types hold their exact integers, round to nearest even and
+    /// saturate as CUDA's conversions do.
+    #[test]
+    fn fp8_types_are_exact_on_their_integers_and_saturate() {
+        for v in -16..=16 {
+            assert_eq!(F8E4M3::from_i64(v).to_f64(), v as f64);
+        }
+        for v in -8..=8 {
+            assert_eq!(F8E5M2::from_i64(v).to_f64(), v as f64);
+        }
+        assert_eq!(F8E4M3::from_i64(17).to_f64(), 16.0, "17 is a tie: to the even 16");
+        assert_eq!(F8E4M3::from_i64(1000).to_f64(), 448.0);
+        assert_eq!(F8E5M2::from_i64(100_000).to_f64(), 57344.0);
+        assert_eq!(F8E4M3::from_i64(-3).reduce(F8E4M3::from_i64(4), RedOp::Prod).to_f64(), -12.0);
     }
 
     #[test]

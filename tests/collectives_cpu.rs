@@ -465,3 +465,14 @@ fn alltoallv_sends_by_distance_and_spread() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("traffic matrix"), "{}", stderr(&o));
 }
+
+/// A corrupted fp8 element is caught like any other.
+#[test]
+fn a_corrupted_fp8_element_is_counted() {
+    for dt in ["f8e4m3", "f8e5m2"] {
+        let args = ["allreduce", "--transport", "cpu", "-g", "3", "-b", "4K", "-e", "4K", "-d", dt, "-o", "avg"];
+        let o = qbench_with(&args, &[("QBENCH_CORRUPT", "2:17")]);
+        assert_eq!(o.status.code(), Some(1), "{dt}: {}", stderr(&o));
+        assert_eq!(rows(&o)[0][8], "1", "{dt}");
+    }
+}

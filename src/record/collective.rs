@@ -354,6 +354,10 @@ pub struct CollectiveRun {
     pub timing: String,
     /// Set when the sizes were cut to fit the devices' memory.
     pub max_bytes_reduced_to: Option<u64>,
+    /// Types and ops of `-d all` / `-o all` the transport cannot run, each
+    /// with why (fp8 before NCCL 2.24 or on GPUs before compute capability 9.0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// How the GPU buffers were allocated and registered (GPU transports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffers: Option<BufferSetup>,

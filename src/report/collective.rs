@@ -90,6 +90,9 @@ fn header(run: &CollectiveRun) -> String {
     if let Some(max) = run.max_bytes_reduced_to {
         let _ = writeln!(s, "#\n# Reducing maxBytes to {max} due to memory limitation");
     }
+    for what in &run.left_out {
+        let _ = writeln!(s, "# Left out {what}");
+    }
     if let Some(g) = &run.split {
         let _ = writeln!(
             s,
@@ -553,6 +556,7 @@ mod tests {
             split: None,
             timing: String::new(),
             max_bytes_reduced_to: Some(512 << 20),
+            left_out: Vec::new(),
             buffers: None,
             memory: None,
             results: vec![

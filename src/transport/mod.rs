@@ -103,6 +103,11 @@ pub trait Transport {
     fn setup_memory(&self) -> Option<SetupMemory> {
         None
     }
+    /// Why this transport cannot run elements of `dtype` reduced by `op`
+    /// (None: an operation that does not reduce), if it cannot.
+    fn refuses(&self, _dtype: crate::dtype::DataType, _op: Option<crate::dtype::RedOp>) -> Option<String> {
+        None
+    }
     /// Free memory of each of this process's GPUs now, bytes.
     fn free_memory(&self) -> Result<Vec<i64>> {
         Ok(Vec::new())

@@ -37,6 +37,8 @@ fn nccl_type(t: DataType) -> sys::ncclDataType_t {
         DataType::Float => ncclFloat32,
         DataType::Double => ncclFloat64,
         DataType::Bfloat16 => ncclBfloat16,
+        DataType::F8e4m3 => ncclFloat8e4m3,
+        DataType::F8e5m2 => ncclFloat8e5m2,
     }
 }
 
@@ -460,10 +462,28 @@ pub struct Nccl {
     gather: Option<RootedFn>,
     scatter: Option<RootedFn>,
     premul_sum: Option<PreMulSum>,
+    /// Why the fp8 types cannot run here, if they cannot.
+    fp8: Option<String>,
     unalign: u64,
     /// How the buffers are allocated and registered, as it will happen.
     setup: BufferSetup,
     memory: SetupMemory,
+}
+
+/// NCCL_VERSION(2, 24, 0): ncclFloat8e4m3 and ncclFloat8e5m2.
+const FP8_VERSION: i64 = 22400;
+
+/// Why NCCL `version` on `ranks`' GPUs cannot run the fp8 types, if it
+/// cannot: they need NCCL 2.24 and, as nccl-tests filters them, GPUs of
+/// compute capability 9.0 or later.
+fn fp8_refused(version: i64, ranks: &[Rank]) -> Option<String> {
+    if version < FP8_VERSION {
+        return Some(format!("NCCL {} has no fp8 types (2.24 and later)", libs::nccl_version_text(version)));
+    }
+    ranks.iter().map(|r| &r.gpu).find(|g| g.compute_capability < (9, 0)).map(|g| {
+        let (major, minor) = g.compute_capability;
+        format!("fp8 collectives need compute capability 9.0 or later; GPU {} is {major}.{minor}", g.ordinal)
+    })
 }
 
 /// ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream).
@@ -577,6 +597,7 @@ impl Nccl {
             let wrong = gpu.alloc(8)?;
             ranks.push(Rank { gpu, kernels, send: None, recv: None, registered: Vec::new(), wrong });
         }
+        let fp8 = fp8_refused(version, &ranks);
         Ok(Nccl {
             ranks,
             comms,
@@ -588,6 +609,7 @@ impl Nccl {
             gather: nccl_symbol("ncclGather", 22800, version),
             scatter: nccl_symbol("ncclScatter", 22800, version),
             premul_sum: PreMulSum::load(version),
+            fp8,
             library,
             timeout: (options.timeout_s > 0).then(|| Duration::from_secs(options.timeout_s)),
             allocated: 0,
@@ -941,6 +963,19 @@ fn record(gpu: &Gpu) -> Result<CudaEvent> {
 impl Transport for Nccl {
     fn ranks(&self) -> &[RankInfo] {
         &self.info
+    }
+
+    fn refuses(&self, dtype: DataType, op: Option<RedOp>) -> Option<String> {
+        if !dtype.is_fp8() {
+            return None;
+        }
+        if op == Some(RedOp::MulSum) {
+            return Some(format!(
+                "NCCL makes no PreMulSum op of {} (ncclRedOpCreatePreMulSum: invalid argument; nccl-tests' -o mulsum stops there)",
+                dtype.name()
+            ));
+        }
+        self.fp8.clone()
     }
 
     fn nranks(&self) -> usize {

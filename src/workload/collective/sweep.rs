@@ -60,6 +60,7 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         split: None,
         timing: String::new(),
         max_bytes_reduced_to: None,
+        left_out: Vec::new(),
         buffers: None,
         memory: None,
         results: Vec::new(),
@@ -133,6 +134,43 @@ struct Bench<'a> {
     /// Under a split, this process's communicator and its colour.
     group: Option<(&'a dyn World, usize)>,
     sizes: Vec<u64>,
+    /// The types and ops to run, in nccl-tests' order: those the transport
+    /// can run of the ones asked for.
+    runs: Vec<(DataType, Option<RedOp>)>,
+}
+
+/// The (type, op) pairs of the plan that every process's transport can
+/// run. One it cannot is left out, and said so in the record, when the
+/// command line asked for several (`-d all`, `-o all`, as nccl-tests leaves
+/// fp8 out of `-d all` where it cannot run it); when it asked for that one
+/// alone, the run ends with the reason (exit 3).
+fn runs(
+    plan: &CollectivePlan,
+    transport: &dyn Transport,
+    world: &dyn World,
+    run: &mut CollectiveRun,
+) -> Result<Vec<(DataType, Option<RedOp>)>> {
+    let asked: Vec<(DataType, Option<RedOp>)> =
+        plan.config.datatypes.iter().flat_map(|&d| plan.ops().into_iter().map(move |o| (d, o))).collect();
+    let mut runs = Vec::new();
+    for &(dtype, op) in &asked {
+        let mine = transport.refuses(dtype, op);
+        let everyone = world.min_u64(mine.is_none() as u64) == 1;
+        if everyone {
+            runs.push((dtype, op));
+            continue;
+        }
+        let why = mine.unwrap_or_else(|| "another process's GPUs or NCCL cannot run it".into());
+        let what = match op {
+            Some(o) => format!("{} {}", dtype.name(), o.name()),
+            None => dtype.name().to_string(),
+        };
+        if asked.len() == 1 {
+            return Err(Error::Missing(format!("{what}: {why}")));
+        }
+        run.left_out.push(format!("{what}: {why}"));
+    }
+    Ok(runs)
 }
 
 impl<'a> Bench<'a> {
@@ -194,7 +232,8 @@ impl<'a> Bench<'a> {
         }
         run.devices = world::all_ranks(world, &mine)?;
         let group = joined.map(|j| (j.world.as_ref(), j.colour));
-        Ok(Bench { plan, spec: plan.kind.spec(), transport, world, group, sizes })
+        let runs = runs(plan, &*transport, world, run)?;
+        Ok(Bench { plan, spec: plan.kind.spec(), transport, world, group, sizes, runs })
     }
 
     fn sweep(&mut self, run: &mut CollectiveRun, obs: &mut dyn Observer<CollectiveRun>) -> Result<()> {
@@ -207,44 +246,42 @@ impl<'a> Bench<'a> {
         } else {
             vec![cfg.root]
         };
-        for &dtype in &cfg.datatypes {
-            for op in self.plan.ops() {
-                for &root in &roots {
-                    self.warm_up(dtype, op, root)?;
-                    let mut cycle = 0;
-                    // -N 0 repeats until interrupted.
-                    while cfg.run_cycles == 0 || cycle < cfg.run_cycles {
-                        for &size in &self.sizes.clone() {
-                            interrupt::step(format!(
-                                "{} {size} B {} {}{}",
-                                self.spec.name(),
-                                dtype.name(),
-                                op.map_or("none", |o| o.name()),
-                                if root >= 0 { format!(" root {root}") } else { String::new() }
-                            ));
-                            let mut base = self.op(size, dtype, op, root);
-                            let counts = base.counts;
-                            let (out_of_place, group_out) = self.cell(&base)?;
-                            base.in_place = true;
-                            let (in_place, group_in) = self.cell(&base)?;
-                            let timestamp = cfg.report_timestamps.then(crate::host::local_time);
-                            let groups = self.group_rows(counts.param, group_out, group_in)?;
-                            run.push(SizeRecord {
-                                cycle,
-                                size: counts.bytes(dtype),
-                                count: counts.param,
-                                dtype,
-                                redop: op,
-                                root,
-                                out_of_place,
-                                in_place,
-                                timestamp,
-                                groups,
-                            });
-                            obs.part(run, run.results.last().expect("pushed"));
-                        }
-                        cycle += 1;
+        for (dtype, op) in self.runs.clone() {
+            for &root in &roots {
+                self.warm_up(dtype, op, root)?;
+                let mut cycle = 0;
+                // -N 0 repeats until interrupted.
+                while cfg.run_cycles == 0 || cycle < cfg.run_cycles {
+                    for &size in &self.sizes.clone() {
+                        interrupt::step(format!(
+                            "{} {size} B {} {}{}",
+                            self.spec.name(),
+                            dtype.name(),
+                            op.map_or("none", |o| o.name()),
+                            if root >= 0 { format!(" root {root}") } else { String::new() }
+                        ));
+                        let mut base = self.op(size, dtype, op, root);
+                        let counts = base.counts;
+                        let (out_of_place, group_out) = self.cell(&base)?;
+                        base.in_place = true;
+                        let (in_place, group_in) = self.cell(&base)?;
+                        let timestamp = cfg.report_timestamps.then(crate::host::local_time);
+                        let groups = self.group_rows(counts.param, group_out, group_in)?;
+                        run.push(SizeRecord {
+                            cycle,
+                            size: counts.bytes(dtype),
+                            count: counts.param,
+                            dtype,
+                            redop: op,
+                            root,
+                            out_of_place,
+                            in_place,
+                            timestamp,
+                            groups,
+                        });
+                        obs.part(run, run.results.last().expect("pushed"));
                     }
+                    cycle += 1;
                 }
             }
         }
