@@ -21,7 +21,7 @@
 # (OSU's five programs, built from results/ref/stage-osu.sh's tree) in the
 # work tree. Every step runs under `timeout`; STAGES (default "unit build
 # register control modes rooted mulsum json osu gdrcopy probe"; add
-# alltoallv and copies for those) picks the
+# alltoallv, fp8 and copies for those) picks the
 # parts to run; OSU_ROUNDS the OSU comparison's rounds (2);
 # every other BIN_DIR/qbench-<label> (an earlier build, a variant) runs
 # beside both in the control stage.
@@ -195,6 +195,21 @@ if on alltoallv; then
              <(awk '!/^#/ && NF > 8 {print $1, $2, $3}' "$RAW/alltoallv-s$sp-qbench.txt") > /dev/null \
             && echo "  size, count and type columns: the same" || echo "  size, count or type columns differ"
     done
+    pack
+fi
+
+if on fp8; then
+    step "fp8: all_reduce by both, each op but mulsum, each fp8 type (1K..256M); then qbench -d all -o all"
+    for t in f8e4m3 f8e5m2; do
+        for o in sum prod max min avg; do
+            pair "fp8-$t-$o" all_reduce_perf allreduce -b 1K -e 256M -f 16 -g 1 -d $t -o $o -n 20 -w 5
+        done
+    done
+    timeout 300 "$Q" allreduce -b 1K -e 16M -f 16 -g 1 -d all -o all -n 5 -w 2 > "$RAW/fp8-all.txt" 2>&1
+    echo "qbench allreduce -d all -o all: rc=$?; rows $(grep -vc '^#' "$RAW/fp8-all.txt"), wrong cells: $(awk '!/^#/ && NF > 8 && ($9 != "0" || ($13 != "0" && $13 != "N/A"))' "$RAW/fp8-all.txt" | wc -l)"
+    grep '^# Left out' "$RAW/fp8-all.txt"
+    QBENCH_CORRUPT=0:5 timeout 60 "$Q" allreduce -b 1M -e 1M -g 1 -d f8e5m2 > "$RAW/fp8-corrupt.txt" 2>&1
+    want $? 1
     pack
 fi
 
