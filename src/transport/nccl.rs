@@ -969,9 +969,10 @@ impl Transport for Nccl {
         if !dtype.is_fp8() {
             return None;
         }
-        if op == Some(RedOp::MulSum) {
+        if let Some(o @ (RedOp::Avg | RedOp::MulSum)) = op {
             return Some(format!(
-                "NCCL makes no PreMulSum op of {} (ncclRedOpCreatePreMulSum: invalid argument; nccl-tests' -o mulsum stops there)",
+                "NCCL takes no {} of {} (ncclInvalidArgument with NCCL 2.28, where nccl-tests' -o all stops)",
+                if o == RedOp::Avg { "avg" } else { "PreMulSum op (mulsum)" },
                 dtype.name()
             ));
         }
