@@ -12,6 +12,7 @@
 use super::{Gpu, cuda_err};
 use crate::error::{Error, Result};
 use crate::statevec::layout::SLOW_PARTNER_BYTES;
+use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig};
 use cudarc::nvrtc::{Ptx, result as nvrtc, sys as nvrtc_sys};
 use serde::Serialize;
@@ -204,6 +205,25 @@ pub fn grid(_gpu: &Gpu, threads: u64) -> LaunchConfig {
 /// kernel's.
 pub fn streaming(gpu: &Gpu, vectors: u64) -> LaunchConfig {
     grid(gpu, vectors.div_ceil(VECTORS))
+}
+
+/// The blocks of [`grid`]'s shape the GPU holds resident at once.
+pub fn resident_blocks(gpu: &Gpu) -> Result<u64> {
+    let what = || format!("reading GPU {}'s multiprocessors", gpu.ordinal);
+    let attr = |a| gpu.ctx.attribute(a).map_err(cuda_err(what()));
+    let sms = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u64;
+    let threads = attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u64;
+    Ok(sms * (threads / BLOCK as u64))
+}
+
+/// [`streaming`] kept to `blocks` blocks (of the GPU's [`resident_blocks`]),
+/// so that kernels queued on other streams of the GPU run beside it: a
+/// grid of one block per tile holds every slot until its last block is
+/// dispatched, and kernels on two streams would take turns.
+pub fn streaming_within(gpu: &Gpu, vectors: u64, blocks: u64) -> LaunchConfig {
+    let mut l = streaming(gpu, vectors);
+    l.grid_dim.0 = (l.grid_dim.0 as u64).min(blocks.max(1)) as u32;
+    l
 }
 
 /// The threads of sv_h_4k's block: one for each 16-byte vector of a pair

@@ -18,6 +18,8 @@ pub(super) struct CopyKernels {
     check: CudaFunction,
     hold: CudaFunction,
     chase: CudaFunction,
+    /// Blocks of the copy kernel the GPU holds resident at once.
+    resident: u64,
 }
 
 impl CopyKernels {
@@ -31,16 +33,33 @@ impl CopyKernels {
             check: take("qb_check")?,
             hold: take("qb_hold")?,
             chase: take("qb_chase")?,
+            resident: kernels::resident_blocks(gpu)?,
         })
     }
 
-    /// dst[0..bytes) = src[0..bytes) on `stream`; both addresses 16-byte aligned.
-    pub(super) fn copy(&self, gpu: &Gpu, stream: &CudaStream, dst: u64, src: u64, bytes: u64) -> Result<()> {
+    /// dst[0..bytes) = src[0..bytes) on `stream`; both addresses 16-byte
+    /// aligned; on 1/`share` of the GPU's resident blocks when `share` > 1
+    /// (copies on other streams of the GPU beside it), else a block a tile.
+    pub(super) fn copy(
+        &self,
+        gpu: &Gpu,
+        stream: &CudaStream,
+        dst: u64,
+        src: u64,
+        bytes: u64,
+        share: u32,
+    ) -> Result<()> {
+        let vectors = bytes.div_ceil(16);
+        let launch = if share > 1 {
+            kernels::streaming_within(gpu, vectors, self.resident / share as u64)
+        } else {
+            kernels::streaming(gpu, vectors)
+        };
         let mut l = stream.launch_builder(&self.copy);
         l.arg(&dst).arg(&src).arg(&bytes);
         // SAFETY: the arguments match qb_copy; both addresses reach at least
         // `bytes` bytes from `gpu` (the flow's buffers, sized for them).
-        unsafe { l.launch(kernels::streaming(gpu, bytes.div_ceil(16))) }
+        unsafe { l.launch(launch) }
             .map(|_| ())
             .map_err(cuda_err(format!("launching the copy kernel on GPU {}", gpu.ordinal)))
     }

@@ -30,6 +30,8 @@ pub struct Flow {
     pub(super) engine: Engine,
     /// Bytes a copy counts for, per byte copied: 2 for read + write figures.
     pub(super) factor: u64,
+    /// Copy kernels of this many flows share the issuing GPU at once.
+    pub(super) share: u32,
     pub(super) src: Buffer,
     pub(super) dst: Buffer,
     op: Op,
@@ -70,6 +72,13 @@ impl Flow {
     /// Its two buffers, for those that are host memory.
     pub(super) fn buffers(&self) -> [&Buffer; 2] {
         [&self.src, &self.dst]
+    }
+
+    /// Its copy kernel keeps to 1/`flows` of the GPU, for `flows` copy
+    /// kernels side by side on one GPU.
+    pub(super) fn sharing(mut self, flows: u32) -> Flow {
+        self.share = flows;
+        self
     }
 
     /// Counts each copy as read + write bytes.
@@ -187,6 +196,7 @@ impl Bench {
             direction,
             engine,
             factor: 1,
+            share: 1,
             src,
             dst,
             op,
@@ -212,7 +222,9 @@ impl Bench {
                 Op::DtoH { dst, src } => sys::cuMemcpyDtoHAsync_v2(dst, src, n, s),
                 Op::DtoD { dst, src } => sys::cuMemcpyDtoDAsync_v2(dst, src, n, s),
                 Op::Peer { dst, src } => sys::cuMemcpyAsync(dst, src, n, s),
-                Op::Kernel { dst, src } => return self.kernels[f.issuer].copy(gpu, &f.stream, dst, src, bytes),
+                Op::Kernel { dst, src } => {
+                    return self.kernels[f.issuer].copy(gpu, &f.stream, dst, src, bytes, f.share);
+                }
             }
         };
         r.result().map_err(cuda_err(what()))

@@ -233,7 +233,7 @@ pub static TESTS: &[Test] = &[
     test(
         "zero_copy_bidir",
         "zero_copy",
-        "a copy kernel reading mapped pinned host memory into the GPU and another writing the GPU's memory into it, at once on two streams, each GPU",
+        "a copy kernel reading mapped pinned host memory into the GPU and another writing the GPU's memory into it, at once on two streams, each on half the GPU's resident blocks (nvbandwidth's bidirectional SM tests), each GPU",
         FIG_BOTH_WAYS,
         TIME_HELD,
         What::ZeroCopyBothWays,
