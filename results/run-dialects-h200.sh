@@ -215,7 +215,7 @@ fi
 
 if on copies; then
     step "copy tests by nvbandwidth's names, twice: the SM copies one way and both, the pointer chases"
-    names=host_to_device_memcpy_sm,device_to_host_memcpy_sm,host_to_device_bidirectional_memcpy_sm,host_device_latency_sm,device_to_device_latency_sm,latency_chase_local
+    names=host_to_device_bidirectional_memcpy_ce,host_to_device_memcpy_sm,device_to_host_memcpy_sm,host_to_device_bidirectional_memcpy_sm,host_device_latency_sm,device_to_device_latency_sm,latency_chase_local
     for round in 1 2; do
         timeout 300 "$Q" copy -t "$names" -b 64M -e 1G -f 4 -J "$RAW/copies-r$round.json" > "$RAW/copies-r$round.txt" 2>&1
         echo "round $round: rc=$?"
