@@ -4,7 +4,9 @@ registration, a collective) and every size and placement, the median over
 rounds of each tool's time column (µs), and qbench's ratio and difference
 against nccl-tests; per stem and placement, the median ratio over sizes
 of 1 MiB and more (where the launch's microseconds no longer dominate) and
-the median difference over the smaller sizes.
+the median difference over the smaller sizes, and the median ratio at the
+largest size. Cells are told apart by size, type, op and root (a `-d all`
+run compares every type).
 
     python3 results/ref/compare_nccl_tests.py RAW --out compare.json
 
@@ -23,8 +25,8 @@ LARGE = 1 << 20
 
 
 def times(path):
-    """{(size, placement): µs} of one run's JSON, nccl-tests' or qbench's:
-    the time column (cputime under -C)."""
+    """{(size, type, redop, root, placement): µs} of one run's JSON,
+    nccl-tests' or qbench's: the time column (cputime under -C)."""
     with open(path) as f:
         d = json.load(f)
     qbench = str(d.get("schema", "")).startswith("qbench.")
@@ -35,7 +37,10 @@ def times(path):
             # -C: both tools' cputime where the run reported it.
             t = cell.get("cpu_time_us", cell.get("time_us")) if qbench else cell.get("time", cell.get("cpu_time"))
             if t is not None:
-                out[(r["size"], placement)] = t
+                # nccl-tests writes the root padded ("    -1") and "none"
+                # where qbench writes -1 and null.
+                redop = r.get("redop") or "none"
+                out[(r["size"], str(r.get("type")), redop, int(str(r.get("root", -1)).strip()), placement)] = t
     return out
 
 
@@ -57,11 +62,19 @@ def main():
     for stem, tools in sorted(runs.items()):
         if "nccl" not in tools:
             continue
-        keys = sorted(set().union(*tools["nccl"]))
+        keys = sorted(set().union(*tools["nccl"]), key=str)
         cells = []
         for key in keys:
             ref = [r[key] for r in tools["nccl"] if key in r]
-            cell = {"size": key[0], "placement": key[1], "nccl_tests_us": statistics.median(ref), "rounds": len(ref)}
+            cell = {
+                "size": key[0],
+                "type": key[1],
+                "redop": key[2],
+                "root": key[3],
+                "placement": key[4],
+                "nccl_tests_us": statistics.median(ref),
+                "rounds": len(ref),
+            }
             for tool, rs in tools.items():
                 if tool == "nccl":
                     continue
@@ -84,8 +97,12 @@ def main():
                     if rs:
                         summary[f"{tool}_{placement}_{label}_median_ratio"] = statistics.median(rs)
                         summary[f"{tool}_{placement}_{label}_median_diff_us"] = statistics.median(ds)
+                top = [c for c in cells if c["placement"] == placement and c["size"] == max(x["size"] for x in cells)]
+                rs = [c[f"{tool}_ratio"] for c in top if c.get(f"{tool}_ratio")]
+                if rs:
+                    summary[f"{tool}_{placement}_largest_median_ratio"] = statistics.median(rs)
         result["stems"][stem] = {"summary": summary, "cells": cells}
-        shown = {k: v for k, v in summary.items() if ("large" in k and "ratio" in k) or ("small" in k and "diff" in k)}
+        shown = {k: v for k, v in summary.items() if ("larg" in k and "ratio" in k) or ("small" in k and "diff" in k)}
         print(stem, " ".join(f"{k.replace('qbench_', '')}={v:.3f}" for k, v in shown.items()))
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
