@@ -22,9 +22,9 @@ __device__ __forceinline__ u64 bits(u64 key, u64 index) {
 
 // How values are drawn (src/pattern.rs, Draw::encode).
 struct Draw {
-    unsigned kind;  // 0 bits, 1 odd bits, 2 range, 3 power of two
+    unsigned kind;  // 0 bits, 1 odd bits, 2 range, 3 power of two, 4 few
     i64 a;          // range: lo; power of two: signed
-    u64 b;          // range: span; power of two: ranks with an exponent
+    u64 b;          // range: span; power of two: ranks with an exponent; few: ranks
 };
 
 __device__ __forceinline__ i64 draw_value(const Draw& d, u64 key, u64 rank, u64 index) {
@@ -33,6 +33,7 @@ __device__ __forceinline__ i64 draw_value(const Draw& d, u64 key, u64 rank, u64 
     case 0: return (i64)h;
     case 1: return (i64)(h | 1ULL);
     case 2: return d.a + (i64)__umul64hi(h, d.b);
+    case 4: return rank < d.b ? (i64)__umul64hi(h, 3ULL) - 1 : 0;
     default: {
         i64 m = rank < d.b ? 1 + (i64)((h >> 1) & 1ULL) : 1;
         return (d.a && (h & 1ULL)) ? -m : m;
@@ -66,7 +67,8 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
 
 // fp8 (OCP E4M3 and E5M2) as cuda_fp8.hpp converts in software: from a
 // double rounded to nearest even, saturating to the largest finite value;
-// to float exactly. Pre-Hopper targets have no fp8 instructions.
+// to float exactly; the kernels are built for GPUs before sm_89 too, which
+// have no fp8 conversion instructions.
 __device__ __forceinline__ unsigned char double_to_fp8(double x, bool e4m3) {
     const u64 xbits = (u64)__double_as_longlong(x);
     const unsigned char maxnorm = e4m3 ? 0x7E : 0x7B;

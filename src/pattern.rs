@@ -41,6 +41,9 @@ pub enum Draw {
     /// ±2^e, e in {0, 1} for the first `ranks_with_exponent` ranks and ±1
     /// for the rest: products are exact powers of two within range.
     PowerOfTwo { ranks_with_exponent: u64, signed: bool },
+    /// −1, 0 or 1 on the first `ranks` ranks and 0 on the rest: a sum over
+    /// more ranks than the type has exact integers stays exact.
+    Few { ranks: u64 },
 }
 
 impl Draw {
@@ -51,6 +54,7 @@ impl Draw {
             Draw::OddBits => (1, 0, 0),
             Draw::Range { lo, span } => (2, lo, span),
             Draw::PowerOfTwo { ranks_with_exponent, signed } => (3, signed as i64, ranks_with_exponent),
+            Draw::Few { ranks } => (4, 0, ranks),
         }
     }
 }
@@ -76,6 +80,13 @@ impl Pattern {
         let n = nranks.max(1) as u64;
         let exact = dtype.exact_int_max();
         let range = |k: u64| Draw::Range { lo: -(k as i64), span: 2 * k + 1 };
+        // Sums of n inputs, each counted up to `weight` times, within the
+        // exact integers: a range while each rank can have ±1 or more, else
+        // ±1 on as many ranks as the exact integers allow.
+        let summed = |weight: u64| match exact / (weight * n) {
+            0 => Draw::Few { ranks: exact / weight },
+            k => range(k),
+        };
         let mut tolerance = 0.0;
         let draw = match (dtype.is_float(), op) {
             (false, None | Some(RedOp::Sum | RedOp::Max | RedOp::Min | RedOp::MulSum)) => Draw::Bits,
@@ -83,22 +94,22 @@ impl Pattern {
             // Non-negative, and no overflow before the division.
             (false, Some(RedOp::Avg)) => Draw::Range { lo: 0, span: (exact / n).max(1) + 1 },
             (true, None | Some(RedOp::Max | RedOp::Min)) => range(exact),
-            (true, Some(RedOp::Sum)) => range((exact / n).max(1)),
+            (true, Some(RedOp::Sum)) => summed(1),
             // Odd ranks' inputs count twice.
-            (true, Some(RedOp::MulSum)) => range((exact / (2 * n)).max(1)),
+            (true, Some(RedOp::MulSum)) => summed(2),
             (true, Some(RedOp::Prod)) => {
                 Draw::PowerOfTwo { ranks_with_exponent: n.min(dtype.max_exponent() as u64 - 1), signed: true }
             }
             (true, Some(RedOp::Avg)) => {
-                let mut k = (exact / n).max(1);
+                let mut k = exact / n;
                 if !n.is_power_of_two() {
                     let u = dtype.unit_roundoff();
                     let nf = n as f64;
                     let cap = (1.0 / (4.0 * nf * (nf + 2.0) * u)).floor().max(1.0) as u64;
                     k = k.min(cap);
-                    tolerance = 2.0 * (nf + 2.0) * u * k as f64;
+                    tolerance = 2.0 * (nf + 2.0) * u * k.max(1) as f64;
                 }
-                range(k)
+                if k == 0 { Draw::Few { ranks: exact } } else { range(k) }
             }
         };
         Pattern { seed, dtype, draw, nranks, tolerance }
@@ -116,6 +127,8 @@ impl Pattern {
                 let magnitude = if (rank as u64) < ranks_with_exponent { 1 + ((h >> 1) & 1) as i64 } else { 1 };
                 if signed && h & 1 == 1 { -magnitude } else { magnitude }
             }
+            Draw::Few { ranks } if (rank as u64) < ranks => ((h as u128 * 3) >> 64) as i64 - 1,
+            Draw::Few { .. } => 0,
         }
     }
 
@@ -212,6 +225,9 @@ mod tests {
             (DataType::Int8, 3),
             (DataType::F8e4m3, 3),
             (DataType::F8e5m2, 4),
+            (DataType::F8e4m3, 17),
+            (DataType::F8e5m2, 9),
+            (DataType::Bfloat16, 300),
         ] {
             let p = Pattern::new(1, dt, Some(RedOp::MulSum), n);
             let keys = p.keys();
@@ -230,7 +246,7 @@ mod tests {
     #[test]
     fn fp8_sums_are_exact_in_every_order() {
         for dt in [DataType::F8e4m3, DataType::F8e5m2] {
-            for n in [2usize, 3, 4, 8] {
+            for n in [2usize, 3, 4, 8, 9, 16, 17, 24, 64] {
                 let p = Pattern::new(1, dt, Some(RedOp::Sum), n);
                 let keys = p.keys();
                 for i in 0..2000u64 {

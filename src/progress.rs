@@ -62,7 +62,9 @@ impl Progressive for CollectiveRun {
             (true, -1) => c.nranks,
             (true, _) => 1,
         };
-        let repeats = c.datatypes.len() * ops * roots * c.run_cycles as usize;
+        // The (type, op) pairs the transport left out do not run.
+        let pairs = (c.datatypes.len() * ops).saturating_sub(self.left_out.len());
+        let repeats = pairs * roots * c.run_cycles as usize;
         let one: Vec<u64> = sizes.into_iter().map(size_work).collect();
         Some(one.iter().copied().cycle().take(one.len() * repeats).collect())
     }

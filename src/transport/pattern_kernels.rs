@@ -14,12 +14,13 @@ use std::collections::HashMap;
 
 /// kernels/pattern.cu with the expected-value rule of each collective, as
 /// the cases of its check's switch, in the order given (each rule on the
-/// one line of the macro that holds them).
+/// one line of the macro that holds them; a rule that returns nothing
+/// leaves the switch, never into the next case).
 pub fn pattern_source(collectives: &[&dyn Collective]) -> String {
     let cases: String = collectives
         .iter()
         .enumerate()
-        .map(|(code, c)| format!("case {code}: {{ {} }} ", c.source_cu().replace('\n', " ")))
+        .map(|(code, c)| format!("case {code}: {{ {} }} break; ", c.source_cu().replace('\n', " ")))
         .collect();
     format!("#define QB_SOURCES {cases}\n{}", include_str!("../../kernels/pattern.cu"))
 }
@@ -162,7 +163,8 @@ mod tests {
                     OpUse::Labels | OpUse::Ignores => vec![None],
                 };
                 for op in ops {
-                    for n in [3usize, 4] {
+                    // 17 ranks: sums past fp8's exact integers (Draw::Few).
+                    for n in [3usize, 4, 17] {
                         let redop = op.unwrap_or(RedOp::Sum);
                         let o = Op {
                             collective: spec,

@@ -153,8 +153,10 @@ fn runs(
     let asked: Vec<(DataType, Option<RedOp>)> =
         plan.config.datatypes.iter().flat_map(|&d| plan.ops().into_iter().map(move |o| (d, o))).collect();
     let mut runs = Vec::new();
+    let reduces = plan.kind.spec().op_use() == OpUse::Reduces;
     for &(dtype, op) in &asked {
-        let mine = transport.refuses(dtype, op);
+        // The op of a collective that does not reduce reaches no library call.
+        let mine = transport.refuses(dtype, op.filter(|_| reduces));
         let everyone = world.min_u64(mine.is_none() as u64) == 1;
         if everyone {
             runs.push((dtype, op));
@@ -169,6 +171,9 @@ fn runs(
             return Err(Error::Missing(format!("{what}: {why}")));
         }
         run.left_out.push(format!("{what}: {why}"));
+    }
+    if runs.is_empty() {
+        return Err(Error::Missing(format!("nothing asked for can run here: {}", run.left_out.join("; "))));
     }
     Ok(runs)
 }

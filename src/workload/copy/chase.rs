@@ -48,8 +48,8 @@ pub enum Target {
     Local,
 }
 
-/// The successor of each link: a random cycle through all `links`
-/// (Sattolo's shuffle, drawn from `seed`).
+/// The successor of each link: the links in a random order (drawn from
+/// `seed`), each leading to the next and the last to the first, one cycle.
 fn cycle(links: usize, seed: u64) -> Vec<usize> {
     let mut order: Vec<usize> = (0..links).collect();
     let mut state = seed;

@@ -369,7 +369,7 @@ pub const NVBANDWIDTH: [(&str, &str); 21] = [
 ];
 
 /// nvbandwidth 0.8's tests that no test here measures yet.
-const NVBANDWIDTH_MISSING: [&str; 16] = [
+const NVBANDWIDTH_MISSING: [&str; 14] = [
     "device_to_device_bidirectional_memcpy_read_ce",
     "device_to_device_bidirectional_memcpy_read_sm",
     "all_to_one_write_ce",
@@ -384,8 +384,6 @@ const NVBANDWIDTH_MISSING: [&str; 16] = [
     "all_to_host_bidirectional_memcpy_sm",
     "host_to_all_memcpy_sm",
     "host_to_all_bidirectional_memcpy_sm",
-    "device_to_device_memcpy_multicast_sm",
-    "host_to_device_memcpy_multicast_sm",
 ];
 
 /// The tests `--test` names (qbench's names, families, nvbandwidth's
@@ -395,7 +393,7 @@ pub(super) fn select(spec: &str) -> Result<Vec<&'static Test>> {
     for word in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         if let Some(&(_, ours)) = NVBANDWIDTH.iter().find(|(theirs, _)| *theirs == word) {
             wanted.push(ours);
-        } else if NVBANDWIDTH_MISSING.contains(&word) {
+        } else if NVBANDWIDTH_MISSING.contains(&word) || word.starts_with("multinode_") {
             return Err(Error::Usage(format!(
                 "nvbandwidth's {word} has no counterpart in qbench copy yet: qbench copy --list names the tests it has"
             )));
