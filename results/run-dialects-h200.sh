@@ -195,6 +195,12 @@ if on alltoallv; then
              <(awk '!/^#/ && NF > 8 {print $1, $2, $3}' "$RAW/alltoallv-s$sp-qbench.txt") > /dev/null \
             && echo "  size, count and type columns: the same" || echo "  size, count or type columns differ"
     done
+    step "alltoallv under a traffic matrix (NCCL_TESTS_ALLTOALLV_MATRIX_FILE, its first cell 64 MiB for one rank), by both"
+    printf '67108864 1 2 3\n4 5 6 7\n8 9 10 11\n12 13 14 15\n' > "$RAW/traffic.txt"
+    NCCL_TESTS_ALLTOALLV_MATRIX_FILE="$RAW/traffic.txt" pair alltoallv-matrix alltoallv_perf alltoallv -b 64M -e 64M -g 1 -d all -n 20 -w 5
+    diff <(awk '!/^#/ && NF > 8 {print $1, $2, $3}' "$RAW/alltoallv-matrix-nccl.txt") \
+         <(awk '!/^#/ && NF > 8 {print $1, $2, $3}' "$RAW/alltoallv-matrix-qbench.txt") > /dev/null \
+        && echo "  size, count and type columns: the same" || echo "  size, count or type columns differ"
     pack
 fi
 

@@ -461,9 +461,9 @@ fn alltoallv_sends_by_distance_and_spread() {
     let o = qbench_with(&args, &[("NCCL_TESTS_ALLTOALLV_SPREAD", "wide")]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("NCCL_TESTS_ALLTOALLV_SPREAD=wide"), "{}", stderr(&o));
-    let o = qbench_with(&args, &[("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "m.txt")]);
+    let o = qbench_with(&args, &[("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "/nonexistent/m.txt")]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("traffic matrix"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("m.txt: cannot read it"), "{}", stderr(&o));
 }
 
 /// A corrupted fp8 element is caught like any other.
@@ -475,4 +475,47 @@ fn a_corrupted_fp8_element_is_counted() {
         assert_eq!(o.status.code(), Some(1), "{dt}: {}", stderr(&o));
         assert_eq!(rows(&o)[0][8], "1", "{dt}");
     }
+}
+
+/// nccl-tests' traffic-matrix mode: cell [i][j] (scaled, rounded down to 16
+/// bytes) from rank i to rank j; the size column the busiest rank's bytes,
+/// the count column 0; every type checked, a corrupted element caught; -b
+/// and -e must be one size that holds the busiest rank.
+#[test]
+fn alltoallv_follows_a_traffic_matrix() {
+    let dir = std::env::temp_dir().join(format!("qbench-matrix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("traffic.txt");
+    std::fs::write(&file, "0 100 200\n300 0 50\n16 32 0\n").unwrap();
+    let m = file.to_str().unwrap();
+    let run = |size: &[&str], env: &[(&str, &str)]| {
+        let args = [&["alltoallv", "--transport", "cpu", "-g", "3"][..], size].concat();
+        qbench_with(&args, &[&[("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", m)][..], env].concat())
+    };
+    let o = run(&["-b", "1K", "-e", "1K", "-d", "all"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = rows(&o);
+    assert_eq!(table.len(), 12);
+    for r in &table {
+        // Rows send 96 + 192 + 0, 288 + 48 and 16 + 32 bytes: the busiest 336.
+        assert_eq!((r[0].as_str(), r[1].as_str(), r[8].as_str()), ("336", "0", "0"), "{r:?}");
+    }
+    let o = run(&["-b", "2K", "-e", "2K"], &[("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "4")]);
+    assert_eq!(rows(&o)[0][0], "1392", "{}", stderr(&o));
+    let o = run(&["-b", "1K", "-e", "1K", "-d", "float"], &[("QBENCH_CORRUPT", "2:59")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // Rank 2 receives 60 floats: element 60 on is nobody's data.
+    let o = run(&["-b", "1K", "-e", "1K", "-d", "float"], &[("QBENCH_CORRUPT", "2:60")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    for (size, says) in [(&["-b", "1K", "-e", "2K"][..], "-b and -e"), (&["-b", "128", "-e", "128"], "at least 336")] {
+        let o = run(size, &[]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    let o = qbench_with(
+        &["alltoallv", "--transport", "cpu", "-g", "4", "-b", "1K", "-e", "1K"],
+        &[("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", m)],
+    );
+    assert!(stderr(&o).contains("3x3, too small for 4 ranks"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -179,6 +179,12 @@ pub trait Collective: Sync {
     }
     /// Where output element `j` (of type `dtype`) of `rank` comes from.
     fn source(&self, c: &Counts, dtype: DataType, rank: usize, root: usize, nranks: usize, j: u64) -> Source;
+    /// How many of `rank`'s output elements hold data (the ones after them
+    /// are unchecked): the whole receive count but where ranks receive
+    /// different amounts.
+    fn received(&self, c: &Counts, _dtype: DataType, _rank: usize, _nranks: usize) -> u64 {
+        c.recv
+    }
     /// The same rule in CUDA: statements that return the expected value of
     /// output element `j` (kernels/pattern.cu's `expected`, where `c` holds
     /// the check's rank, nranks, root, `blk` the count and `E::storage`
@@ -232,6 +238,11 @@ impl Op {
             output: Region { buffer: Buf::Recv, offset: self.output_offset(rank) },
             step,
         }
+    }
+
+    /// How many of `rank`'s output elements are checked.
+    pub fn received(&self, rank: usize, nranks: usize) -> u64 {
+        self.collective.received(&self.counts, self.dtype, rank, nranks)
     }
 
     /// The expected value of `rank`'s output element `j`; None when unchecked.

@@ -1112,7 +1112,7 @@ impl Transport for Nccl {
             r.gpu.memset(counter, 0, 8)?;
             if op.checks_rank(rank, self.nranks) {
                 let out = recv + op.output_offset(rank) * ws;
-                r.kernels.check(&r.gpu, out, op.counts.recv, op, rank, self.nranks, counter)?;
+                r.kernels.check(&r.gpu, out, op.received(rank, self.nranks), op, rank, self.nranks, counter)?;
             }
         }
         self.sync()?;

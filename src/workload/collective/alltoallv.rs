@@ -1,51 +1,114 @@
 //! alltoallv: an all-to-all whose blocks differ in size, as nccl-tests'
-//! alltoallv_perf generates them. The size is what each rank sends in all;
-//! rank i sends rank j the share `(1 − s)·uniform + s·distance` of it, where
-//! the distance is (j − i) mod n, both parts rounded down to 16 bytes, and s
-//! is `NCCL_TESTS_ALLTOALLV_SPREAD` (0 uniform … 1 by distance, the
-//! default). Every rank sends and receives the same total; each rank's
-//! output is the blocks it receives, in rank order. Issued as a send and a
-//! receive to and from every rank with a non-empty block.
+//! alltoallv_perf sizes them. By default the size is what each rank sends
+//! in all, and rank i sends rank j the share `(1 − s)·uniform +
+//! s·distance` of it, where the distance is (j − i) mod n, rounded down to
+//! 16 bytes, and s is `NCCL_TESTS_ALLTOALLV_SPREAD` (0 uniform … 1 by
+//! distance, the default): every rank sends and receives the same total.
+//! With `NCCL_TESTS_ALLTOALLV_MATRIX_FILE`, cell [i][j] of the file's
+//! square matrix (times `NCCL_TESTS_ALLTOALLV_MATRIX_SCALE`, rounded down
+//! to 16 bytes) is what rank i sends rank j, whatever the size, which must
+//! then be one (-b = -e) that holds the busiest rank. Each rank's output
+//! is the blocks it receives, in rank order. Issued as a send and a receive
+//! to and from every rank with a non-empty block.
 
 use super::{OpUse, Spec, aligned_block};
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::transport::{Call, Collective, Counts, Primitives, Source};
+use std::fmt::Write;
 use std::sync::OnceLock;
 
 const SPREAD: &str = "NCCL_TESTS_ALLTOALLV_SPREAD";
 const MATRIX: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_FILE";
+const SCALE: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE";
 
 pub struct AllToAllV;
 
-/// The spread the environment asks for, clamped to 0..=1 as nccl-tests
-/// does; Err when it is not a number or a traffic matrix is asked for.
-fn asked_spread() -> std::result::Result<f64, String> {
-    if let Some(file) = std::env::var_os(MATRIX) {
-        return Err(format!(
-            "{MATRIX}={} (nccl-tests' alltoallv traffic matrix) cannot be honoured: qbench generates the \
-             pattern, shaped by {SPREAD}",
-            file.to_string_lossy()
-        ));
-    }
-    match std::env::var(SPREAD) {
-        Err(_) => Ok(1.0),
+/// How the blocks are sized.
+#[derive(Debug, Clone, PartialEq)]
+enum Traffic {
+    /// Shares of the size by distance, spread as `spread` says.
+    Generated { spread: f64 },
+    /// Bytes from rank i to rank j at `bytes[i * dim + j]`.
+    Matrix { dim: usize, bytes: Vec<u64> },
+}
+
+/// A number of the environment's variable `name`, None when unset.
+fn number(name: &str, what: &str) -> std::result::Result<Option<f64>, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
         Ok(v) => match v.trim().parse::<f64>() {
-            Ok(s) if !s.is_nan() => Ok(s.clamp(0.0, 1.0)),
-            _ => Err(format!("{SPREAD}={v}: give a number from 0 (uniform) to 1 (weighted by distance)")),
+            Ok(x) if !x.is_nan() => Ok(Some(x)),
+            _ => Err(format!("{name}={v}: give a number ({what})")),
         },
     }
 }
 
-fn asked() -> &'static std::result::Result<f64, String> {
-    static ASKED: OnceLock<std::result::Result<f64, String>> = OnceLock::new();
-    ASKED.get_or_init(asked_spread)
+/// The traffic the environment asks for; Err (one line) when a variable
+/// or the matrix file is not what nccl-tests takes.
+fn asked_traffic() -> std::result::Result<Traffic, String> {
+    let Some(file) = std::env::var_os(MATRIX) else {
+        let spread = number(SPREAD, "0 uniform … 1 weighted by distance")?.unwrap_or(1.0);
+        return Ok(Traffic::Generated { spread: spread.clamp(0.0, 1.0) });
+    };
+    let path = file.to_string_lossy().into_owned();
+    let scale = number(SCALE, "the factor of every cell")?.unwrap_or(1.0).max(0.0);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{MATRIX}={path}: cannot read it: {e}"))?;
+    parse_matrix(&text, scale).map_err(|e| format!("{MATRIX}={path}: {e}"))
 }
 
-/// The spread of this run (`fits` has rejected a run whose environment
+/// nccl-tests' traffic matrix: whitespace-separated byte counts, a row a
+/// line, square; each cell times `scale`, rounded down to 16 bytes.
+fn parse_matrix(text: &str, scale: f64) -> std::result::Result<Traffic, String> {
+    let mut rows: Vec<Vec<u64>> = Vec::new();
+    for line in text.lines() {
+        let mut row = Vec::new();
+        for word in line.split_whitespace() {
+            let (r, c) = (rows.len(), row.len());
+            let v = word
+                .parse::<f64>()
+                .ok()
+                .filter(|v| !v.is_nan())
+                .ok_or_else(|| format!("the value '{word}' at row {r} column {c} is no number"))?;
+            if v < 0.0 {
+                return Err(format!("the value {word} at row {r} column {c} is negative"));
+            }
+            let scaled = v * scale;
+            if scaled >= u64::MAX as f64 {
+                return Err(format!("the value {word} at row {r} column {c} times {scale} overflows"));
+            }
+            row.push(scaled as u64 & !15);
+        }
+        if row.is_empty() {
+            continue;
+        }
+        if let Some(first) = rows.first()
+            && first.len() != row.len()
+        {
+            return Err(format!("row {} has {} columns, row 0 {}", rows.len(), row.len(), first.len()));
+        }
+        rows.push(row);
+    }
+    let dim = rows.len();
+    if dim == 0 {
+        return Err("the file holds no matrix".into());
+    }
+    if rows[0].len() != dim {
+        return Err(format!("the matrix must be square, not {dim}x{}", rows[0].len()));
+    }
+    Ok(Traffic::Matrix { dim, bytes: rows.concat() })
+}
+
+fn asked() -> &'static std::result::Result<Traffic, String> {
+    static ASKED: OnceLock<std::result::Result<Traffic, String>> = OnceLock::new();
+    ASKED.get_or_init(asked_traffic)
+}
+
+/// The traffic of this run (`fits` has rejected a run whose environment
 /// asks for none).
-fn spread() -> f64 {
-    *asked().as_ref().unwrap_or(&1.0)
+fn traffic() -> &'static Traffic {
+    static DEFAULT: Traffic = Traffic::Generated { spread: 1.0 };
+    asked().as_ref().unwrap_or(&DEFAULT)
 }
 
 /// Elements of `dtype` that rank `from` sends rank `to` when each sends
@@ -69,20 +132,38 @@ fn total(param: u64, n: usize, dtype: DataType) -> u64 {
     param * n as u64 * dtype.size() as u64
 }
 
+impl Traffic {
+    /// Elements rank `from` sends rank `to` of `n`, for the count column `param`.
+    fn count(&self, from: usize, to: usize, n: usize, param: u64, dtype: DataType) -> u64 {
+        match self {
+            Traffic::Generated { spread } => peer_count(from, to, n, total(param, n, dtype), *spread, dtype),
+            Traffic::Matrix { dim, bytes } => bytes[from * dim + to] / dtype.size() as u64,
+        }
+    }
+
+    /// Bytes the busiest of `n` ranks sends or receives under a matrix.
+    fn busiest(&self, n: usize) -> u64 {
+        let Traffic::Matrix { dim, bytes } = self else { return 0 };
+        let sent = (0..n).map(|i| (0..n).map(|j| bytes[i * dim + j]).sum::<u64>());
+        let received = (0..n).map(|j| (0..n).map(|i| bytes[i * dim + j]).sum::<u64>());
+        sent.chain(received).max().unwrap_or(0)
+    }
+}
+
 impl Collective for AllToAllV {
     fn name(&self) -> &'static str {
         "alltoallv"
     }
     fn issue(&self, p: &mut dyn Primitives, c: &Call) -> Result<()> {
-        let (n, s, t) = (c.nranks, spread(), total(c.count, c.nranks, c.dtype));
+        let (n, t) = (c.nranks, traffic());
         let (mut sent, mut received) = (0, 0);
         for peer in 0..n {
-            let send = peer_count(c.rank, peer, n, t, s, c.dtype);
+            let send = t.count(c.rank, peer, n, c.count, c.dtype);
             if send > 0 {
                 p.send(c.input.at(sent), send, peer)?;
                 sent += send;
             }
-            let recv = peer_count(peer, c.rank, n, t, s, c.dtype);
+            let recv = t.count(peer, c.rank, n, c.count, c.dtype);
             if recv > 0 {
                 p.recv(c.output.at(received), recv, peer)?;
                 received += recv;
@@ -91,52 +172,76 @@ impl Collective for AllToAllV {
         Ok(())
     }
     fn source(&self, c: &Counts, dtype: DataType, rank: usize, _: usize, n: usize, j: u64) -> Source {
-        let (s, t) = (spread(), total(c.param, n, dtype));
+        let t = traffic();
         let mut start = 0;
         for from in 0..n {
-            let block = peer_count(from, rank, n, t, s, dtype);
+            let block = t.count(from, rank, n, c.param, dtype);
             if j < start + block {
-                let at: u64 = (0..rank).map(|to| peer_count(from, to, n, t, s, dtype)).sum();
+                let at: u64 = (0..rank).map(|to| t.count(from, to, n, c.param, dtype)).sum();
                 return Source::Copied { rank: from, index: at + j - start };
             }
             start += block;
         }
         Source::Unchecked
     }
+    fn received(&self, c: &Counts, dtype: DataType, rank: usize, n: usize) -> u64 {
+        (0..n).map(|from| traffic().count(from, rank, n, c.param, dtype)).sum()
+    }
     fn source_cu(&self) -> &'static str {
         static CU: OnceLock<String> = OnceLock::new();
-        // The products and sums are rounded one by one (no fused
-        // multiply-add), as the host computes them.
-        CU.get_or_init(|| {
-            format!(
-                "const double spread = {:?};
-                 const u64 esz = sizeof(typename E::storage);
-                 const u64 total = blk * (u64)c.nranks * esz;
-                 auto peer = [&](int from, int to) -> u64 {{
-                     u64 bytes = total;
-                     if (c.nranks > 1) {{
-                         double distance = (double)((to - from + c.nranks) % c.nranks);
-                         double sum = (double)((u64)c.nranks * (c.nranks - 1) / 2);
-                         double uniform = (double)total / (double)c.nranks;
-                         double weighted = __ddiv_rn(__dmul_rn(distance, (double)total), sum);
-                         bytes = (u64)__dadd_rn(__dmul_rn(1.0 - spread, uniform), __dmul_rn(spread, weighted));
-                     }}
-                     return (bytes & ~15ULL) / esz;
-                 }};
-                 u64 start = 0;
-                 for (int from = 0; from < c.nranks; from++) {{
-                     u64 block = peer(from, c.rank);
-                     if (j < start + block) {{
-                         u64 at = 0;
-                         for (int to = 0; to < c.rank; to++) at += peer(from, to);
-                         return input<E>(c, from, at + j - start);
-                     }}
-                     start += block;
-                 }}",
-                spread()
-            )
-        })
+        CU.get_or_init(|| source_cu(traffic()))
     }
+}
+
+/// The CUDA rule of `t`: statements that return input element `at + j −
+/// start` of the rank whose block holds output element `j`.
+fn source_cu(t: &Traffic) -> String {
+    // The elements `from` sends `to`: under a matrix its cell (a
+    // table of the function, the same for every thread); else the
+    // share, the products and sums rounded one by one (no fused
+    // multiply-add) as the host computes them.
+    let peer = match t {
+        Traffic::Matrix { dim, bytes } => {
+            let mut cells = String::new();
+            for b in bytes {
+                let _ = write!(cells, "{b}ULL,");
+            }
+            format!(
+                "static const u64 cells[{}] = {{{cells}}};
+                 auto peer = [&](int from, int to) -> u64 {{ return cells[from * {dim} + to] / esz; }};",
+                bytes.len()
+            )
+        }
+        Traffic::Generated { spread } => format!(
+            "const double spread = {spread:?};
+             const u64 total = blk * (u64)c.nranks * esz;
+             auto peer = [&](int from, int to) -> u64 {{
+                 u64 bytes = total;
+                 if (c.nranks > 1) {{
+                     double distance = (double)((to - from + c.nranks) % c.nranks);
+                     double sum = (double)((u64)c.nranks * (c.nranks - 1) / 2);
+                     double uniform = (double)total / (double)c.nranks;
+                     double weighted = __ddiv_rn(__dmul_rn(distance, (double)total), sum);
+                     bytes = (u64)__dadd_rn(__dmul_rn(1.0 - spread, uniform), __dmul_rn(spread, weighted));
+                 }}
+                 return (bytes & ~15ULL) / esz;
+             }};"
+        ),
+    };
+    format!(
+        "const u64 esz = sizeof(typename E::storage);
+         {peer}
+         u64 start = 0;
+         for (int from = 0; from < c.nranks; from++) {{
+             u64 block = peer(from, c.rank);
+             if (j < start + block) {{
+                 u64 at = 0;
+                 for (int to = 0; to < c.rank; to++) at += peer(from, to);
+                 return input<E>(c, from, at + j - start);
+             }}
+             start += block;
+         }}"
+    )
 }
 
 impl Spec for AllToAllV {
@@ -146,20 +251,49 @@ impl Spec for AllToAllV {
     fn about(&self) -> &'static str {
         "NCCL all-to-all with blocks of different sizes (nccl-tests alltoallv_perf)"
     }
-    /// The count column is the uniform per-peer count; each rank's buffers
-    /// hold what it sends and receives in all.
+    /// The count column is the uniform per-peer count (0 under a matrix);
+    /// each rank's buffers hold what the busiest rank sends and receives.
     fn counts(&self, count: u64, dtype: DataType, n: u64) -> Counts {
-        let param = aligned_block(count, dtype, n);
+        let t = traffic();
+        let param = match t {
+            Traffic::Generated { .. } => aligned_block(count, dtype, n),
+            Traffic::Matrix { .. } => 0,
+        };
         let n = n as usize;
-        let t = total(param, n, dtype);
-        let all: u64 = (0..n).map(|to| peer_count(0, to, n, t, spread(), dtype)).sum();
-        Counts { send: all, recv: all, param, send_inplace_offset: 0, recv_inplace_offset: 0 }
+        let most = |sum: &dyn Fn(usize) -> u64| (0..n).map(sum).max().unwrap_or(0);
+        let send = most(&|i| (0..n).map(|j| t.count(i, j, n, param, dtype)).sum());
+        let recv = most(&|j| (0..n).map(|i| t.count(i, j, n, param, dtype)).sum());
+        Counts { send, recv, param, send_inplace_offset: 0, recv_inplace_offset: 0 }
     }
     fn bus_factor(&self, n: u64) -> f64 {
         (n as f64 - 1.0) / n as f64
     }
-    fn fits(&self, _: usize) -> Result<()> {
-        asked().as_ref().map(|_| ()).map_err(|e| Error::Usage(e.clone()))
+    fn fits(&self, n: usize) -> Result<()> {
+        match asked() {
+            Err(e) => Err(Error::Usage(e.clone())),
+            Ok(Traffic::Matrix { dim, .. }) if *dim < n => Err(Error::Usage(format!(
+                "the traffic matrix of {MATRIX} is {dim}x{dim}, too small for {n} ranks"
+            ))),
+            Ok(_) => Ok(()),
+        }
+    }
+    fn fits_sizes(&self, n: usize, min: u64, max: u64) -> Result<()> {
+        let t = traffic();
+        if !matches!(t, Traffic::Matrix { .. }) {
+            return Ok(());
+        }
+        if min != max {
+            return Err(Error::Usage(format!(
+                "under {MATRIX} the matrix gives the sizes: set -b and -e to the same value (nccl-tests' rule)"
+            )));
+        }
+        let need = t.busiest(n);
+        if max < need {
+            return Err(Error::Usage(format!(
+                "-e must be at least {need} bytes, what the busiest rank sends or receives under {MATRIX} (got {max})"
+            )));
+        }
+        Ok(())
     }
     fn op_use(&self) -> OpUse {
         OpUse::Ignores
@@ -210,5 +344,53 @@ mod tests {
         assert_eq!(s(768), Source::Copied { rank: 3, index: 768 });
         assert_eq!(s(1535), Source::Copied { rank: 3, index: 768 + 767 });
         assert_eq!(s(1536), Source::Unchecked);
+    }
+
+    /// nccl-tests' matrix file: rows by line (blank lines skipped), each
+    /// cell scaled and rounded down to 16 bytes; what it refuses, in one
+    /// line each.
+    #[test]
+    fn a_traffic_matrix_is_read_as_nccl_tests_reads_it() {
+        let m = parse_matrix("0 100 200\n300 0 50\n\n16 32 0\n", 1.0).unwrap();
+        assert_eq!(m, Traffic::Matrix { dim: 3, bytes: vec![0, 96, 192, 288, 0, 48, 16, 32, 0] });
+        assert_eq!(m.busiest(3), 336);
+        assert_eq!(m.busiest(2), 288);
+        let Traffic::Matrix { bytes, .. } = parse_matrix("10 1e3\n0.5 7", 4.0).unwrap() else { panic!() };
+        assert_eq!(bytes, [32, 4000, 0, 16]);
+        for (text, says) in [
+            ("1 2\n3\n", "row 1 has 1 columns"),
+            ("1 2\n3 4\n5 6\n", "square"),
+            ("1 -2\n3 4\n", "negative"),
+            ("1 x\n3 4\n", "no number"),
+            ("\n \n", "no matrix"),
+        ] {
+            let e = parse_matrix(text, 1.0).unwrap_err();
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
+        // Under a matrix the counts are the busiest rank's; the count column 0.
+        let c = Counts { send: 0, recv: 0, param: 0, send_inplace_offset: 0, recv_inplace_offset: 0 };
+        let f = DataType::Float;
+        assert_eq!(m.count(1, 0, 3, c.param, f), 72);
+        assert_eq!((0..3).map(|i| m.count(i, 2, 3, 0, f)).sum::<u64>(), 60);
+    }
+
+    /// Both rules compile with NVRTC where it is present (CI requires it:
+    /// QBENCH_REQUIRE_NVRTC=1), the matrix one with its table of cells.
+    #[test]
+    fn both_cuda_rules_compile() {
+        use crate::gpu::kernels::{code, nvrtc_facts, target};
+        if !crate::libs::Library::Nvrtc.loadable() {
+            assert!(std::env::var_os("QBENCH_REQUIRE_NVRTC").is_none(), "NVRTC is required but not loadable");
+            return;
+        }
+        let (_, archs) = nvrtc_facts();
+        let t = target((9, 0), &archs, false).unwrap();
+        let matrix = parse_matrix("0 100 200\n300 0 50\n16 32 0\n", 1.0).unwrap();
+        for traffic in [Traffic::Generated { spread: 0.3 }, matrix] {
+            let rule = source_cu(&traffic).replace('\n', " ");
+            let source =
+                format!("#define QB_SOURCES case 0: {{ {rule} }} break;\n{}", include_str!("../../../kernels/pattern.cu"));
+            code("kernels/pattern.cu", &source, t).unwrap_or_else(|e| panic!("{traffic:?}: {e}"));
+        }
     }
 }

@@ -40,6 +40,11 @@ pub trait Spec: Collective {
     fn fits(&self, _nranks: usize) -> crate::error::Result<()> {
         Ok(())
     }
+    /// Err when it cannot run the sweep from `min` to `max` bytes over
+    /// `nranks` ranks.
+    fn fits_sizes(&self, _nranks: usize, _min: u64, _max: u64) -> crate::error::Result<()> {
+        Ok(())
+    }
     fn op_use(&self) -> OpUse;
     /// What the redop column says when the collective uses no op.
     fn no_op_label(&self) -> &'static str {

@@ -190,6 +190,7 @@ impl<'a> Bench<'a> {
     ) -> Result<Bench<'a>> {
         let n = transport.nranks();
         plan.kind.spec().fits(n)?;
+        plan.kind.spec().fits_sizes(n, plan.config.minbytes, plan.config.maxbytes)?;
         if let Some(Fault::Element { rank, .. }) = plan.fault
             && rank >= n
         {
@@ -206,13 +207,18 @@ impl<'a> Bench<'a> {
             run.max_bytes_reduced_to = Some(max);
         }
         let sizes = sweep(min, max, plan.config.step)?;
-        if let Some(Fault::Element { index, .. }) = plan.fault {
+        if let Some(Fault::Element { rank, index }) = plan.fault {
             let spec = plan.kind.spec();
-            let most =
-                plan.config.datatypes.iter().map(|&d| spec.counts(max / d.size() as u64, d, n as u64).recv).max();
+            // What the named rank receives (alltoallv's ranks differ).
+            let most = plan
+                .config
+                .datatypes
+                .iter()
+                .map(|&d| spec.received(&spec.counts(max / d.size() as u64, d, n as u64), d, rank, n))
+                .max();
             if most.is_none_or(|m| index >= m) {
                 return Err(Error::Usage(format!(
-                    "{} names element {index} but the largest output here has {} elements: it would never be flipped",
+                    "{} names element {index} but rank {rank}'s largest output here has {} elements: it would never be flipped",
                     crate::fault::VAR,
                     most.unwrap_or(0)
                 )));
