@@ -610,3 +610,21 @@ fn nccl_tests_json_carries_each_process_series_for_its_straggler_analysis() {
     }
     let _ = std::fs::remove_file(&json);
 }
+
+/// alltoallv under a traffic matrix across three processes: every type
+/// checked, each rank as far as it receives.
+#[test]
+fn alltoallv_follows_a_traffic_matrix_across_processes() {
+    let dir = std::env::temp_dir().join(format!("qbench-mpi-matrix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("traffic.txt");
+    std::fs::write(&file, "0 100 200\n300 0 50\n16 32 0\n").unwrap();
+    let env = [("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", file.to_str().unwrap())];
+    let o = mpirun(3, &["alltoallv", "--transport", "cpu", "-b", "1K", "-e", "1K", "-d", "all"], &env);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = rows(&o);
+    assert_eq!(table.len(), 12);
+    assert!(table.iter().all(|r| r[0] == "336" && r[1] == "0"), "{table:?}");
+    assert_clean(&table, "alltoallv under a matrix");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -111,7 +111,6 @@ const OUTPUT_FILES: [&str; 6] = ["-J", "--output_file", "--output-file", "--csv"
 /// names of output files left out), then a digest of each plan file they
 /// name (a profile that drifted on one node differs there).
 pub fn settings(args: &[String]) -> Vec<String> {
-    use std::hash::{Hash, Hasher};
     let mut out = Vec::with_capacity(args.len());
     let mut files = Vec::new();
     for (i, arg) in args.iter().enumerate() {
@@ -128,25 +127,41 @@ pub fn settings(args: &[String]) -> Vec<String> {
             files.push(path);
         }
     }
-    for path in files {
-        if let Ok(bytes) = std::fs::read(path) {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            bytes.hash(&mut h);
-            out.push(format!("the contents of {path} (digest {:016x})", h.finish()));
-        }
-    }
+    out.extend(files.into_iter().filter_map(contents));
     out
+}
+
+/// "the contents of PATH (digest …)" of a file every process reads; None
+/// when it cannot be read (the reader says why).
+fn contents(path: &str) -> Option<String> {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    Some(format!("the contents of {path} (digest {:016x})", h.finish()))
 }
 
 /// Environment variables that change what a job measures, so that every
 /// process must see the same values.
-const AGREED_ENV: [&str; 4] =
-    ["NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_ALLTOALLV_SPREAD", "NCCL_TESTS_ALLTOALLV_MATRIX_FILE"];
+const AGREED_ENV: [&str; 5] = [
+    "NCCL_TESTS_SPLIT",
+    "NCCL_TESTS_SPLIT_MASK",
+    "NCCL_TESTS_ALLTOALLV_SPREAD",
+    "NCCL_TESTS_ALLTOALLV_MATRIX_FILE",
+    "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE",
+];
 
-/// [`AGREED_ENV`]'s variables as this process has them, for
-/// [`agree_on_settings`].
+/// Of [`AGREED_ENV`], those that name a file every process reads: its
+/// contents must agree too (a traffic matrix that differs on one node).
+const AGREED_ENV_FILES: [&str; 1] = ["NCCL_TESTS_ALLTOALLV_MATRIX_FILE"];
+
+/// [`AGREED_ENV`]'s variables as this process has them, and the contents
+/// of the files they name, for [`agree_on_settings`].
 pub fn agreed_environment() -> Vec<String> {
-    AGREED_ENV.iter().map(|v| format!("{v}={}", std::env::var(v).unwrap_or_else(|_| "(unset)".into()))).collect()
+    let mut out: Vec<String> =
+        AGREED_ENV.iter().map(|v| format!("{v}={}", std::env::var(v).unwrap_or_else(|_| "(unset)".into()))).collect();
+    out.extend(AGREED_ENV_FILES.iter().filter_map(|v| contents(&std::env::var(v).ok()?)));
+    out
 }
 
 /// The option of `names` that `arg` is, and its value when written
