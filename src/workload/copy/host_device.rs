@@ -1,6 +1,6 @@
 //! Host<->GPU copies by the copy engine: one direction from or into pinned,
 //! write-combined or pageable host memory on each GPU alone, both directions
-//! at once on one GPU, and every GPU at once over the shared host link.
+//! at once on one GPU (by the copy engines or by copy kernels), and every GPU at once over the shared host link.
 //! The host side of each GPU's copies is bound to that GPU's NUMA node
 //! (`--numa`); every GPU at once binds each GPU's buffers to its node as
 //! they are allocated and times from the thread as it was started.
@@ -28,15 +28,19 @@ pub fn one_way(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool, host: HostKind
     Ok(())
 }
 
-/// H2D and D2H at once on two streams of one GPU, pinned memory, each GPU in turn.
-pub fn both_ways(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
+/// H2D and D2H at once on two streams of one GPU, pinned memory, each GPU
+/// in turn: by the copy engines, or by two copy kernels, each on half the
+/// GPU's resident blocks (as nvbandwidth's bidirectional SM tests give each
+/// direction half of one kernel's warps).
+pub fn both_ways(b: &mut Bench, rec: &mut TestRecord, engine: Engine) -> Result<()> {
     let sizes = b.sizes_within(rec, 2, 2)?;
     let Some(&max) = sizes.last() else { return Ok(()) };
+    let share = if engine == Engine::Sm { 2 } else { 1 };
     for g in 0..b.ngpus() {
         let bound = b.bind_host(g);
         let mut flows = [
-            b.flow(g, "h2d", Engine::Ce, b.host(HostKind::Pinned, max)?, b.device(g, max)?)?,
-            b.flow(g, "d2h", Engine::Ce, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?,
+            b.flow(g, "h2d", engine, b.host(HostKind::Pinned, max)?, b.device(g, max)?)?.sharing(share),
+            b.flow(g, "d2h", engine, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?.sharing(share),
         ];
         b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut flows)?;
         host_side(rec, g, bound.release(), flows.iter().flat_map(|f| f.buffers()));

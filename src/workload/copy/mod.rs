@@ -256,7 +256,7 @@ impl Bench {
     fn run_test(&mut self, t: &Test, rec: &mut TestRecord) -> Result<()> {
         match t.what {
             What::HostOneWay { to_gpu, host } => host_device::one_way(self, rec, to_gpu, host)?,
-            What::HostBothWays => host_device::both_ways(self, rec)?,
+            What::HostBothWays => host_device::both_ways(self, rec, Engine::Ce)?,
             What::HostAllGpus { h2d, d2h } => host_device::all_gpus(self, rec, h2d, d2h)?,
             What::PeerOneWay { engine, by_destination } => peer::one_way(self, rec, engine, by_destination)?,
             What::PeerBothWays { engine } => peer::both_ways(self, rec, engine)?,
@@ -266,7 +266,7 @@ impl Bench {
             What::LatencyPeer => latency::peer(self, rec)?,
             What::LatencyMapped { to_gpu } => latency::mapped(self, rec, to_gpu)?,
             What::Chase { target } => chase::run(self, rec, target)?,
-            What::ZeroCopyBothWays => zero_copy::both_ways(self, rec)?,
+            What::ZeroCopyBothWays => host_device::both_ways(self, rec, Engine::Sm)?,
             What::GdrBandwidth => gdrcopy::bandwidth(self, rec)?,
             What::GdrLatency => gdrcopy::latency(self, rec)?,
         }

@@ -1,6 +1,7 @@
 //! Zero-copy: the copy kernel reading or writing mapped pinned host memory
 //! directly over PCIe, the path a CPU-visible buffer takes when gdrdrv is
-//! not there to map GPU memory for the CPU; one way or both at once.
+//! not there to map GPU memory for the CPU (both ways at once:
+//! host_device::both_ways).
 
 use super::buffer::HostKind;
 use super::{Bench, Engine, host_side};
@@ -19,25 +20,6 @@ pub fn run(b: &mut Bench, rec: &mut TestRecord, to_gpu: bool) -> Result<()> {
             b.flow(g, "d2h", Engine::Sm, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?
         };
         let mut flows = [flow];
-        b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut flows)?;
-        host_side(rec, g, bound.release(), flows.iter().flat_map(|f| f.buffers()));
-    }
-    Ok(())
-}
-
-/// The copy kernel reading host memory into the GPU and writing the GPU's
-/// memory into host memory at once, on two streams, each kernel on half the
-/// GPU (as nvbandwidth's bidirectional SM tests give each direction half
-/// of one kernel's warps), each GPU in turn.
-pub fn both_ways(b: &mut Bench, rec: &mut TestRecord) -> Result<()> {
-    let sizes = b.sizes_within(rec, 2, 2)?;
-    let Some(&max) = sizes.last() else { return Ok(()) };
-    for g in 0..b.ngpus() {
-        let bound = b.bind_host(g);
-        let mut flows = [
-            b.flow(g, "h2d", Engine::Sm, b.host(HostKind::Pinned, max)?, b.device(g, max)?)?.sharing(2),
-            b.flow(g, "d2h", Engine::Sm, b.device(g, max)?, b.host(HostKind::Pinned, max)?)?.sharing(2),
-        ];
         b.bandwidth(rec, &format!("GPU {g}"), &sizes, &mut flows)?;
         host_side(rec, g, bound.release(), flows.iter().flat_map(|f| f.buffers()));
     }
