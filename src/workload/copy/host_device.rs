@@ -1,6 +1,7 @@
 //! Host<->GPU copies by the copy engine: one direction from or into pinned,
 //! write-combined or pageable host memory on each GPU alone, both directions
-//! at once on one GPU (by the copy engines or by copy kernels), and every GPU at once over the shared host link.
+//! at once on one GPU (by the copy engines or by copy kernels), and every
+//! GPU at once over the shared host link.
 //! The host side of each GPU's copies is bound to that GPU's NUMA node
 //! (`--numa`); every GPU at once binds each GPU's buffers to its node as
 //! they are allocated and times from the thread as it was started.
