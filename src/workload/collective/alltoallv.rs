@@ -367,10 +367,10 @@ mod tests {
             let e = parse_matrix(text, 1.0).unwrap_err();
             assert!(e.contains(says), "{text:?}: {e}");
         }
-        // Under a matrix the counts are the busiest rank's; the count column 0.
-        let c = Counts { send: 0, recv: 0, param: 0, send_inplace_offset: 0, recv_inplace_offset: 0 };
+        // A peer's count is its cell over the element size, whatever the
+        // count column (0 under a matrix); rank 2 receives 192 + 48 bytes.
         let f = DataType::Float;
-        assert_eq!(m.count(1, 0, 3, c.param, f), 72);
+        assert_eq!(m.count(1, 0, 3, 0, f), 72);
         assert_eq!((0..3).map(|i| m.count(i, 2, 3, 0, f)).sum::<u64>(), 60);
     }
 
