@@ -53,3 +53,8 @@ pub fn local_time() -> String {
         tm.tm_sec
     )
 }
+
+/// The CPUs this process may run on (what its threads share), at least 1.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

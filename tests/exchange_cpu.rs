@@ -318,47 +318,75 @@ fn openqasm_circuits_run_mirrored_or_are_refused() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// `--plan`: 36 qubits on 1, 2, 4 and 8 H200s of the built-in profile,
-/// nothing measured: which counts fit in double and in single precision,
-/// and every figure of a count that fits labelled projected.
+/// `--plan`: counts of H200s of the built-in profile, nothing measured:
+/// which counts fit, what each schedule and wire costs, the answer in one
+/// line, every figure labelled projected with its source, and the text
+/// within 80 columns.
 #[test]
 fn a_plan_answers_for_gpus_this_node_does_not_have() {
-    let qb = env!("CARGO_BIN_EXE_qbench");
     let plan = |qubits: &str, extra: &[&str]| {
-        std::process::Command::new(qb)
-            .args(["exchange", "--plan", "--qubits", qubits, "-g", "1,2,4,8", "--profile", "h200x8-ndr"])
-            .args(extra)
-            .env_remove("QBENCH_CORRUPT")
-            .output()
-            .unwrap()
+        let base = ["exchange", "--plan", "--qubits", qubits, "-g", "1,2,4,8", "--profile", "h200x8-ndr"];
+        common::qbench(&[&base[..], extra].concat())
     };
-    let o = plan("36", &["--json"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // 2^36 amplitudes: 1 TiB in double, 512 GiB in single; an H200 holds 140 GiB.
+    let v = json(&plan("36", &["--json"]));
     assert!(v["registers"].as_array().unwrap().is_empty(), "nothing is measured");
     let rows = v["forecasts"].as_array().unwrap();
-    let fits = |g: u64, key: &str| rows.iter().find(|r| r["gpus"] == g).unwrap()[key].as_bool().unwrap();
-    // 2^36 amplitudes: 1 TiB in double, 512 GiB in single; an H200 holds 140 GiB.
-    for g in [1, 2, 4, 8] {
-        assert!(!fits(g, "fits_double_quest") && !fits(g, "fits_double_swap"), "{g} GPUs in double");
-        assert_eq!(fits(g, "fits_single_quest"), g == 8, "{g} GPUs in single");
-    }
-    let o = plan("36", &["--precision", "single"]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    let eight = text.lines().find(|l| l.starts_with(" 8 ")).unwrap_or_else(|| panic!("{text}"));
-    assert!(eight.contains("(projected)") && eight.contains("spreading buys the memory"), "{eight}");
-    assert!(text.contains("every figure above is projected, not measured: from profile h200x8-ndr"), "{text}");
-    // Every count that fits, every figure projected.
+    assert!(rows.iter().all(|r| r["fits"] == false && r["projected_s"].is_null()), "{rows:?}");
+    let v = json(&plan("36", &["--json", "--precision", "single"]));
+    let rows = v["forecasts"].as_array().unwrap();
+    assert!(rows.iter().all(|r| (r["fits"] == true) == (r["gpus"] == 8)), "{rows:?}");
+    // One row on one GPU, one per schedule and wire on the others.
+    let v = json(&plan("30", &["--json", "--transport", "nccl,p2p", "--schedule", "both"]));
+    let rows = v["forecasts"].as_array().unwrap();
+    assert_eq!(rows.len(), 1 + 3 * 2 * 2, "{rows:?}");
+    let p2p: Vec<_> = rows.iter().filter(|r| r["transport"] == "p2p").collect();
+    assert!(
+        p2p.iter().all(|r| r["projected_s"].is_null() && r["verdict"].as_str().unwrap().contains("no figure for p2p"))
+    );
+    // 14 qubits: 256 KiB, every step about its latency; spreading does not pay.
+    let v = json(&plan("14", &["--json"]));
+    assert_eq!(v["plans"][0]["gpus"], 1, "{}", v["plans"]);
+    assert!(v["plans"][0]["answer"].as_str().unwrap().starts_with("spreading qft(14) does not pay"), "{}", v["plans"]);
     let o = plan("30", &[]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    for l in text.lines().filter(|l| l.starts_with(' ') && l.contains("yes")) {
-        assert!(l.contains("(projected)"), "{l}");
-    }
-    // A plan must say what it projects from.
-    let o = std::process::Command::new(qb).args(["exchange", "--plan", "--qubits", "30"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = common::stdout(&o);
+    assert!(text.contains("== plan: qft(30), double precision (projected)"), "{text}");
+    assert!(text.contains("every figure above is projected, not measured: from profile h200x8-ndr"), "{text}");
+    assert!(text.contains("CUDAQ_GLOBAL_INDEX_BITS=3") && text.contains("mpirun -np 8"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    // A plan must say what it projects from; the cpu profile states no machine.
+    let o = common::qbench(&["exchange", "--plan", "--qubits", "30"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
     let o = plan("30", &["--profile", "cpu"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+}
+
+/// A file holding only `[machine]` describes a machine to plan for; a key
+/// that cannot is one line naming the file and the key, exit 2.
+#[test]
+fn a_machine_table_alone_is_enough_to_plan() {
+    let dir = std::env::temp_dir().join(format!("qbench-machine-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mine.toml");
+    std::fs::write(&file, "[machine]\ngpu_memory = \"80G\"\nhbm_gbps = 1800\ngpus_per_node = 4\nnvlink_gbps = 200\n")
+        .unwrap();
+    let f = file.to_str().unwrap();
+    let o = common::qbench(&["exchange", "--plan", "--profile", f, "--qubits", "30", "-g", "1,2,4", "--json"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["forecasts"].as_array().unwrap().iter().all(|r| r["projected_s"].as_f64() > Some(0.0)), "{v}");
+    let unknown = v["plans"][0]["unknown"].to_string();
+    assert!(unknown.contains("launch_us") && unknown.contains("nvlink_latency_us"), "{unknown}");
+    std::fs::write(&file, "[machine]\ngpu_memory = \"80G\"\nhbm_gbps = -3\n").unwrap();
+    let o = common::qbench(&["exchange", "--plan", "--profile", f, "--qubits", "30"]);
+    let err = common::stderr(&o);
+    assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("mine.toml [machine] hbm_gbps"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -69,7 +69,7 @@ pub struct Profile {
     pub steps: Vec<Step>,
     /// The machine's figures, for `qbench exchange --plan --profile`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine: Option<crate::workload::exchange::forecast::MachineFigures>,
+    pub machine: Option<crate::workload::exchange::model::described::MachineFigures>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

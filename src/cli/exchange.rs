@@ -3,14 +3,16 @@
 
 use super::{OutputArgs, size_arg};
 use crate::error::{Error, Result};
+use crate::record::exchange::ExchangeRun;
 use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::statevec::schedule::Schedule;
 use crate::transport::amplitudes::Wire;
 use crate::workload::exchange::decision::Against;
-use crate::workload::exchange::forecast::Machine;
+use crate::workload::exchange::model::Machine;
+use crate::workload::exchange::model::described::MachineFigures;
 use crate::workload::exchange::plan::{
-    ComparePlan, ExchangePlan, check_chunk, memories, parse_counts, parse_qubits, parse_wires,
+    ComparePlan, ExchangePlan, Forecasting, check_chunk, memories, parse_counts, parse_qubits, parse_wires,
 };
 use clap::Args;
 
@@ -22,20 +24,20 @@ fn wires_help() -> String {
 
 #[derive(Args, Debug, Clone)]
 pub struct ExchangeArgs {
-    /// Qubits of the register: N, or a range A..B to run every size from A to B
+    /// Qubits of the register: N, or a range A..B to run every size from A to B (default: an OpenQASM circuit's qreg, or with --plan --from the records' largest register)
     #[arg(long, value_name = "N|A..B")]
-    pub qubits: String,
+    pub qubits: Option<String>,
     /// GPUs per process (host ranks for --transport cpu), or several counts, 1,2,4,8: each measured where this node can, projected where not (with --plan, total GPUs, all projected); a power of two
     #[arg(short = 'g', long = "ngpus", default_value = "1", value_name = "N|N,N,...")]
     pub ngpus: String,
-    /// Bytes per amplitude: single (complex<float>, 8) or double (complex<double>, 16)
-    #[arg(long, default_value = "double", value_parser = ["single", "double"])]
-    pub precision: String,
+    /// Bytes per amplitude: single (complex<float>, 8) or double (complex<double>, 16) (default: double, or with --plan --from the records')
+    #[arg(long, value_parser = ["single", "double"])]
+    pub precision: Option<String>,
     /// gate (whole chunk exchanged, as QuEST), swap (half, as cuStateVec) or both
     #[arg(long, default_value = "both")]
     pub pattern: String,
-    #[arg(long, default_value = "nccl", help = wires_help())]
-    pub transport: String,
+    #[arg(long, help = wires_help())]
+    pub transport: Option<String>,
     /// Where the registers are held: gpu, host or gpu,host (default: what the transports move; GPUs for rdma alone)
     #[arg(long, value_name = "gpu|host|gpu,host")]
     pub memory: Option<String>,
@@ -51,9 +53,9 @@ pub struct ExchangeArgs {
     /// Untimed repetitions before them
     #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 1)]
     pub warmup_iters: u32,
-    /// Circuits run on every register, comma-separated: qft (QuEST's), random[:GATES[:SEED]] (mirrored), or an OpenQASM 2 file (mirrored)
-    #[arg(long, default_value = "qft")]
-    pub circuit: String,
+    /// Circuits run on every register, comma-separated: qft (QuEST's), random[:GATES[:SEED]] (mirrored), or an OpenQASM 2 file (mirrored) (default: qft, or with --plan --from the records' circuits)
+    #[arg(long)]
+    pub circuit: Option<String>,
     /// How circuits meet global qubits: quest (exchange for each gate on one), swap (swap it into a local position first), both
     #[arg(long, default_value = "both")]
     pub schedule: String,
@@ -66,12 +68,15 @@ pub struct ExchangeArgs {
     /// Records of `qbench exchange -g 1` on the same register whose circuits are the one-GPU time the verdict compares with (for ranks under mpirun, which do not measure it); taken over one measured here
     #[arg(long, value_name = "RUN.json", num_args = 1.., conflicts_with = "plan")]
     pub one_gpu_from: Vec<std::path::PathBuf>,
-    /// Measure nothing: project every -g count from --profile's machine figures or --from records
-    #[arg(long, requires = "qubits")]
+    /// Measure nothing: project every -g count (total ranks) from --profile's machine figures or --from records, every schedule and wire asked for (default: all the source knows)
+    #[arg(long)]
     pub plan: bool,
-    /// With --plan: a built-in profile or a TOML file whose [machine] figures the projection uses
+    /// With --plan: a built-in profile or a TOML file whose [machine] figures the projection uses (a file may hold [machine] alone)
     #[arg(long, value_name = "NAME|FILE", requires = "plan", conflicts_with = "from")]
     pub profile: Option<String>,
+    /// With --plan: ranks sharing each GPU (processes on one GPU, as a test of the model on a single GPU)
+    #[arg(long, value_name = "K", requires = "plan", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub ranks_per_gpu: u32,
     /// With --plan: exchange records (-J) whose measured classes and wires the projection uses
     #[arg(long, value_name = "RUN.json", num_args = 1.., requires = "plan")]
     pub from: Vec<std::path::PathBuf>,
@@ -80,40 +85,74 @@ pub struct ExchangeArgs {
 }
 
 impl ExchangeArgs {
-    /// The figures `--plan` projects from.
-    fn machine(&self) -> Result<Option<Machine>> {
-        if !self.plan {
-            return Ok(None);
-        }
+    /// The exchange records `--from` names.
+    fn records(&self) -> Result<Vec<(String, ExchangeRun)>> {
+        self.from
+            .iter()
+            .map(|f| match crate::record::read(f)? {
+                crate::record::AnyRecord::Exchange(r) => Ok((f.display().to_string(), r)),
+                _ => Err(Error::Usage(format!("--from {}: not the record of a qbench exchange", f.display()))),
+            })
+            .collect()
+    }
+
+    /// The figures `--plan` projects from: a profile's `[machine]` or records.
+    fn machine(&self, records: &[(String, ExchangeRun)]) -> Result<Machine> {
         if let Some(spec) = &self.profile {
-            let (p, from) = crate::check::profile::load(spec)?;
-            let m = p.machine.as_ref().ok_or_else(|| {
-                Error::Usage(format!(
-                    "profile {from} has no [machine] figures to project from: use another, or --from a run"
-                ))
-            })?;
-            return Ok(Some(Machine::of_profile(&p.profile.name, m)));
+            if let Some((name, text)) = crate::check::profile::BUILT_IN.iter().find(|(n, _)| n == spec) {
+                let (m, _) = MachineFigures::from_toml(text, &format!("profiles/{name}.toml"))
+                    .map_err(|e| Error::Usage(format!("profile {name}: {}", e.message())))?;
+                return Ok(Machine::of_figures(&format!("profile {name}"), &m));
+            }
+            let text = crate::input::read(
+                std::path::Path::new(spec),
+                &format!("profile {spec}"),
+                crate::input::PROFILE_BYTES,
+            )?;
+            let (m, name) = MachineFigures::from_toml(&text, spec)?;
+            return Ok(Machine::of_figures(&format!("profile {}", name.unwrap_or_else(|| spec.clone())), &m));
         }
-        if self.from.is_empty() {
+        if records.is_empty() {
             return Err(Error::Usage(
-                "--plan projects from something: --profile NAME (a machine's figures) or --from RUN.json (a measured run)".into(),
+                "--plan projects from something: --profile NAME|FILE (a machine's figures, [machine] alone will do) or --from RUN.json (a measured run)".into(),
             ));
         }
-        let mut runs = Vec::new();
-        for f in &self.from {
-            match crate::record::read(f)? {
-                crate::record::AnyRecord::Exchange(r) => runs.push((f.display().to_string(), r)),
-                _ => return Err(Error::Usage(format!("--from {}: not the record of a qbench exchange", f.display()))),
-            }
-        }
-        Machine::of_runs(&runs).map(Some)
+        Machine::of_runs(records)
     }
 
     pub fn plan(&self) -> Result<ExchangePlan> {
         let ops = GlobalOp::parse_list(&self.pattern)?;
-        let wires = parse_wires(&self.transport, self.no_pipeline)?;
+        let records = if self.plan { self.records()? } else { Vec::new() };
+        let from_records = |f: &dyn Fn(&ExchangeRun) -> Vec<String>| -> Vec<String> {
+            let mut out: Vec<String> = records.iter().flat_map(|(_, r)| f(r)).collect();
+            out.dedup();
+            out
+        };
+        let circuit = match &self.circuit {
+            Some(c) => c.clone(),
+            None => {
+                let names = from_records(&|r| {
+                    r.registers.iter().flat_map(|g| g.circuits.iter().map(|c| c.circuit.clone())).collect()
+                });
+                if names.is_empty() { "qft".into() } else { names.join(",") }
+            }
+        };
         let circuits: Vec<CircuitSpec> =
-            self.circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?;
+            circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?;
+        let precision = match &self.precision {
+            Some(p) => Precision::parse(p)?,
+            None => records
+                .iter()
+                .flat_map(|(_, r)| r.registers.iter().map(|g| g.precision))
+                .next()
+                .unwrap_or(Precision::Double),
+        };
+        let qubits = match &self.qubits {
+            Some(q) => parse_qubits(q)?,
+            None => self.default_qubits(&circuits, &records)?,
+        };
+        let transport = self.transport.clone().unwrap_or_else(|| "nccl".into());
+        let wires = parse_wires(&transport, self.no_pipeline)?;
         let against = Against {
             simulator_s: match &self.simulator_time {
                 Some(t) => Against::parse_simulator(t, &circuits)?,
@@ -121,11 +160,22 @@ impl ExchangeArgs {
             },
             one_gpu_runs: Against::load_one_gpu(&self.one_gpu_from)?,
         };
+        let forecast = match self.plan {
+            true => Some(Forecasting {
+                machine: self.machine(&records)?,
+                wires: match &self.transport {
+                    Some(t) => t.split(',').map(|w| w.trim().to_string()).collect(),
+                    None => Vec::new(),
+                },
+                sharing: self.ranks_per_gpu as usize,
+            }),
+            false => None,
+        };
         Ok(ExchangePlan {
-            qubits: parse_qubits(&self.qubits)?,
+            qubits,
             ngpus: parse_counts(&self.ngpus)?,
-            forecast: self.machine()?,
-            precision: Precision::parse(&self.precision)?,
+            forecast,
+            precision,
             memories: memories(&wires, self.memory.as_deref())?,
             wires,
             chunk: check_chunk(self.chunk)?,
@@ -141,6 +191,33 @@ impl ExchangeArgs {
             unavailable: Vec::new(),
         }
         .within_reach())
+    }
+
+    /// The register size when --qubits is not given: an OpenQASM file's
+    /// qreg, else (planning from records) their largest register.
+    fn default_qubits(&self, circuits: &[CircuitSpec], records: &[(String, ExchangeRun)]) -> Result<Vec<u32>> {
+        let mut declared = Vec::new();
+        for c in circuits {
+            if let Some(n) = c.qubits()? {
+                declared.push(n);
+            }
+        }
+        declared.dedup();
+        match declared.as_slice() {
+            [n] => return Ok(vec![*n]),
+            [_, _, ..] => {
+                return Err(Error::Usage(
+                    "the OpenQASM files declare registers of different sizes: give --qubits N for one of them".into(),
+                ));
+            }
+            [] => {}
+        }
+        records
+            .iter()
+            .flat_map(|(_, r)| r.registers.iter().map(|g| g.qubits))
+            .max()
+            .map(|n| vec![n])
+            .ok_or_else(|| Error::Usage("--qubits N (or A..B): the size of the register".into()))
     }
 }
 

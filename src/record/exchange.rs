@@ -188,32 +188,110 @@ pub struct SimulatorPrice {
 }
 
 /// What a circuit would cost on a number of GPUs this run did not
-/// measure: projected, from measured runs or a profile's figures.
+/// measure, under one schedule over one wire: projected, from measured runs
+/// or a profile's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Forecast {
     pub circuit: String,
     pub qubits: u32,
+    /// Ranks (processes, or GPUs of one process) the register spreads over.
     pub gpus: usize,
     /// The precision the circuit is priced in.
     pub precision: Precision,
-    /// Whether a GPU holds its part in each precision, QuEST's way (the
-    /// chunk and a buffer as large) and the swap schedule's (half a buffer).
-    pub fits_double_quest: bool,
-    pub fits_double_swap: bool,
-    pub fits_single_quest: bool,
-    pub fits_single_swap: bool,
-    /// Bytes a GPU holds QuEST's way, in `precision`.
-    pub bytes_per_gpu: u64,
-    /// The circuit's projected seconds on the fastest schedule and wire;
-    /// None where it does not fit or no wire is known.
-    pub projected_s: Option<f64>,
+    /// Ranks sharing one device, and the nodes the devices fill.
+    #[serde(default = "one")]
+    pub sharing: usize,
+    #[serde(default = "one")]
+    pub nodes: usize,
+    /// None on one rank (nothing is global).
     pub schedule: Option<Schedule>,
     pub transport: Option<String>,
-    /// The projected time on one GPU over this one.
+    /// Bytes a device holds under the schedule: its ranks' chunks and their
+    /// exchange buffers (QuEST's as large as the chunk, the swap schedule's half).
+    pub bytes_per_gpu: u64,
+    #[serde(default)]
+    pub fits: bool,
+    /// The circuit's projected seconds; None where it does not fit or a
+    /// step has no figure.
+    pub projected_s: Option<f64>,
+    /// Those seconds by term of the model (launch, memory, transfer, update).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<Share>,
+    /// The exchanging steps' seconds by the level their messages crossed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<Share>,
+    /// This row's seconds over the fastest row's of the circuit that fits
+    /// (1 for the fastest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_best: Option<f64>,
+    /// The projected time on one rank over this one.
     pub speedup: Option<f64>,
     pub verdict: String,
     /// Where every figure of the row comes from.
     pub source: String,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// A named part of a projected time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Share {
+    pub name: String,
+    pub seconds: f64,
+}
+
+/// A plan's answer for one circuit: the count to run on, in one line, and
+/// the settings each simulator needs for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanAnswer {
+    pub circuit: String,
+    pub qubits: u32,
+    pub precision: Precision,
+    /// The fastest row's count, schedule and wire; None where nothing fits.
+    pub gpus: Option<usize>,
+    pub schedule: Option<Schedule>,
+    pub transport: Option<String>,
+    /// "spreading qft(34) pays from 4 GPUs; 8 is 1.9× faster than 4; …"
+    pub answer: String,
+    /// What the plan could not know, priced at nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+    /// Wires not asked for by name that do not reach a count's level, left
+    /// out of its rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+    pub settings: Vec<SimulatorSettings>,
+}
+
+/// The figures a plan prices from, with their source: the local pass and
+/// each wire at each level, α per message (or step) and β.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanFigures {
+    pub source: String,
+    pub gpu_memory: u64,
+    pub gpus_per_node: usize,
+    pub local: Figure,
+    pub wires: Vec<Figure>,
+}
+
+/// α + bytes/β of one part of a machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// "local pass", or a wire's name and level.
+    pub name: String,
+    pub alpha_s: f64,
+    pub gbps: f64,
+}
+
+/// The settings a simulator needs to run the plan's answer, with the rule
+/// they follow and whether qbench can check them here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimulatorSettings {
+    pub simulator: String,
+    pub lines: Vec<String>,
+    pub rule: String,
 }
 
 /// One register size on one kind of memory.
@@ -367,6 +445,15 @@ pub struct ExchangeRun {
     /// counts beyond this node).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forecasts: Vec<Forecast>,
+    /// The plan's answer per circuit, from the forecasts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plans: Vec<PlanAnswer>,
+    /// The figures the forecasts priced from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_figures: Option<Box<PlanFigures>>,
+    /// Cores of the node that ran host ranks (what shares them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cores: Option<usize>,
     /// What was asked for and could not run on this machine at all (GPU
     /// wires where the GPU libraries are missing), with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -3,8 +3,7 @@
 
 use super::{Csv, Dialect, Table, csv_lines};
 use crate::error::Result;
-use crate::record::exchange::{Circuit, Decision, ExchangeRun, Forecast, RegisterRun, Verdict};
-use crate::statevec::layout::Precision;
+use crate::record::exchange::{Circuit, Decision, ExchangeRun, RegisterRun, Verdict};
 use crate::units::format_size;
 use serde::Serialize;
 use std::fmt::Write;
@@ -34,7 +33,10 @@ impl Table for ExchangeRun {
     fn tail(&self) -> String {
         match &self.verdict {
             Some(v) => verdict(v),
-            None => decisions(&self.decisions) + &forecasts(&self.forecasts),
+            None => {
+                decisions(&self.decisions)
+                    + &super::plan::render(&self.forecasts, &self.plans, self.plan_figures.as_deref())
+            }
         }
     }
 }
@@ -277,65 +279,6 @@ fn circuits(r: &RegisterRun) -> String {
             rows
         )
     )
-}
-
-/// The counts not measured, projected: the fit in each precision and
-/// schedule, and the circuit's price.
-fn forecasts(fs: &[Forecast]) -> String {
-    if fs.is_empty() {
-        return String::new();
-    }
-    let mark = |b: bool| if b { "yes" } else { "no" };
-    let mut s = String::new();
-    let mut sources: Vec<&str> = fs.iter().map(|f| f.source.as_str()).collect();
-    sources.dedup();
-    for (circuit, qubits, precision) in {
-        let mut keys: Vec<(&str, u32, Precision)> =
-            fs.iter().map(|f| (f.circuit.as_str(), f.qubits, f.precision)).collect();
-        keys.dedup();
-        keys
-    } {
-        let rows = fs
-            .iter()
-            .filter(|f| f.circuit == circuit && f.qubits == qubits && f.precision == precision)
-            .map(|f| {
-                vec![
-                    f.gpus.to_string(),
-                    format!("{} / {}", mark(f.fits_double_quest), mark(f.fits_double_swap)),
-                    format!("{} / {}", mark(f.fits_single_quest), mark(f.fits_single_swap)),
-                    format_size(f.bytes_per_gpu),
-                    f.schedule.map_or("-".into(), |s| s.name().to_string()),
-                    f.transport.clone().unwrap_or_else(|| "-".into()),
-                    f.projected_s.map_or("-".into(), |t| format!("{t:.3} (projected)")),
-                    f.speedup.map_or("-".into(), |x| format!("×{x:.2} (projected)")),
-                    f.verdict.clone(),
-                ]
-            })
-            .collect();
-        let _ = write!(
-            s,
-            "\n== projected: {circuit}({qubits}), {} precision, per GPU count (fits: QuEST's buffer / the swap schedule's)\n{}\n",
-            precision.name(),
-            table(
-                &[
-                    "GPUs",
-                    "fits double",
-                    "fits single",
-                    "bytes/GPU",
-                    "schedule",
-                    "transport",
-                    "circuit s",
-                    "vs 1 GPU",
-                    "verdict"
-                ],
-                rows
-            )
-        );
-    }
-    for src in sources {
-        let _ = writeln!(s, "(every figure above is projected, not measured: from {src})");
-    }
-    s
 }
 
 /// Whether spreading pays, circuit by circuit.

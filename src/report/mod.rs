@@ -11,6 +11,7 @@ pub mod copy;
 pub mod exchange;
 pub mod fit;
 pub mod osu;
+pub mod plan;
 pub mod plot;
 pub mod rdma;
 

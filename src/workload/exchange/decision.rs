@@ -379,6 +379,9 @@ mod tests {
             decisions: Vec::new(),
             device_memory: None,
             forecasts: Vec::new(),
+            plans: Vec::new(),
+            plan_figures: None,
+            host_cores: None,
             unavailable: Vec::new(),
         };
         let against = Against { one_gpu_runs: vec![("one.json".into(), record)], ..against };

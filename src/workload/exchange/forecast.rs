@@ -1,374 +1,370 @@
 //! Answers for hardware a user does not have: for a register size and each
-//! GPU count, whether the register fits (the state and each simulator's
-//! exchange buffer: QuEST keeps one as large as the chunk, the swap
-//! schedule needs half of one), and what each circuit would cost under
-//! each schedule and wire, priced from measured runs (this run's, or
-//! `--from` records: their gate classes scaled to the chunk, their wires'
-//! bandwidths) or from a profile's machine figures (HBM, NVLink, fabric:
-//! a memory-bound step moves what it touches, an exchange its bytes over
-//! the link). Every figure here is projected and names where it came from.
+//! count of GPUs, schedule and wire asked for, whether the register fits
+//! (the state and each simulator's exchange buffer: QuEST keeps one as
+//! large as the chunk, the swap schedule needs half of one) and what each
+//! circuit would cost, priced by the model (`model/`) from measured runs or
+//! a profile's machine figures; each count held against the fastest of all
+//! counts, the answer said in one line, and the settings each simulator
+//! needs for it. Every figure here is projected and names where it came from.
 
-use super::projection::{self, Table};
-use crate::error::{Error, Result};
-use crate::record::exchange::{ClassTime, ExchangeRun, Forecast, RegisterRun};
-use crate::statevec::circuit::CircuitSpec;
+use super::model::{self, Level, Machine, Placement, Unpriced, WireFigures, settings};
+use crate::error::Result;
+use crate::record::exchange::{Forecast, PlanAnswer, Share};
+use crate::statevec::circuit::{Circuit, CircuitSpec, Gate};
 use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::schedule::{Schedule, compile};
-use crate::statevec::step::{Class, Step};
-
-/// A profile's `[machine]`: the figures a forecast for such a machine
-/// prices from, with where they come from.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MachineFigures {
-    /// Bytes of one GPU's memory, "141G" (K, M, G, T binary; or a number).
-    #[serde(deserialize_with = "size", serialize_with = "size_text")]
-    pub gpu_memory: u64,
-    pub gpus_per_node: usize,
-    /// A copy within a GPU, read + write, GB/s.
-    pub hbm_gbps: f64,
-    /// GPU to GPU within a node, per direction, GB/s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nvlink_gbps: Option<f64>,
-    /// GPU to GPU across nodes (each GPU's share of the fabric), per direction, GB/s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fabric_gbps: Option<f64>,
-    pub source: String,
-}
-
-fn size<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
-    let text = String::deserialize(d)?;
-    crate::units::parse_size(&text).map_err(|e| serde::de::Error::custom(e.message()))
-}
-
-fn size_text<S: serde::Serializer>(v: &u64, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::units::format_size(*v))
-}
-
-use serde::Deserialize;
-
-/// One wire's bandwidth, per direction, within a node and across nodes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Link {
-    pub transport: String,
-    pub node_gbps: Option<f64>,
-    pub fabric_gbps: Option<f64>,
-}
-
-/// What the forecast prices from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Machine {
-    /// Where the figures come from, in words.
-    pub source: String,
-    /// Bytes of one GPU's memory.
-    pub gpu_memory: u64,
-    pub gpus_per_node: usize,
-    /// A copy within a GPU, read + write bytes / s.
-    pub hbm_gbps: f64,
-    pub links: Vec<Link>,
-    /// Measured gate classes, with the layout they were measured on.
-    pub classes: Option<(Vec<ClassTime>, Layout)>,
-}
-
-impl Machine {
-    /// The machine of a profile's `[machine]` figures.
-    pub fn of_profile(name: &str, m: &MachineFigures) -> Machine {
-        let mut links = vec![Link { transport: "nccl".into(), node_gbps: m.nvlink_gbps, fabric_gbps: m.fabric_gbps }];
-        if m.nvlink_gbps.is_some() {
-            links.push(Link { transport: "p2p-ce".into(), node_gbps: m.nvlink_gbps, fabric_gbps: None });
-        }
-        Machine {
-            source: format!("profile {name}'s machine figures ({})", m.source),
-            gpu_memory: m.gpu_memory,
-            gpus_per_node: m.gpus_per_node,
-            hbm_gbps: m.hbm_gbps,
-            links,
-            classes: None,
-        }
-    }
-
-    /// The machine of exchange records: the largest GPU register measured,
-    /// its local classes, the bandwidth every wire reached.
-    pub fn of_runs(runs: &[(String, ExchangeRun)]) -> Result<Machine> {
-        let regs: Vec<(&str, &ExchangeRun, &RegisterRun)> = runs
-            .iter()
-            .flat_map(|(f, r)| {
-                r.registers
-                    .iter()
-                    .filter(|g| g.memory == "gpu" && !g.classes.is_empty())
-                    .map(move |g| (f.as_str(), r, g))
-            })
-            .collect();
-        let Some(&(file, run, top)) = regs.iter().max_by_key(|(_, _, g)| g.chunk_bytes) else {
-            return Err(Error::Usage(
-                "--from: no GPU register with gate classes in these records (they come from `qbench exchange` since circuits ran)".into(),
-            ));
-        };
-        let gpu_memory = run
-            .device_memory
-            .ok_or_else(|| Error::Usage(format!("{file}: the record does not say its GPUs' memory")))?;
-        let hosts = |r: &ExchangeRun| {
-            let mut h: Vec<&str> = r.devices.iter().map(|d| d.host.as_str()).collect();
-            h.sort_unstable();
-            h.dedup();
-            h.len()
-        };
-        let gpus_per_node = (run.devices.len() / hosts(run).max(1)).max(1);
-        let mut links: Vec<Link> = Vec::new();
-        for (_, r, g) in &regs {
-            let across = hosts(r) > 1;
-            for (wire, gbps) in g.exchange_rates() {
-                let l = match links.iter_mut().find(|l| l.transport == wire) {
-                    Some(l) => l,
-                    None => {
-                        links.push(Link { transport: wire, node_gbps: None, fabric_gbps: None });
-                        links.last_mut().expect("pushed")
-                    }
-                };
-                let slot = if across { &mut l.fabric_gbps } else { &mut l.node_gbps };
-                // The slowest figure a wire reached: a forecast should not flatter.
-                *slot = Some(slot.map_or(gbps, |s: f64| s.min(gbps)));
-            }
-        }
-        let layout = Layout::new(top.qubits, top.ranks, top.precision)?;
-        let local: Vec<ClassTime> = top.classes.iter().filter(|c| !c.class.exchanges()).cloned().collect();
-        let names: Vec<&str> = runs.iter().map(|(f, _)| f.as_str()).collect();
-        Ok(Machine {
-            source: format!(
-                "measured: {} ({} qubits on {} {}{})",
-                names.join(", "),
-                top.qubits,
-                top.ranks,
-                run.devices.first().map_or("GPU", |d| d.name.as_str()),
-                if top.ranks == 1 { "" } else { "s" }
-            ),
-            gpu_memory,
-            gpus_per_node,
-            hbm_gbps: top.references.local_copy_gbps,
-            links,
-            classes: Some((local, layout)),
-        })
-    }
-}
 
 /// Bytes one GPU holds for a register of `layout` under a schedule: the
 /// chunk, and QuEST's exchange buffer as large (the swap schedule half of
 /// one); nothing more on one GPU.
-pub fn bytes_per_gpu(layout: &Layout, schedule: Schedule) -> u64 {
+pub fn bytes_per_gpu(layout: &Layout, schedule: Option<Schedule>) -> u64 {
     let chunk = layout.chunk_bytes();
     match (layout.ranks(), schedule) {
-        (1, _) => chunk,
-        (_, Schedule::Quest) => 2 * chunk,
-        (_, Schedule::Swap) => chunk + chunk / 2,
+        (1, _) | (_, None) => chunk,
+        (_, Some(Schedule::Quest)) => 2 * chunk,
+        (_, Some(Schedule::Swap)) => chunk + chunk / 2,
     }
 }
 
-/// The bytes a memory-bound step moves on a rank, read and written: what
-/// it touches, in whole 32-byte sectors.
-fn traffic(step: &Step, layout: &Layout) -> f64 {
-    let l = layout.local_qubits();
-    let chunk = layout.chunk_bytes() as f64;
-    let b = layout.precision.bytes() as f64;
-    let qs = step.qubits();
-    let locals: Vec<u32> = qs.iter().copied().filter(|&q| q < l).collect();
-    let lowest = locals.iter().copied().min().unwrap_or(l);
-    // A run of 2^lowest amplitudes shorter than a sector moves the sector.
-    let sector = |share: f64| (share * (32.0 / (f64::powi(2.0, lowest as i32) * b)).max(1.0)).min(1.0);
-    let share = match step.class() {
-        Class::H | Class::U => 1.0,
-        Class::Phase => sector(f64::powi(0.5, locals.len() as i32)),
-        Class::Swap | Class::Cx => sector(0.5),
-        _ => 1.0,
-    };
-    2.0 * chunk * share
+/// What a plan is asked for.
+#[derive(Debug, Clone)]
+pub struct Ask<'a> {
+    pub qubits: u32,
+    /// Ranks to spread over.
+    pub gpus: &'a [usize],
+    pub precision: Precision,
+    pub circuits: &'a [CircuitSpec],
+    pub schedules: &'a [Schedule],
+    /// The wires to price; empty: every wire the machine has figures for.
+    pub wires: &'a [String],
+    /// Ranks on each device (processes sharing a GPU): 1 but for a test of
+    /// the model on one GPU.
+    pub sharing: usize,
 }
 
-/// A step's seconds from the machine figures: the traffic of the local
-/// work at the HBM's copy rate, an exchange's bytes over `link`.
-fn model(step: &Step, layout: &Layout, m: &Machine, link: Option<f64>) -> Option<f64> {
-    let hbm = m.hbm_gbps * 1e9;
-    let chunk = layout.chunk_bytes() as f64;
-    if step.is_local() {
-        return Some(traffic(step, layout) / hbm);
+/// The circuit with its qubits renamed so that the ones used most as
+/// targets sit lowest: local first, then on the rank bits of the nearest
+/// level. cuStateVec's index-bit swaps and CUDA-Q's global index bits let
+/// a simulator choose so; QuEST keeps the user's order, so the quest
+/// schedule does too.
+fn placed(c: &Circuit) -> Circuit {
+    let mut uses = vec![0usize; c.qubits as usize];
+    for g in &c.gates {
+        if let Some(t) = g.target() {
+            uses[t as usize] += 1;
+        }
     }
-    let exchange = step.bytes(layout) as f64 / (link? * 1e9);
-    // The update: reading both halves of a pair and writing one (a gate),
-    // or the packing and placing of half a chunk (a swap, a CNOT).
-    let packed = step.qubits().iter().any(|&q| q < layout.local_qubits() - 1);
-    let update = match step.class() {
-        Class::GlobalGate => 3.0 * chunk,
-        Class::GlobalSwap2 => 2.0 * chunk,
-        _ if packed => 2.0 * chunk,
-        _ => chunk,
-    };
-    Some(exchange + update / hbm)
-}
-
-/// The wire's bandwidth for a step on `layout`: within a node where the
-/// partner is (its global qubit indexes a rank of the same node), across
-/// nodes otherwise.
-fn link_for(step: &Step, layout: &Layout, m: &Machine, link: &Link) -> Option<f64> {
-    let l = layout.local_qubits();
-    let node_bits = m.gpus_per_node.max(1).trailing_zeros();
-    let across = step.qubits().iter().any(|&q| q >= l && q - l >= node_bits);
-    if across { link.fabric_gbps } else { link.node_gbps }
-}
-
-/// The seconds of `steps` on `layout` over `link` (None on one GPU).
-fn seconds(steps: &[Step], layout: &Layout, m: &Machine, link: Option<&Link>) -> Option<f64> {
-    steps
+    let mut order: Vec<u32> = (0..c.qubits).collect();
+    order.sort_by_key(|&q| std::cmp::Reverse(uses[q as usize]));
+    let mut at = vec![0u32; c.qubits as usize];
+    for (pos, &q) in order.iter().enumerate() {
+        at[q as usize] = pos as u32;
+    }
+    let to = |q: &u32| at[*q as usize];
+    let gates = c
+        .gates
         .iter()
-        .map(|s| {
-            if s.is_local()
-                && let Some((classes, measured)) = &m.classes
-            {
-                return projection::price(std::slice::from_ref(s), layout, None, Table { classes, layout: *measured });
-            }
-            let bw = match link {
-                Some(l) if !s.is_local() => link_for(s, layout, m, l),
-                _ => None,
-            };
-            model(s, layout, m, bw)
+        .map(|g| match g {
+            Gate::H(q) => Gate::H(to(q)),
+            Gate::U { q, m } => Gate::U { q: to(q), m: *m },
+            Gate::Phase { qubits, phase } => Gate::Phase { qubits: qubits.iter().map(to).collect(), phase: *phase },
+            Gate::Swap(a, b) => Gate::Swap(to(a), to(b)),
+            Gate::Cx { c, t } => Gate::Cx { c: to(c), t: to(t) },
         })
-        .sum()
+        .collect();
+    Circuit { gates, end: None, ..c.clone() }
 }
 
-/// A count's fastest price: seconds, the schedule, the wire when spread.
-type Best = (f64, Option<Schedule>, Option<String>);
-
-/// Whether the register fits on `gpus` GPUs under `schedule`, with 1 GiB
-/// left for the runtime.
-fn fits(qubits: u32, gpus: usize, precision: Precision, schedule: Schedule, m: &Machine) -> bool {
-    Layout::new(qubits, gpus, precision).is_ok_and(|l| bytes_per_gpu(&l, schedule) + (1 << 30) <= m.gpu_memory)
+/// One row of the plan before it is held against the others.
+struct Row {
+    gpus: usize,
+    schedule: Option<Schedule>,
+    wire: Option<String>,
+    at: Placement,
+    nodes: usize,
+    fits: bool,
+    bytes: u64,
+    price: std::result::Result<model::Price, String>,
 }
 
-/// The forecast rows: per GPU count, per circuit, the fit, and the fastest
-/// schedule and wire with their price against one GPU.
-pub fn forecast(
-    qubits: u32,
-    gpus: &[usize],
-    precision: Precision,
-    circuits: &[CircuitSpec],
-    schedules: &[Schedule],
-    m: &Machine,
-) -> Result<Vec<Forecast>> {
+/// A wire asked for, and its figures when the machine has them.
+type Asked<'m> = (String, Option<&'m WireFigures>);
+
+/// Every row of one circuit: one per count, and per schedule and wire
+/// where the register is spread; a wire the user did not name is left out
+/// of a count whose level it does not reach, and said in `left_out`.
+fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Result<Vec<Row>> {
+    let wires: Vec<Asked> = if ask.wires.is_empty() {
+        m.wires.iter().map(|w| (w.name.clone(), Some(w))).collect()
+    } else {
+        ask.wires.iter().map(|w| (w.clone(), m.wire(w))).collect()
+    };
+    let swapped = placed(c);
     let mut out = Vec::new();
-    for spec in circuits {
-        let circuit = spec.build(qubits)?;
-        // The fastest schedule (and wire, when spread), and whether the
-        // register fits at that count; one GPU too may relabel SWAP gates
-        // instead of moving amplitudes.
-        let price = |g: usize| -> Result<(Option<Best>, bool)> {
-            let layout = Layout::new(qubits, g, precision)?;
-            let mut best: Option<Best> = None;
-            for &s in schedules {
-                let steps = compile(&circuit, &layout, s);
-                let links: Vec<Option<&Link>> = if g == 1 { vec![None] } else { m.links.iter().map(Some).collect() };
-                for link in links {
-                    if let Some(t) = seconds(&steps, &layout, m, link)
-                        && best.as_ref().is_none_or(|b| t < b.0)
-                    {
-                        best = Some((t, Some(s), link.map(|l| l.transport.clone())));
+    for &g in ask.gpus {
+        let layout = Layout::new(ask.qubits, g, ask.precision)?;
+        let sharing = ask.sharing.min(g).max(1);
+        let devices = g.div_ceil(sharing);
+        let at = Placement { layout, sharing, devices_per_node: m.gpus_per_node.min(devices).max(1) };
+        let nodes = devices.div_ceil(m.gpus_per_node.max(1));
+        let each: Vec<(Option<Schedule>, Option<&Asked>)> = if g == 1 {
+            vec![(None, None)]
+        } else {
+            ask.schedules.iter().flat_map(|&s| wires.iter().map(move |w| (Some(s), Some(w)))).collect()
+        };
+        for (schedule, wire) in each {
+            let bytes = bytes_per_gpu(&layout, schedule) * sharing as u64;
+            let fits = bytes.saturating_add(1 << 30) <= m.gpu_memory;
+            let circuit = if schedule == Some(Schedule::Swap) { &swapped } else { c };
+            let steps = compile(circuit, &layout, schedule.unwrap_or(Schedule::Quest));
+            let price = match wire {
+                Some((name, None)) => Err(format!("no figure for {name} in the source")),
+                Some((_, Some(w))) => match model::price(&steps, &at, m, Some(w)) {
+                    Err(e @ Unpriced::NoWire { .. }) if ask.wires.is_empty() => {
+                        let why = format!("{} from {g} GPUs ({})", w.name, e.describe());
+                        if !left_out.iter().any(|l| l.starts_with(&format!("{} from", w.name))) {
+                            left_out.push(why);
+                        }
+                        continue;
                     }
-                }
-            }
-            let fits = fits(qubits, g, precision, Schedule::Quest, m)
-                || (g > 1 && fits(qubits, g, precision, Schedule::Swap, m));
-            Ok((best, fits))
-        };
-        // What every count is held against, whether or not -g names 1.
-        let one = match price(1)? {
-            (Some(b), true) => Some(b.0),
-            _ => None,
-        };
-        for &g in gpus {
-            let layout = Layout::new(qubits, g, precision)?;
-            let (best, fits_here) = price(g)?;
-            let speedup = match (&best, one) {
-                (Some((t, ..)), Some(o)) if g > 1 => Some(o / t),
-                _ => None,
+                    p => p.map_err(|e| e.describe()),
+                },
+                None => model::price(&steps, &at, m, None).map_err(|e| e.describe()),
             };
-            let gib = |b: u64| format!("{:.1} GiB", b as f64 / f64::powi(2.0, 30));
-            let verdict = match (&best, fits_here, speedup) {
-                (_, false, _) => format!(
-                    "does not fit: a GPU would hold {} (the swap schedule's), it has {}",
-                    gib(bytes_per_gpu(&layout, Schedule::Swap)),
-                    gib(m.gpu_memory)
-                ),
-                (None, _, _) => "no wire of the sources reaches across this many GPUs".into(),
-                (Some(_), true, None) if g == 1 => "one GPU holds it".into(),
-                (Some(_), true, None) => "one GPU cannot hold it: spreading buys the memory".into(),
-                (Some(_), true, Some(x)) if x >= 1.05 => format!("spreading pays: ×{x:.2} faster than one GPU"),
-                (Some(_), true, Some(x)) if x > 0.95 => "break-even with one GPU".into(),
-                (Some(_), true, Some(x)) => format!("spreading costs ×{:.2} against one GPU", 1.0 / x),
-            };
-            out.push(Forecast {
-                circuit: spec.name(),
-                qubits,
-                gpus: g,
-                precision,
-                fits_double_quest: fits(qubits, g, Precision::Double, Schedule::Quest, m),
-                fits_double_swap: fits(qubits, g, Precision::Double, Schedule::Swap, m),
-                fits_single_quest: fits(qubits, g, Precision::Single, Schedule::Quest, m),
-                fits_single_swap: fits(qubits, g, Precision::Single, Schedule::Swap, m),
-                bytes_per_gpu: bytes_per_gpu(&layout, Schedule::Quest),
-                projected_s: best.as_ref().filter(|_| fits_here).map(|b| b.0),
-                schedule: best.as_ref().filter(|_| fits_here).and_then(|b| b.1),
-                transport: best.as_ref().filter(|_| fits_here).and_then(|b| b.2.clone()),
-                speedup: speedup.filter(|_| fits_here),
-                verdict,
-                source: m.source.clone(),
-            });
+            out.push(Row { gpus: g, schedule, wire: wire.map(|w| w.0.clone()), at, nodes, fits, bytes, price });
         }
     }
     Ok(out)
 }
 
+fn gib(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / f64::powi(2.0, 30))
+}
+
+/// The forecast rows of every circuit, and each circuit's answer.
+pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer>)> {
+    let mut forecasts = Vec::new();
+    let mut answers = Vec::new();
+    for spec in ask.circuits {
+        let c = spec.build(ask.qubits)?;
+        // What every count is held against, whether or not -g names it: one
+        // rank, and the fastest of the counts asked.
+        let mut left_out = Vec::new();
+        let one = rows(&c, &Ask { gpus: &[1], ..ask.clone() }, m, &mut left_out)?
+            .into_iter()
+            .find(|r| r.fits)
+            .and_then(|r| r.price.ok())
+            .map(|p| p.seconds);
+        let rows = rows(&c, ask, m, &mut left_out)?;
+        let seconds = |r: &Row| r.price.as_ref().ok().filter(|_| r.fits).map(|p| p.seconds);
+        let best = rows.iter().filter_map(seconds).fold(f64::INFINITY, f64::min);
+        let best = best.is_finite().then_some(best);
+        let fc: Vec<Forecast> = rows
+            .iter()
+            .map(|r| {
+                let t = seconds(r);
+                let verdict = match (&r.price, r.fits, t, best) {
+                    (_, false, _, _) => {
+                        format!("does not fit: a GPU would hold {} of its {}", gib(r.bytes), gib(m.gpu_memory))
+                    }
+                    (Err(why), ..) => why.clone(),
+                    (Ok(_), true, Some(t), Some(b)) if t <= b => "fastest".into(),
+                    (Ok(_), true, Some(t), Some(b)) => format!("×{:.2} the fastest", t / b),
+                    _ => String::new(),
+                };
+                let price = r.price.as_ref().ok().filter(|_| r.fits);
+                Forecast {
+                    circuit: spec.name(),
+                    qubits: ask.qubits,
+                    gpus: r.gpus,
+                    precision: ask.precision,
+                    sharing: r.at.sharing,
+                    nodes: r.nodes,
+                    schedule: r.schedule,
+                    transport: r.wire.clone(),
+                    bytes_per_gpu: r.bytes,
+                    fits: r.fits,
+                    projected_s: t,
+                    terms: price
+                        .map(|p| p.terms.iter().map(|(n, s)| Share { name: n.to_string(), seconds: *s }).collect())
+                        .unwrap_or_default(),
+                    levels: price
+                        .map(|p| p.levels.iter().map(|(l, s)| Share { name: l.name().into(), seconds: *s }).collect())
+                        .unwrap_or_default(),
+                    vs_best: t.zip(best).map(|(t, b)| t / b),
+                    speedup: t.zip(one).filter(|_| r.gpus > 1).map(|(t, o)| o / t),
+                    verdict,
+                    source: m.source.clone(),
+                }
+            })
+            .collect();
+        let mut a = answer(&c, ask, &fc, m);
+        a.left_out = left_out;
+        answers.push(a);
+        forecasts.extend(fc);
+    }
+    Ok((forecasts, answers))
+}
+
+/// The fastest row of each count that has a price.
+fn best_per_count(rows: &[Forecast]) -> Vec<&Forecast> {
+    let mut counts: Vec<usize> = rows.iter().map(|r| r.gpus).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+        .into_iter()
+        .filter_map(|g| {
+            rows.iter()
+                .filter(|r| r.gpus == g && r.projected_s.is_some())
+                .min_by(|a, b| a.projected_s.unwrap_or(f64::MAX).total_cmp(&b.projected_s.unwrap_or(f64::MAX)))
+        })
+        .collect()
+}
+
+/// The share of a row's time spent across nodes.
+fn fabric_share(r: &Forecast) -> f64 {
+    let fabric: f64 = r.levels.iter().filter(|l| l.name == Level::Fabric.name()).map(|l| l.seconds).sum();
+    r.projected_s.map_or(0.0, |t| fabric / t)
+}
+
+/// One circuit's answer: the count to run on, in one line, with settings.
+fn answer(c: &Circuit, ask: &Ask, rows: &[Forecast], m: &Machine) -> PlanAnswer {
+    let name = format!("{}({})", c.name, ask.qubits);
+    let counts = best_per_count(rows);
+    let fastest = counts.iter().min_by(|a, b| a.projected_s.unwrap_or(0.0).total_cmp(&b.projected_s.unwrap_or(0.0)));
+    let one = counts.iter().find(|r| r.gpus == 1);
+    let mut parts: Vec<String> = Vec::new();
+    match (fastest, one) {
+        (None, _) => {
+            let largest = rows.iter().map(|r| r.gpus).max().unwrap_or(1);
+            parts.push(format!("{name} fits on none of these counts (up to {largest}): plan more GPUs"));
+        }
+        (Some(f), Some(o)) if f.gpus == 1 => {
+            let next = counts.iter().find(|r| r.gpus > 1);
+            parts.push(match next {
+                Some(n) => format!(
+                    "spreading {name} does not pay: one GPU is fastest, {} GPUs take ×{:.2} as long",
+                    n.gpus,
+                    n.projected_s.unwrap_or(0.0) / o.projected_s.unwrap_or(1.0)
+                ),
+                None => format!("{name} runs on one GPU"),
+            });
+        }
+        (Some(f), one) => {
+            let first_paying = counts.iter().find(|r| {
+                r.gpus > 1
+                    && one.is_none_or(|o| r.projected_s.unwrap_or(f64::MAX) * 1.05 < o.projected_s.unwrap_or(0.0))
+            });
+            match (one, first_paying) {
+                (Some(_), Some(p)) => parts.push(format!("spreading {name} pays from {} GPUs", p.gpus)),
+                (None, _) => {
+                    let least = counts.first().map_or(f.gpus, |r| r.gpus);
+                    parts.push(format!("{name} needs at least {least} GPUs for its memory"));
+                }
+                _ => {}
+            }
+            if let Some(prev) = counts.iter().rev().find(|r| r.gpus < f.gpus && r.gpus > 1) {
+                parts.push(format!(
+                    "{} is ×{:.2} faster than {}",
+                    f.gpus,
+                    prev.projected_s.unwrap_or(0.0) / f.projected_s.unwrap_or(1.0),
+                    prev.gpus
+                ));
+            }
+            if let Some(more) = counts.iter().find(|r| r.gpus > f.gpus) {
+                let why = if fabric_share(more) > 0.5 {
+                    format!("past {} the fabric takes {:.0}% of the time", f.gpus, 100.0 * fabric_share(more))
+                } else {
+                    format!(
+                        "{} take ×{:.2} as long",
+                        more.gpus,
+                        more.projected_s.unwrap_or(0.0) / f.projected_s.unwrap_or(1.0)
+                    )
+                };
+                parts.push(why);
+            }
+        }
+    }
+    let best = fastest.copied();
+    PlanAnswer {
+        circuit: c.name.clone(),
+        qubits: ask.qubits,
+        precision: ask.precision,
+        gpus: best.map(|b| b.gpus),
+        schedule: best.and_then(|b| b.schedule),
+        transport: best.and_then(|b| b.transport.clone()),
+        answer: parts.join("; "),
+        unknown: m.unknown.clone(),
+        left_out: Vec::new(),
+        settings: best.map(|b| settings::all(b, m)).unwrap_or_default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::exchange::model::{LevelRate, Rate};
 
     fn h200() -> Machine {
+        let node = LevelRate { level: Level::Node, rate: Rate { alpha_s: 20e-6, gbps: 370.0 }, sharing: 1 };
+        let fabric = LevelRate { level: Level::Fabric, rate: Rate { alpha_s: 25e-6, gbps: 45.0 }, sharing: 1 };
         Machine {
             source: "test".into(),
             gpu_memory: 141_000_000_000,
             gpus_per_node: 8,
-            hbm_gbps: 4200.0,
-            links: vec![Link { transport: "nccl".into(), node_gbps: Some(370.0), fabric_gbps: Some(45.0) }],
-            classes: None,
+            local: Rate { alpha_s: 10e-6, gbps: 4200.0 },
+            unknown: Vec::new(),
+            wires: vec![WireFigures {
+                name: "nccl".into(),
+                levels: vec![node, fabric],
+                piece_amps: Some(1 << 28),
+                overlaps: false,
+            }],
+            tables: Vec::new(),
         }
+    }
+
+    fn ask<'a>(qubits: u32, gpus: &'a [usize], precision: Precision, circuits: &'a [CircuitSpec]) -> Ask<'a> {
+        Ask { qubits, gpus, precision, circuits, schedules: &Schedule::ALL, wires: &[], sharing: 1 }
     }
 
     #[test]
     fn thirty_six_qubits_fit_on_eight_h200s_in_single_not_double() {
-        let rows =
-            forecast(36, &[1, 2, 4, 8], Precision::Double, &[CircuitSpec::Qft], &Schedule::ALL, &h200()).unwrap();
-        assert_eq!(rows.len(), 4);
-        // 2^36 amplitudes: 1 TiB in double, 512 GiB in single.
-        let fit = |g: usize| rows.iter().find(|r| r.gpus == g).unwrap();
-        assert!(!fit(1).fits_double_quest && !fit(1).fits_single_quest);
-        assert!(!fit(4).fits_double_swap && fit(8).fits_single_quest && !fit(8).fits_double_quest);
-        assert!(!fit(8).fits_double_swap && fit(8).fits_single_swap, "{:?}", fit(8));
-        assert!(rows.iter().all(|r| r.verdict.contains("does not fit") == r.projected_s.is_none()), "{rows:?}");
-        // 30 qubits on one GPU: about 480 memory-bound passes of 16 GiB.
-        let rows = forecast(30, &[1, 2], Precision::Double, &[CircuitSpec::Qft], &Schedule::ALL, &h200()).unwrap();
-        let one = rows[0].projected_s.unwrap();
-        assert!(one > 0.5 && one < 4.0, "{one}");
-        assert!(rows[1].speedup.is_some() && rows[1].transport.as_deref() == Some("nccl"));
-        // Without 1 among the counts, two GPUs are still held against one.
-        let two = forecast(30, &[2], Precision::Double, &[CircuitSpec::Qft], &Schedule::ALL, &h200()).unwrap();
-        assert_eq!(two[0].speedup, rows[1].speedup);
-        assert!(two[0].verdict.starts_with("spreading"), "{}", two[0].verdict);
+        let q = [CircuitSpec::Qft];
+        let (rows, answers) = forecast(&ask(36, &[1, 2, 4, 8], Precision::Double, &q), &h200()).unwrap();
+        // One row on one GPU, one per schedule on the others.
+        assert_eq!(rows.len(), 7);
+        assert!(rows.iter().all(|r| !r.fits && r.projected_s.is_none()), "{rows:?}");
+        assert!(answers[0].answer.contains("fits on none"), "{}", answers[0].answer);
+        let (rows, _) = forecast(&ask(36, &[8], Precision::Single, &q), &h200()).unwrap();
+        let fit = |s| rows.iter().find(|r| r.schedule == Some(s)).unwrap().fits;
+        assert!(fit(Schedule::Quest) && fit(Schedule::Swap));
     }
 
     #[test]
-    fn a_phase_moves_what_it_touches() {
-        let l = Layout::new(30, 1, Precision::Double).unwrap();
-        let chunk = l.chunk_bytes() as f64;
-        let p = num_complex::Complex64::new(0.0, 1.0);
-        assert_eq!(traffic(&Step::H(3), &l), 2.0 * chunk);
-        assert_eq!(traffic(&Step::Phase { qubits: vec![5, 4], phase: p }, &l), chunk / 2.0);
-        // Every other 16-byte amplitude: each 32-byte sector still moves.
-        assert_eq!(traffic(&Step::Phase { qubits: vec![5, 0], phase: p }, &l), chunk);
+    fn a_small_register_stays_on_one_gpu_and_a_large_one_spreads() {
+        let q = [CircuitSpec::Qft];
+        let (rows, answers) = forecast(&ask(14, &[1, 2, 4, 8], Precision::Double, &q), &h200()).unwrap();
+        assert!(answers[0].answer.starts_with("spreading qft(14) does not pay"), "{}", answers[0].answer);
+        assert_eq!(answers[0].gpus, Some(1));
+        assert!(rows.iter().all(|r| r.projected_s.is_some_and(|t| t > 0.0)), "{rows:?}");
+        let (_, answers) = forecast(&ask(32, &[1, 2, 4, 8], Precision::Double, &q), &h200()).unwrap();
+        assert!(answers[0].answer.starts_with("spreading qft(32) pays from 2 GPUs"), "{}", answers[0].answer);
+        // 38 qubits: one GPU cannot hold it; past a node the fabric dominates.
+        let (rows, answers) = forecast(&ask(38, &[8, 16, 32, 64, 128], Precision::Double, &q), &h200()).unwrap();
+        assert!(answers[0].answer.contains("needs at least"), "{}", answers[0].answer);
+        assert!(rows.iter().filter(|r| r.fits).all(|r| r.vs_best.is_some()), "{rows:?}");
+        assert!(rows.iter().any(|r| r.nodes > 1 && r.levels.iter().any(|l| l.name == "across nodes")), "{rows:?}");
+    }
+
+    #[test]
+    fn every_schedule_and_wire_asked_is_a_row() {
+        let q = [CircuitSpec::Qft];
+        let wires = ["nccl".to_string(), "p2p".to_string()];
+        let a = Ask { wires: &wires, ..ask(30, &[1, 2, 4], Precision::Double, &q) };
+        let (rows, _) = forecast(&a, &h200()).unwrap();
+        assert_eq!(rows.len(), 1 + 2 * 2 * 2);
+        let p2p: Vec<&Forecast> = rows.iter().filter(|r| r.transport.as_deref() == Some("p2p")).collect();
+        assert!(p2p.iter().all(|r| r.projected_s.is_none() && r.verdict.contains("no figure for p2p")), "{p2p:?}");
     }
 }

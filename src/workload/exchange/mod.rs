@@ -8,6 +8,7 @@ mod classes;
 pub mod compare;
 pub mod decision;
 pub mod forecast;
+pub mod model;
 pub mod plan;
 mod projection;
 pub mod run;

@@ -2,7 +2,7 @@
 //! GPU is touched.
 
 use super::decision::Against;
-use super::forecast::Machine;
+use super::model::Machine;
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
@@ -39,12 +39,22 @@ pub struct ExchangePlan {
     pub one_rank_too: bool,
     pub fault: Option<Fault>,
     /// `--plan`: measure nothing, project every count from these figures.
-    pub forecast: Option<Machine>,
+    pub forecast: Option<Forecasting>,
     /// What the verdict holds spread runs against besides this run.
     pub against: Against,
     /// The memory and wires asked for that this machine cannot run, with
     /// why: left out of the plan, named in the record.
     pub unavailable: Vec<Unavailable>,
+}
+
+/// What `--plan` prices from and what it prices.
+#[derive(Debug, Clone)]
+pub struct Forecasting {
+    pub machine: Machine,
+    /// The wires asked for by name; empty: every wire the machine has figures for.
+    pub wires: Vec<String>,
+    /// Ranks on each device (`--ranks-per-gpu`).
+    pub sharing: usize,
 }
 
 /// `qbench compare`.

@@ -9,6 +9,7 @@ use super::circuits;
 use super::classes::{self, Probe};
 use super::decision;
 use super::forecast;
+use super::model::Machine;
 use super::plan::{ExchangePlan, gpu_libraries};
 use super::projection::Table;
 use crate::error::{Error, Result};
@@ -191,6 +192,9 @@ fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRu
         decisions: Vec::new(),
         device_memory: None,
         forecasts: Vec::new(),
+        plans: Vec::new(),
+        plan_figures: None,
+        host_cores: plan.memories.contains(&Memory::Host).then(crate::host::cores),
         unavailable: plan.unavailable.clone(),
     };
     obs.started(&out);
@@ -220,19 +224,13 @@ fn exchange(
     obs: &mut dyn Observer<ExchangeRun>,
     out: &mut ExchangeRun,
 ) -> Result<()> {
-    if let Some(m) = &plan.forecast {
+    if let Some(f) = &plan.forecast {
         // --plan: nothing measured, every count projected.
         obs.begin(out);
-        out.device_memory = Some(m.gpu_memory);
+        out.device_memory = Some(f.machine.gpu_memory);
+        out.plan_figures = Some(Box::new(f.machine.figures()));
         for &n in &plan.qubits {
-            out.forecasts.extend(forecast::forecast(
-                n,
-                &plan.ngpus,
-                plan.precision,
-                &plan.circuits,
-                &plan.schedules,
-                m,
-            )?);
+            project(plan, out, n, &plan.ngpus, &f.wires, f.sharing, &f.machine)?;
         }
         return Ok(());
     }
@@ -302,7 +300,7 @@ fn exchange(
                 if out.kernels.is_none() {
                     out.kernels = reg.kernel_build();
                 }
-                if memory == Memory::Gpu {
+                if memory == Memory::Gpu || out.device_memory.is_none() {
                     out.device_memory = Some(reg.device_memory());
                 }
                 if !memory_of.iter().any(|(m, _)| *m == memory) {
@@ -345,21 +343,42 @@ fn exchange(
     }
     if !unmeasured.is_empty() {
         // The counts this node could not hold, projected from what it measured.
-        let m = forecast::Machine::of_runs(&[("this run".to_string(), out.clone())])?;
+        let m = Machine::of_runs(&[("this run".to_string(), out.clone())])?;
+        out.plan_figures = Some(Box::new(m.figures()));
+        let wires: Vec<String> = plan.wires_on(Memory::Gpu).iter().map(|w| w.name().to_string()).collect();
         for &n in &plan.qubits {
             let counts: Vec<usize> = unmeasured.iter().filter(|u| u.0 == n).map(|u| u.1).collect();
             if !counts.is_empty() {
-                out.forecasts.extend(forecast::forecast(
-                    n,
-                    &counts,
-                    plan.precision,
-                    &plan.circuits,
-                    &plan.schedules,
-                    &m,
-                )?);
+                project(plan, out, n, &counts, &wires, 1, &m)?;
             }
         }
     }
+    Ok(())
+}
+
+/// `n` qubits on each of `counts` ranks over `wires`, projected on `m`:
+/// the rows and each circuit's answer into the record.
+fn project(
+    plan: &ExchangePlan,
+    out: &mut ExchangeRun,
+    n: u32,
+    counts: &[usize],
+    wires: &[String],
+    sharing: usize,
+    m: &Machine,
+) -> Result<()> {
+    let ask = forecast::Ask {
+        qubits: n,
+        gpus: counts,
+        precision: plan.precision,
+        circuits: &plan.circuits,
+        schedules: &plan.schedules,
+        wires,
+        sharing,
+    };
+    let (rows, answers) = forecast::forecast(&ask, m)?;
+    out.forecasts.extend(rows);
+    out.plans.extend(answers);
     Ok(())
 }
 

@@ -1,0 +1,182 @@
+//! The plan for GPUs a user does not have, as text: per circuit a table of
+//! every count, schedule and wire priced (within 80 columns), the answer in
+//! one line, and the settings each simulator needs; every figure labelled
+//! projected with its source.
+
+use crate::record::exchange::{Figure, Forecast, PlanAnswer, PlanFigures};
+use std::fmt::Write;
+
+/// Text is wrapped to this width whatever the terminal: the plan's lines
+/// are read on 80 columns.
+const WIDTH: usize = 80;
+
+/// Seconds in the unit that shows three figures: s, ms or µs.
+pub fn seconds(t: f64) -> String {
+    let (v, unit) = if t >= 1.0 {
+        (t, "s")
+    } else if t >= 1e-3 {
+        (t * 1e3, "ms")
+    } else {
+        (t * 1e6, "µs")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
+}
+
+/// Bytes in the binary unit that shows them with one decimal.
+fn bytes(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", units[u]) }
+}
+
+/// One circuit's rows as a table.
+fn rows_table(rows: &[&Forecast]) -> String {
+    let cells = rows
+        .iter()
+        .map(|f| {
+            let time = match (f.projected_s, f.fits) {
+                (_, false) => "does not fit".to_string(),
+                (Some(t), true) => seconds(t),
+                (None, true) => "no figure".to_string(),
+            };
+            vec![
+                f.gpus.to_string(),
+                f.nodes.to_string(),
+                f.schedule.map_or("-".into(), |s| s.name().to_string()),
+                f.transport.clone().unwrap_or_else(|| "-".into()),
+                bytes(f.bytes_per_gpu),
+                time,
+                match f.vs_best {
+                    Some(x) if x <= 1.0 => "fastest".into(),
+                    Some(x) => format!("×{x:.2}"),
+                    None => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    let header = ["GPUs", "nodes", "schedule", "wire", "per GPU", "projected", "vs fastest"];
+    super::table(header.iter().map(|s| s.to_string()), cells).to_string()
+}
+
+/// The notes of rows that fit and have no price, once each; and the
+/// smallest count that fits, when some do not.
+fn notes(rows: &[&Forecast]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    // Per schedule, the largest count that does not fit says why.
+    let mut schedules: Vec<_> = rows.iter().map(|f| f.schedule).collect();
+    schedules.sort();
+    schedules.dedup();
+    for s in schedules {
+        if let Some(f) = rows.iter().rev().find(|f| !f.fits && f.schedule == s) {
+            let on = s.map_or(String::new(), |s| format!(", {} schedule", s.name()));
+            out.push(format!("{} GPU{} and fewer{on}: {}", f.gpus, if f.gpus == 1 { "" } else { "s" }, f.verdict));
+        }
+    }
+    for f in rows.iter().filter(|f| f.fits && f.projected_s.is_none()) {
+        let at = match (&f.schedule, &f.transport) {
+            (Some(s), Some(w)) => format!("{} GPUs, {} over {w}", f.gpus, s.name()),
+            _ => format!("{} GPU{}", f.gpus, if f.gpus == 1 { "" } else { "s" }),
+        };
+        let line = format!("{at}: {}", f.verdict);
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// An answer's settings, each simulator's lines under its name.
+fn settings(a: &PlanAnswer) -> String {
+    let mut s = String::new();
+    let Some(g) = a.gpus else { return s };
+    let how = match (&a.schedule, &a.transport) {
+        (Some(sch), Some(w)) => format!(", {} schedule over {w}", sch.name()),
+        _ => String::new(),
+    };
+    let _ = writeln!(s, "settings for {g} GPU{}{how} (rules: --json):", if g == 1 { "" } else { "s" });
+    for sim in &a.settings {
+        let mut lead = format!("  {:<19}", sim.simulator);
+        for line in &sim.lines {
+            let _ = writeln!(s, "{}", super::fit::hanging(&lead, line, Some(WIDTH)));
+            lead = " ".repeat(21);
+        }
+    }
+    s
+}
+
+/// The figures a plan priced from, one line each.
+fn figures(f: &PlanFigures) -> String {
+    let mut s =
+        format!("\n== priced from (per GPU: {} of memory, {} in a node):\n", bytes(f.gpu_memory), f.gpus_per_node);
+    let line = |x: &Figure, per: &str| {
+        format!("  {:<26} {} {per} + bytes at {:.0} GB/s\n", x.name, seconds(x.alpha_s), x.gbps)
+    };
+    s += &line(&f.local, "a step");
+    for w in &f.wires {
+        s += &line(w, "a message");
+    }
+    s
+}
+
+/// Every circuit's plan, in the order the forecasts hold them, after the
+/// figures it priced from.
+pub fn render(forecasts: &[Forecast], plans: &[PlanAnswer], from: Option<&PlanFigures>) -> String {
+    if forecasts.is_empty() {
+        return String::new();
+    }
+    let mut s = from.map(figures).unwrap_or_default();
+    let mut keys: Vec<(&str, u32)> = forecasts.iter().map(|f| (f.circuit.as_str(), f.qubits)).collect();
+    keys.dedup();
+    for (circuit, qubits) in keys {
+        let rows: Vec<&Forecast> = forecasts.iter().filter(|f| f.circuit == circuit && f.qubits == qubits).collect();
+        let precision = rows[0].precision.name();
+        let _ = write!(s, "\n== plan: {circuit}({qubits}), {precision} precision (projected)\n{}\n", rows_table(&rows));
+        for n in notes(&rows) {
+            let _ = writeln!(s, "{}", super::fit::hanging("  ", &n, Some(WIDTH)));
+        }
+        if let Some(a) = plans.iter().find(|a| a.circuit == circuit && a.qubits == qubits) {
+            let _ = writeln!(s, "{}", super::fit::hanging("answer: ", &a.answer, Some(WIDTH)));
+            for l in &a.left_out {
+                let _ = writeln!(s, "{}", super::fit::hanging("  left out: ", l, Some(WIDTH)));
+            }
+            for u in &a.unknown {
+                let _ = writeln!(s, "{}", super::fit::hanging("  not known, priced at nothing: ", u, Some(WIDTH)));
+            }
+            s += &settings(a);
+        }
+    }
+    let mut sources: Vec<&str> = forecasts.iter().map(|f| f.source.as_str()).collect();
+    sources.dedup();
+    for src in sources {
+        let text = format!("(every figure above is projected, not measured: from {src})");
+        for line in super::fit::words(&text, WIDTH) {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_show_three_figures_in_their_unit() {
+        assert_eq!(seconds(1.234), "1.23 s");
+        assert_eq!(seconds(0.0123), "12.3 ms");
+        assert_eq!(seconds(0.000_045_6), "45.6 µs");
+        assert_eq!(seconds(250.0), "250 s");
+    }
+}

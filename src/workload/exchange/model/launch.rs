@@ -1,0 +1,19 @@
+//! Every step launches its kernel and waits for it: α per step on its
+//! device, and ranks that share a device take turns on it.
+
+use super::{Machine, Part, Placement, Term, WireFigures};
+use crate::statevec::step::Step;
+
+pub struct Launch;
+
+impl Term for Launch {
+    fn name(&self) -> &'static str {
+        "launch"
+    }
+    fn part(&self) -> Part {
+        Part::Serial
+    }
+    fn seconds(&self, _step: &Step, at: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
+        Some(m.local.alpha_s * at.sharing as f64)
+    }
+}

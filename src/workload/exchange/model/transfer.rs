@@ -1,0 +1,38 @@
+//! Moving an exchange's message: α for each piece it is sent in plus its
+//! bytes over β, at the farthest level it crosses. Ranks that share a
+//! device share that level's link: a rate found with k of them on it gives
+//! each of k' ranks k/k' of it.
+
+use super::{Level, Machine, Part, Placement, Term, WireFigures};
+use crate::statevec::step::Step;
+
+pub struct Transfer;
+
+impl Term for Transfer {
+    fn name(&self) -> &'static str {
+        "transfer"
+    }
+    fn part(&self) -> Part {
+        Part::Transfer
+    }
+    fn seconds(&self, step: &Step, at: &Placement, _m: &Machine, wire: Option<&WireFigures>) -> Option<f64> {
+        if step.is_local() {
+            return Some(0.0);
+        }
+        let w = wire?;
+        let level = at.level(step);
+        let at_level = w.at(level)?;
+        let bytes = step.bytes(&at.layout) as f64;
+        let pieces = match w.piece_amps {
+            Some(a) => (bytes / (a * at.layout.precision.bytes()) as f64).ceil().max(1.0),
+            None => 1.0,
+        };
+        let share = match level {
+            Level::Device => at_level.sharing as f64 / at.sharing.max(1) as f64,
+            _ => 1.0,
+        };
+        let mut rate = at_level.rate;
+        rate.gbps *= share;
+        Some(rate.seconds(pieces, bytes))
+    }
+}
