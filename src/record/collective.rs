@@ -2,12 +2,12 @@
 //! resolved options, the devices, one row per size with its out-of-place
 //! and in-place cells. The nccl-tests table, JSON and CSV read it.
 
+use super::split::Split;
 use super::{Header, LibraryInfo, RankInfo, Streamed};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 use crate::units::Step;
-use crate::world::split::Split;
 use serde::{Deserialize, Serialize};
 
 pub const KIND: &str = "collective";

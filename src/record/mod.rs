@@ -11,6 +11,7 @@ pub mod copy;
 pub mod exchange;
 pub mod osu;
 pub mod rdma;
+pub mod split;
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};

@@ -6,8 +6,8 @@ use crate::dtype::RedOp;
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::record::collective::{Config, Register, TransportKind};
+use crate::record::split::Split;
 use crate::units::sweep;
-use crate::world::split::Split;
 
 /// `qbench <collective>`.
 #[derive(Debug, Clone)]
