@@ -87,6 +87,8 @@ impl Average {
 /// The options of a run, as resolved (defaults applied, "all" expanded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
+    /// The ranks the collective ran over (0 in a record stopped before its
+    /// transport opened).
     pub nranks: usize,
     pub nthreads: usize,
     pub ngpus: usize,
