@@ -1,6 +1,6 @@
 //! Progress on stderr while a long run works: the step the workload named
 //! (`interrupt::step`), the parts measured so far, the time elapsed and,
-//! where the run's record says how much is left, the time remaining. Drawn
+//! where the run or its record says how much is left, the time remaining. Drawn
 //! only when stderr is a terminal and `--quiet` is off, cleared before the
 //! table's last lines; stdout, pipes and files never see it.
 //!
@@ -29,7 +29,8 @@ pub trait Progressive: Streamed {
         "parts"
     }
     /// The work of every part of the run, in order, in units that take
-    /// about the same time each; None when the record cannot tell.
+    /// about the same time each, for a run that does not tell its observer
+    /// the sizes of its parts; None when the record cannot tell.
     fn plan(&self) -> Option<Vec<u64>> {
         None
     }
@@ -40,33 +41,10 @@ fn size_work(bytes: u64) -> u64 {
     bytes + (256 << 10)
 }
 
+/// The run tells its observer the sizes of its rows (`Observer::planned`).
 impl Progressive for CollectiveRun {
     fn noun(&self) -> &'static str {
         "sizes"
-    }
-    fn plan(&self) -> Option<Vec<u64>> {
-        let c = &self.config;
-        if c.run_cycles == 0 {
-            return None;
-        }
-        let max = self.max_bytes_reduced_to.unwrap_or(c.maxbytes);
-        let sizes = crate::units::sweep(c.minbytes.min(max), max, c.step).ok()?;
-        let kind = crate::workload::collective::Kind::from_command(&self.collective)?;
-        let spec = kind.spec();
-        let ops = match spec.op_use() {
-            crate::workload::collective::OpUse::Ignores => 1,
-            _ => c.ops.len(),
-        };
-        let roots = match (spec.rooted(), c.root) {
-            (false, _) => 1,
-            (true, -1) => c.nranks,
-            (true, _) => 1,
-        };
-        // The (type, op) pairs the transport left out do not run.
-        let pairs = (c.datatypes.len() * ops).saturating_sub(self.left_out.len());
-        let repeats = pairs * roots * c.run_cycles as usize;
-        let one: Vec<u64> = sizes.into_iter().map(size_work).collect();
-        Some(one.iter().copied().cycle().take(one.len() * repeats).collect())
     }
 }
 
@@ -212,10 +190,17 @@ impl<R: Progressive> Observer<R> for Progress<'_, R> {
         self.inner.started(run);
     }
 
+    fn planned(&mut self, sizes: &[u64]) {
+        if let Some(b) = &mut self.bar {
+            b.plan = Some(sizes.iter().copied().map(size_work).collect());
+        }
+        self.inner.planned(sizes);
+    }
+
     fn begin(&mut self, run: &R) {
         let Some(b) = &mut self.bar else { return self.inner.begin(run) };
         b.noun = run.noun();
-        b.plan = run.plan().filter(|p| !p.is_empty());
+        b.plan = b.plan.take().or_else(|| run.plan()).filter(|p| !p.is_empty());
         if let Some(p) = &b.plan {
             b.bar.set_length(p.iter().sum());
         }
@@ -247,20 +232,6 @@ impl<R: Progressive> Observer<R> for Progress<'_, R> {
 mod tests {
     use super::*;
     use crate::record::Quiet;
-
-    #[test]
-    fn a_collective_sweep_plans_every_size_of_every_type() {
-        let text = std::fs::read_to_string("results/h200x2-allreduce-all-types-ops.json").unwrap();
-        let crate::record::AnyRecord::Collective(run) = crate::record::parse(&text).unwrap() else { panic!() };
-        let plan = run.plan().unwrap();
-        assert_eq!(plan.len(), run.results.len());
-        let gather = std::fs::read_to_string("results/h200x2-allgather-all-types-ops.json").unwrap();
-        let crate::record::AnyRecord::Collective(run) = crate::record::parse(&gather).unwrap() else { panic!() };
-        assert_eq!(run.plan().unwrap().len(), run.results.len(), "all_gather ignores the ops");
-        let bcast = std::fs::read_to_string("results/h200x2-broadcast-all-types-ops.json").unwrap();
-        let crate::record::AnyRecord::Collective(run) = crate::record::parse(&bcast).unwrap() else { panic!() };
-        assert_eq!(run.plan().unwrap().len(), run.results.len(), "broadcast from every root");
-    }
 
     #[test]
     fn an_rdma_run_plans_every_size_of_every_test_on_every_connection() {

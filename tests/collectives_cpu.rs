@@ -5,6 +5,14 @@
 mod common;
 
 use common::{EVERY_TYPE_AND_OP, assert_clean, qbench, qbench_with, rows, stderr, stdout};
+use qbench::dtype::{DataType, RedOp};
+use qbench::record::Observer;
+use qbench::record::collective::{CollectiveRun, SizeRecord, TransportKind};
+use qbench::session::Session;
+use qbench::units::Step;
+use qbench::workload::Job;
+use qbench::workload::collective::Kind;
+use qbench::workload::collective::plan::{CollectivePlan, Options};
 
 #[test]
 fn allreduce_table_on_four_host_ranks() {
@@ -25,26 +33,12 @@ fn allreduce_table_on_four_host_ranks() {
     assert_eq!(text.matches("#  Rank ").count(), 4);
 }
 
-/// Every collective's subcommand.
-const COLLECTIVES: [&str; 11] = [
-    "allreduce",
-    "allgather",
-    "reducescatter",
-    "broadcast",
-    "reduce",
-    "alltoall",
-    "alltoallv",
-    "sendrecv",
-    "gather",
-    "scatter",
-    "hypercube",
-];
-
 #[test]
 fn every_collective_type_and_op_checks_clean() {
-    for coll in COLLECTIVES {
-        // hypercube takes power-of-two rank counts only.
-        for g in if coll == "hypercube" { &["2", "8"][..] } else { &["3", "4"] } {
+    for &kind in Kind::ALL {
+        let coll = kind.spec().command();
+        // Three ranks, and a power of two for those that take only those (hypercube).
+        for g in if kind.spec().fits(3).is_ok() { &["3", "4"][..] } else { &["2", "8"] } {
             let o = qbench(&[&[coll, "-g", g][..], &EVERY_TYPE_AND_OP].concat());
             assert!(o.status.success(), "{coll} -g {g}: {}", String::from_utf8_lossy(&o.stderr));
             let rows = rows(&o);
@@ -54,9 +48,51 @@ fn every_collective_type_and_op_checks_clean() {
     }
 }
 
+/// The sizes a sweep tells its observer before it begins (what progress
+/// counts on) are those of the rows it then measures: every type and op it
+/// runs, every root, every cycle.
+#[test]
+fn a_sweep_announces_the_rows_it_measures() {
+    #[derive(Default)]
+    struct Rows {
+        planned: Vec<u64>,
+        measured: Vec<u64>,
+    }
+    impl Observer<CollectiveRun> for Rows {
+        fn planned(&mut self, sizes: &[u64]) {
+            self.planned = sizes.to_vec();
+        }
+        fn part(&mut self, _run: &CollectiveRun, row: &SizeRecord) {
+            self.measured.push(row.size);
+        }
+    }
+    let session = Session::start(&[], None).unwrap();
+    for (kind, root) in [(Kind::AllReduce, 0), (Kind::AllGather, 0), (Kind::Broadcast, -1)] {
+        let options = Options {
+            ngpus: 4,
+            minbytes: 1 << 10,
+            maxbytes: 16 << 10,
+            step: Step::Factor(4),
+            iters: 2,
+            run_cycles: 2,
+            datatypes: DataType::parse("all").unwrap(),
+            ops: RedOp::parse("all").unwrap(),
+            root,
+            ..Options::default()
+        };
+        let plan = CollectivePlan::new(kind, TransportKind::Cpu, options, None).unwrap();
+        let mut rows = Rows::default();
+        let outcome = plan.run(&session, &mut rows);
+        assert!(outcome.error.is_none(), "{kind:?}: {:?}", outcome.error);
+        // Sizes of 1K and up over four ranks: every row moves its sweep size.
+        assert_eq!(rows.planned, rows.measured, "{kind:?}");
+        assert_eq!(rows.measured.len(), outcome.record.results.len(), "{kind:?}");
+    }
+}
+
 #[test]
 fn a_corrupted_element_is_counted_and_fails_the_run() {
-    for coll in COLLECTIVES {
+    for coll in Kind::ALL.iter().map(|k| k.spec().command()) {
         let o = qbench_with(
             &[coll, "--transport", "cpu", "-g", "2", "-b", "64K", "-e", "64K", "-r", "1"],
             &[("QBENCH_CORRUPT", "1:3")],

@@ -4,16 +4,7 @@
 
 mod common;
 
-use common::qbench_with;
-use std::process::Output;
-
-fn one_line_error(o: &Output, code: i32) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
-    assert_eq!(err.lines().count(), 1, "stderr: {err}");
-    assert!(err.starts_with("qbench: "), "stderr: {err}");
-    err
-}
+use common::{one_line_error, qbench_with};
 
 #[test]
 fn list_names_every_family_and_test() {

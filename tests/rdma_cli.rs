@@ -7,20 +7,12 @@
 
 mod common;
 
-use common::qbench;
+use common::{one_line_error, qbench};
 use qbench::rdma::oob::{self, Channel, Tcp};
 use qbench::rdma::plan::{Agreement, Sizes, Test, Timing};
 use std::net::TcpListener;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn one_line_error(o: &Output, code: i32) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
-    assert_eq!(err.lines().count(), 1, "stderr: {err}");
-    assert!(err.starts_with("qbench: "), "stderr: {err}");
-    err
-}
 
 fn has_rdma() -> bool {
     std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())

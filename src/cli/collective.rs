@@ -5,10 +5,10 @@
 use super::{OutputArgs, size_arg};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
-use crate::record::collective::{Average, Config, Register, TransportKind};
+use crate::record::collective::{Average, Register, TransportKind};
 use crate::units::Step;
 use crate::workload::collective::Kind;
-use crate::workload::collective::plan::CollectivePlan;
+use crate::workload::collective::plan::{CollectivePlan, Options};
 use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
 
 /// How the collectives are timed and checked, under each one's --help.
@@ -175,11 +175,17 @@ pub struct CollArgs {
 
 impl CollArgs {
     pub fn plan(&self, kind: Kind) -> Result<CollectivePlan> {
+        let options = self.options()?;
+        self.unhonoured()?;
+        CollectivePlan::new(kind, self.transport, options, CollectivePlan::fault_asked(kind)?)
+    }
+
+    /// The plan's options, as nccl-tests' letters give them.
+    fn options(&self) -> Result<Options> {
         if self.stepfactor == 0 {
             return Err(Error::Usage("step factor (-f) must be 1 (off) or more".into()));
         }
-        let config = Config {
-            nranks: (self.nthreads * self.ngpus) as usize,
+        Ok(Options {
             nthreads: self.nthreads as usize,
             ngpus: self.ngpus as usize,
             minbytes: self.minbytes,
@@ -206,9 +212,7 @@ impl CollArgs {
             memory_report: self.memory == 1,
             register: Register::from_code(self.local_register).unwrap_or_default(),
             cta_policy: self.cta_policy.map(i32::from),
-        };
-        self.unhonoured()?;
-        CollectivePlan::new(kind, self.transport, config, CollectivePlan::fault_asked(kind)?)
+        })
     }
 
     /// nccl-tests' options qbench takes but cannot honour at the value given:
@@ -227,5 +231,21 @@ impl CollArgs {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// The plan's default options are the subcommands' own.
+    #[test]
+    fn no_option_given_is_the_default_options() {
+        let Command::Collective(c) = Cli::try_parse_from(["qbench", "allreduce"]).unwrap().command else {
+            panic!("not a collective")
+        };
+        assert_eq!(c.args.options().unwrap(), Options::default());
     }
 }

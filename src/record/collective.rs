@@ -2,12 +2,12 @@
 //! resolved options, the devices, one row per size with its out-of-place
 //! and in-place cells. The nccl-tests table, JSON and CSV read it.
 
+use super::split::Split;
 use super::{Header, LibraryInfo, RankInfo, Streamed};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 use crate::units::Step;
-use crate::world::split::Split;
 use serde::{Deserialize, Serialize};
 
 pub const KIND: &str = "collective";
@@ -87,6 +87,8 @@ impl Average {
 /// The options of a run, as resolved (defaults applied, "all" expanded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
+    /// The ranks the collective ran over (0 in a record stopped before its
+    /// transport opened).
     pub nranks: usize,
     pub nthreads: usize,
     pub ngpus: usize,

@@ -11,6 +11,7 @@ pub mod copy;
 pub mod exchange;
 pub mod osu;
 pub mod rdma;
+pub mod split;
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -103,6 +104,10 @@ pub trait Observer<R: Streamed> {
     /// The run's record exists, nothing measured yet: a run stopped in its
     /// setup still leaves it behind.
     fn started(&mut self, _run: &R) {}
+    /// The bytes of every part the run will measure, in order, when the
+    /// run knows them before it begins (said just before [`Observer::begin`];
+    /// a run that repeats until stopped says nothing).
+    fn planned(&mut self, _sizes: &[u64]) {}
     /// The run's header and configuration are known.
     fn begin(&mut self, _run: &R) {}
     /// One part has been measured (and already pushed into the run).

@@ -27,6 +27,15 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The one line on stderr of a run that exits with `code`, "qbench: …".
+pub fn one_line_error(o: &Output, code: i32) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "stderr: {err}");
+    assert!(err.starts_with("qbench: "), "stderr: {err}");
+    err
+}
+
 /// The data rows of an nccl-tests table, split into columns.
 pub fn rows(o: &Output) -> Vec<Vec<String>> {
     String::from_utf8_lossy(&o.stdout)

@@ -3,16 +3,15 @@
 //! out-of-place bandwidth or time, every element checked.
 
 use super::{BadKey, Figure, Metric, Scope, StepKind, bytes, done, per_process};
-use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::record::Quiet;
-use crate::record::collective::{Average, Config, Register, TransportKind};
+use crate::record::collective::TransportKind;
 use crate::session::Session;
 use crate::units::Step;
 use crate::workload::Job;
 use crate::workload::collective::Kind;
-use crate::workload::collective::plan::CollectivePlan;
+use crate::workload::collective::plan::{CollectivePlan, Options};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,36 +41,18 @@ impl Keys {
         let kind = Kind::from_command(&self.collective)
             .ok_or_else(|| Error::Usage(format!("unknown collective '{}'", self.collective)))?;
         let size = bytes(&self.size)?;
-        let config = Config {
-            nranks: g,
-            nthreads: 1,
+        let defaults = Options::default();
+        let options = Options {
             ngpus: g,
             minbytes: size,
             maxbytes: size,
             step: Step::Bytes(0),
             warmup_iters: 5,
-            iters: self.iters.unwrap_or(20),
-            agg_iters: 1,
-            run_cycles: 1,
-            check: 1,
-            cudagraph: 0,
-            average: Average::Mean,
+            iters: self.iters.unwrap_or(defaults.iters),
             timeout_s: 120,
-            datatypes: vec![DataType::Float],
-            ops: vec![RedOp::Sum],
-            root: 0,
-            seed: crate::pattern::DEFAULT_SEED,
-            blocking: 0,
-            report_cputime: false,
-            report_timestamps: false,
-            unalign: 0,
-            per_iter_timing: false,
-            per_iter_skip: 0,
-            memory_report: false,
-            register: Register::None,
-            cta_policy: None,
+            ..defaults
         };
-        let mut plan = CollectivePlan::new(kind, self.transport()?, config, None)?;
+        let mut plan = CollectivePlan::new(kind, self.transport()?, options, None)?;
         plan.min_bw = None;
         Ok(plan)
     }

@@ -12,7 +12,7 @@ use crate::record::Quiet;
 use crate::record::collective::TransportKind;
 use crate::session::Session;
 use crate::workload::Job;
-use crate::world::split::Split;
+use crate::record::split::Split;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,7 +15,6 @@ use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::stats::Summary;
 use crate::transport::{Loop, Op, Timing, Transport};
-use crate::units::sweep;
 use crate::workload::Job;
 use crate::workload::collective::plan::CollectivePlan;
 use crate::workload::collective::{Kind, OpUse, Spec};
@@ -53,7 +52,8 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         program: plan.kind.program(),
         no_op_label: plan.kind.spec().no_op_label().into(),
         transport: plan.transport,
-        config: plan.config.clone(),
+        // The ranks are known once the transport has opened.
+        config: plan.options.config(0),
         library: None,
         nccl_env: std::env::vars().filter(|(k, _)| k.starts_with("NCCL_")).map(|(k, v)| format!("{k}={v}")).collect(),
         devices: Vec::new(),
@@ -80,10 +80,13 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
         let comm = joined.as_ref().map_or(world, |j| j.world.as_ref());
         let mut transport = open_transport(plan, comm)?;
         let mut bench = Bench::new(plan, transport.as_mut(), world, joined.as_ref(), &mut run)?;
+        if let Some(sizes) = bench.rows() {
+            obs.planned(&sizes);
+        }
         obs.begin(&run);
         let free_before = bench.transport.free_memory()?;
         bench.sweep(&mut run, obs)?;
-        if plan.config.memory_report {
+        if plan.options.memory_report {
             run.memory = bench.memory_use(&free_before)?;
         }
         Ok(())
@@ -95,7 +98,7 @@ fn run(plan: &CollectivePlan, session: &Session, obs: &mut dyn Observer<Collecti
 }
 
 fn open_transport<'w>(plan: &CollectivePlan, world: &'w dyn World) -> Result<Box<dyn Transport + 'w>> {
-    let (t, g) = (plan.config.nthreads, plan.config.ngpus);
+    let (t, g) = (plan.options.nthreads, plan.options.ngpus);
     Ok(match plan.transport {
         TransportKind::Cpu if world.size() == 1 => Box::new(crate::transport::cpu::Cpu::new(t * g)?),
         TransportKind::Cpu => {
@@ -113,7 +116,7 @@ fn open_transport<'w>(plan: &CollectivePlan, world: &'w dyn World) -> Result<Box
         TransportKind::Nccl => {
             let checks: Vec<&dyn crate::transport::Collective> =
                 Kind::ALL.iter().map(|k| k.spec() as &dyn crate::transport::Collective).collect();
-            let c = &plan.config;
+            let c = &plan.options;
             let options = crate::transport::nccl::Options {
                 timeout_s: c.timeout_s,
                 register: c.register,
@@ -133,7 +136,10 @@ struct Bench<'a> {
     world: &'a dyn World,
     /// Under a split, this process's communicator and its colour.
     group: Option<(&'a dyn World, usize)>,
+    /// The plan's sizes that the buffers hold.
     sizes: Vec<u64>,
+    /// -1 for a collective without a root; else the root asked, or every rank.
+    roots: Vec<i64>,
     /// The types and ops to run, in nccl-tests' order: those the transport
     /// can run of the ones asked for.
     runs: Vec<(DataType, Option<RedOp>)>,
@@ -151,7 +157,7 @@ fn runs(
     run: &mut CollectiveRun,
 ) -> Result<Vec<(DataType, Option<RedOp>)>> {
     let asked: Vec<(DataType, Option<RedOp>)> =
-        plan.config.datatypes.iter().flat_map(|&d| plan.ops().into_iter().map(move |o| (d, o))).collect();
+        plan.options.datatypes.iter().flat_map(|&d| plan.ops().into_iter().map(move |o| (d, o))).collect();
     let mut runs = Vec::new();
     let reduces = plan.kind.spec().op_use() == OpUse::Reduces;
     for &(dtype, op) in &asked {
@@ -188,30 +194,26 @@ impl<'a> Bench<'a> {
         joined: Option<&'a Joined>,
         run: &mut CollectiveRun,
     ) -> Result<Bench<'a>> {
-        let n = transport.nranks();
-        plan.kind.spec().fits(n)?;
-        plan.kind.spec().fits_sizes(n, plan.config.minbytes, plan.config.maxbytes)?;
+        let (n, o, spec) = (transport.nranks(), &plan.options, plan.kind.spec());
+        spec.fits(n)?;
+        spec.fits_sizes(n, o.minbytes, o.maxbytes)?;
         if let Some(Fault::Element { rank, .. }) = plan.fault
             && rank >= n
         {
             return Err(Error::Usage(format!("{} names rank {rank} but the run has {n} ranks", crate::fault::VAR)));
         }
-        if plan.config.root >= n as i64 {
-            return Err(Error::Usage(format!("invalid root {} (-r): the run has {n} ranks", plan.config.root)));
+        if o.root >= n as i64 {
+            return Err(Error::Usage(format!("invalid root {} (-r): the run has {n} ranks", o.root)));
         }
-        let (mut min, mut max) = (plan.config.minbytes, plan.config.maxbytes);
-        let limit = world.min_u64(transport.buffer_limit());
-        if max > limit {
-            max = limit;
-            min = min.min(max);
+        // nccl-tests' "Reducing maxBytes": the buffers every rank can hold.
+        let max = o.maxbytes.min(world.min_u64(transport.buffer_limit()));
+        if max < o.maxbytes {
             run.max_bytes_reduced_to = Some(max);
         }
-        let sizes = sweep(min, max, plan.config.step)?;
+        let sizes = plan.sizes_within(max);
         if let Some(Fault::Element { rank, index }) = plan.fault {
-            let spec = plan.kind.spec();
             // What the named rank receives (alltoallv's ranks differ).
-            let most = plan
-                .config
+            let most = o
                 .datatypes
                 .iter()
                 .map(|&d| spec.received(&spec.counts(max / d.size() as u64, d, n as u64), d, rank, n))
@@ -244,21 +246,26 @@ impl<'a> Bench<'a> {
         run.devices = world::all_ranks(world, &mine)?;
         let group = joined.map(|j| (j.world.as_ref(), j.colour));
         let runs = runs(plan, &*transport, world, run)?;
-        Ok(Bench { plan, spec: plan.kind.spec(), transport, world, group, sizes, runs })
+        let roots = match (spec.rooted(), o.root) {
+            (false, _) => vec![-1],
+            (true, -1) => (0..n as i64).collect(),
+            (true, root) => vec![root],
+        };
+        Ok(Bench { plan, spec, transport, world, group, sizes, roots, runs })
+    }
+
+    /// The size of every row the sweep will measure, in order; None when
+    /// it repeats until interrupted (-N 0).
+    fn rows(&self) -> Option<Vec<u64>> {
+        let cycles = self.plan.options.run_cycles as usize;
+        let repeats = self.runs.len() * self.roots.len() * cycles;
+        (cycles > 0).then(|| self.sizes.iter().copied().cycle().take(self.sizes.len() * repeats).collect())
     }
 
     fn sweep(&mut self, run: &mut CollectiveRun, obs: &mut dyn Observer<CollectiveRun>) -> Result<()> {
-        let n = self.transport.nranks();
-        let cfg = &self.plan.config;
-        let roots: Vec<i64> = if !self.spec.rooted() {
-            vec![-1]
-        } else if cfg.root == -1 {
-            (0..n as i64).collect()
-        } else {
-            vec![cfg.root]
-        };
+        let cfg = &self.plan.options;
         for (dtype, op) in self.runs.clone() {
-            for &root in &roots {
+            for root in self.roots.clone() {
                 self.warm_up(dtype, op, root)?;
                 let mut cycle = 0;
                 // -N 0 repeats until interrupted.
@@ -312,8 +319,8 @@ impl<'a> Bench<'a> {
             root: root.max(0) as usize,
             counts,
             in_place: false,
-            agg: self.plan.config.agg_iters,
-            pattern: Pattern::new(self.plan.config.seed, dtype, reduces.then_some(redop), n),
+            agg: self.plan.options.agg_iters,
+            pattern: Pattern::new(self.plan.options.seed, dtype, reduces.then_some(redop), n),
         }
     }
 
@@ -324,7 +331,7 @@ impl<'a> Bench<'a> {
         interrupt::step(format!("{} warm-up", self.spec.name()));
         for &size in &self.sizes.clone() {
             let o = self.op(size, dtype, op, root);
-            for _ in 0..self.plan.config.warmup_iters {
+            for _ in 0..self.plan.options.warmup_iters {
                 // Untimed: the processes may agree before every operation.
                 world::check_interrupt(self.world)?;
                 self.transport.run_once(&o)?;
@@ -337,7 +344,7 @@ impl<'a> Bench<'a> {
     /// process's communicator.
     fn cell(&mut self, op: &Op) -> Result<(Cell, Option<Cell>)> {
         world::check_interrupt(self.world)?;
-        let cfg = &self.plan.config;
+        let cfg = &self.plan.options;
         self.transport.fill(op)?;
         let l = Loop { warmup: cfg.warmup_iters, iters: cfg.iters, graph: cfg.cudagraph, blocking: cfg.blocking };
         let timing = self.transport.time(op, &l, self.world)?;
@@ -350,7 +357,7 @@ impl<'a> Bench<'a> {
 
     /// A cell from this process's timing combined over the processes of `over`.
     fn combine(&self, op: &Op, over: &dyn World, timing: &Timing, wrong: Option<u64>) -> Cell {
-        let cfg = &self.plan.config;
+        let cfg = &self.plan.options;
         let seconds = cfg.average.reduce(&world::gather_f64(over, &timing.per_thread));
         let cpu_seconds = cfg.average.reduce(&world::gather_f64(over, &timing.cpu_per_thread));
         let iterations = over.max_f64(&timing.iterations);
@@ -372,7 +379,7 @@ impl<'a> Bench<'a> {
     /// -I's figures of the job's iterations, with each process's own series
     /// when there are several (gathered from every process of `over`).
     fn per_iter(&self, over: &dyn World, timing: &Timing, micros: &[f64]) -> Option<PerIter> {
-        let mut p = PerIter::of(micros, self.plan.config.per_iter_skip)?;
+        let mut p = PerIter::of(micros, self.plan.options.per_iter_skip)?;
         if over.size() > 1 {
             let all = world::gather_f64(over, &timing.iterations);
             let n = timing.iterations.len().max(1);
@@ -419,7 +426,7 @@ impl<'a> Bench<'a> {
     /// communicator (the same without a split).
     fn validate(&mut self, op: &Op) -> Result<(u64, u64)> {
         let mut wrong = (0, 0);
-        for _ in 0..self.plan.config.check {
+        for _ in 0..self.plan.options.check {
             self.transport.fill(op)?;
             self.transport.run_once(op)?;
             if let Some(Fault::Element { rank, index }) = self.plan.fault {
