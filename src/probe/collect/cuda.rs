@@ -2,7 +2,7 @@
 //! included, will see. Asked only on a live run, and only once the library
 //! is known to load (cudarc panics when it does not).
 
-use super::gpu::normalize_bus_id;
+use super::gpu_link::normalize_bus_id;
 use super::sysfs::Known;
 use crate::libs::Library;
 use cudarc::driver::result::{self, DriverError};
