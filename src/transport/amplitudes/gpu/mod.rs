@@ -24,9 +24,7 @@ use crate::statevec::layout::{Layout, Precision, SLOW_PARTNER_BYTES};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
 use crate::world::World;
-use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result,
-};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg};
 use num_complex::Complex64;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -254,12 +252,10 @@ impl<'w> GpuRegister<'w> {
             // the legacy stream (two processes on one GPU read half-written
             // tables). A pageable source is staged before the call returns,
             // so `lo` and `hi` may go at the end of this function.
-            // SAFETY: each destination holds exactly the bytes copied.
-            unsafe {
-                let s = r.gpu.stream.cu_stream();
-                result::memcpy_htod_async(dl.ptr(), &lo, s).map_err(cuda_err("uploading a table"))?;
-                result::memcpy_htod_async(dh.ptr(), &hi, s).map_err(cuda_err("uploading a table"))?;
-            }
+            // Each destination holds exactly the bytes copied.
+            let s = &r.gpu.stream;
+            gpu::copy::to_device_queued(dl.ptr(), &lo, s).map_err(cuda_err("uploading a table"))?;
+            gpu::copy::to_device_queued(dh.ptr(), &hi, s).map_err(cuda_err("uploading a table"))?;
             out.push((dl, dh));
         }
         Ok((split, out))
@@ -372,20 +368,16 @@ fn record(stream: &Arc<CudaStream>, timing: bool) -> Result<CudaEvent> {
 
 fn copy_d2h(host: *mut u8, src: u64, len: u64, stream: &Arc<CudaStream>) -> Result<()> {
     stream.context().bind_to_thread().map_err(cuda_err("binding a context"))?;
-    // SAFETY: `host` is pinned memory of at least `len` bytes and `src..src+len`
-    // lies in a device buffer of this stream's GPU.
-    unsafe { cudarc::driver::sys::cuMemcpyDtoHAsync_v2(host as *mut _, src, len as usize, stream.cu_stream()) }
-        .result()
-        .map_err(cuda_err("copying device to host"))
+    // SAFETY: `host` is a slot of a stage of at least `len` bytes, held by
+    // the register until its streams are idle; `src..src+len` lies in a
+    // device buffer of this stream's GPU.
+    unsafe { gpu::copy::device_to_host(host, src, len as usize, stream) }.map_err(cuda_err("copying device to host"))
 }
 
 fn copy_h2d(dst: u64, host: *const u8, len: u64, stream: &Arc<CudaStream>) -> Result<()> {
     stream.context().bind_to_thread().map_err(cuda_err("binding a context"))?;
-    // SAFETY: `host` is pinned memory of at least `len` bytes and `dst..dst+len`
-    // lies in a device buffer of this stream's GPU.
-    unsafe { cudarc::driver::sys::cuMemcpyHtoDAsync_v2(dst, host as *const _, len as usize, stream.cu_stream()) }
-        .result()
-        .map_err(cuda_err("copying host to device"))
+    // SAFETY: as in `copy_d2h`, the other way.
+    unsafe { gpu::copy::host_to_device(dst, host, len as usize, stream) }.map_err(cuda_err("copying host to device"))
 }
 
 impl GpuRegister<'_> {
@@ -482,13 +474,11 @@ impl GpuRegister<'_> {
         match l {
             Launch::Copy { to, from, bytes } => {
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: both ranges lie in this rank's allocation (chunk and
-                // exchange buffer, each `chunk` bytes; the callers copy at most
-                // a chunk between them) and do not overlap.
-                unsafe {
-                    result::memcpy_dtod_async(r.state + to, r.state + from, *bytes as usize, r.gpu.stream.cu_stream())
-                }
-                .map_err(cuda_err("copying within a GPU"))
+                // Both ranges lie in this rank's allocation (chunk and
+                // exchange buffer, each `chunk` bytes; the callers copy at
+                // most a chunk between them) and do not overlap.
+                gpu::copy::within_device(r.state + to, r.state + from, *bytes as usize, &r.gpu.stream)
+                    .map_err(cuda_err("copying within a GPU"))
             }
             Launch::Kernel { kind, cfg, args } => {
                 let name = self.fname(kind);
@@ -607,12 +597,13 @@ impl Register for GpuRegister<'_> {
         self.sync_all()?;
         let mut total = 0;
         for r in &self.ranks {
-            let mut w = [0u64; 1];
+            let mut w = 0u64;
             r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-            // SAFETY: the counter is one u64 written by the check kernel,
-            // which the sync above waited for.
-            unsafe { result::memcpy_dtoh_sync(&mut w, r.wrong.ptr()) }.map_err(cuda_err("reading a count"))?;
-            total += w[0];
+            // The counter is one u64 written by the check kernel, which the
+            // sync above waited for.
+            gpu::copy::from_device(bytemuck::bytes_of_mut(&mut w), r.wrong.ptr())
+                .map_err(cuda_err("reading a count"))?;
+            total += w;
         }
         Ok(self.world.sum_u64(total))
     }
@@ -639,9 +630,8 @@ impl Register for GpuRegister<'_> {
         self.span(|me| {
             for r in &me.ranks {
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: both buffers hold `xbuf_bytes` on this GPU.
-                unsafe { result::memcpy_dtod_async(r.xbuf, r.state, bytes, r.gpu.stream.cu_stream()) }
-                    .map_err(cuda_err("copying a chunk"))?;
+                // Both buffers hold `xbuf_bytes` on this GPU.
+                gpu::copy::within_device(r.xbuf, r.state, bytes, &r.gpu.stream).map_err(cuda_err("copying a chunk"))?;
             }
             Ok(())
         })
