@@ -92,75 +92,14 @@ impl<'w> GpuRegister<'w> {
             )));
         }
         let (gpus, sharing) = gpu::open_local_gpus_shared(local, world)?;
-        let chunk = layout.chunk_bytes();
-        // One GPU holds the whole register and exchanges nothing: its
-        // second buffer only serves the copy reference, as large as fits.
-        let mut xbuf_bytes = chunk;
-        for g in &gpus {
-            let free = g.free_mem()?;
-            let (need, what) = if layout.ranks() > 1 {
-                (2 * chunk, "chunk and exchange buffer")
-            } else {
-                (chunk, "the whole state vector")
-            };
-            // Processes sharing a GPU each need their part of it.
-            if need * sharing as u64 + (1 << 30) > free {
-                return Err(Error::Usage(format!(
-                    "{} qubits over {} GPU{} need {} per GPU ({what}) but GPU {} has {} free: use fewer qubits or more GPUs",
-                    layout.qubits,
-                    layout.ranks(),
-                    if layout.ranks() > 1 { "s" } else { "" },
-                    crate::units::format_size(need),
-                    g.ordinal,
-                    crate::units::format_size(free)
-                )));
-            }
-            if layout.ranks() == 1 && 2 * chunk + (1 << 30) > free {
-                xbuf_bytes = chunk.min(1 << 30);
-            }
-        }
+        let xbuf_bytes = exchange_buffer_bytes(&layout, &gpus, sharing)?;
         let shared = (sharing > 1).then(|| {
             format!("{sharing} ranks share each GPU of this node (more processes than GPUs): NCCL needs a GPU per rank")
         });
         let comms = if nccl && shared.is_none() { Some(Communicators::new(&gpus, world, None)?) } else { None };
         let first_rank = world.rank() * local;
-        let p = layout.precision.name();
-        let names: Vec<String> =
-            KINDS.iter().map(|k| format!("sv_{k}_{p}")).chain(std::iter::once("sv_copy16".to_string())).collect();
-        let mut ranks = Vec::with_capacity(local);
-        let mut info = Vec::with_capacity(local);
-        for (i, gpu) in gpus.into_iter().enumerate() {
-            info.push(gpu.rank_info(first_rank + i));
-            let kernels = load(&gpu, "kernels/statevec.cu", include_str!("../../../../kernels/statevec.cu"), &names)?;
-            let new_stream = || gpu.ctx.new_stream().map_err(cuda_err("creating a stream"));
-            // Whole pages: an adapter registers (dma-buf exports) whole pages.
-            let mem = gpu.alloc((chunk + xbuf_bytes).next_multiple_of(4096))?;
-            ranks.push(GpuRank {
-                d2h: new_stream()?,
-                h2d: new_stream()?,
-                state: mem.ptr(),
-                xbuf: mem.ptr() + chunk,
-                mem,
-                wrong: gpu.alloc(8)?,
-                kernels,
-                gpu,
-            });
-        }
-        let no_peer = if world.size() > 1 {
-            Some(
-                "partners are in different processes: peer copies need every GPU in one process (use -g, not mpirun)"
-                    .into(),
-            )
-        } else if local < 2 {
-            Some("needs two GPUs".into())
-        } else {
-            (0..local).find_map(|r| {
-                let p = layout.partner(r, layout.qubits - 1);
-                gpu::enable_peer(&ranks[r].gpu, &ranks[p].gpu)
-                    .and_then(|_| gpu::enable_peer(&ranks[p].gpu, &ranks[r].gpu))
-                    .err()
-            })
-        };
+        let (ranks, info) = open_ranks(&layout, gpus, first_rank, xbuf_bytes)?;
+        let no_peer = peer_access(&layout, world, &ranks);
         Ok(GpuRegister {
             kept: Kept::default(),
             comms,
@@ -350,6 +289,94 @@ impl<'w> GpuRegister<'w> {
 
     pub(super) fn sync_all(&mut self) -> Result<()> {
         self.sync_streams(|r| &r.gpu.stream)
+    }
+}
+
+/// Bytes of each rank's exchange buffer: a chunk, or on one GPU (which
+/// exchanges nothing, its second buffer only serving the copy reference)
+/// as large as fits; or why the GPUs, each shared by `sharing` processes,
+/// cannot hold the register.
+fn exchange_buffer_bytes(layout: &Layout, gpus: &[Gpu], sharing: usize) -> Result<u64> {
+    let chunk = layout.chunk_bytes();
+    let mut xbuf_bytes = chunk;
+    for g in gpus {
+        let free = g.free_mem()?;
+        let (need, what) = if layout.ranks() > 1 {
+            (2 * chunk, "chunk and exchange buffer")
+        } else {
+            (chunk, "the whole state vector")
+        };
+        // Processes sharing a GPU each need their part of it.
+        if need * sharing as u64 + (1 << 30) > free {
+            return Err(Error::Usage(format!(
+                "{} qubits over {} GPU{} need {} per GPU ({what}) but GPU {} has {} free: use fewer qubits or more GPUs",
+                layout.qubits,
+                layout.ranks(),
+                if layout.ranks() > 1 { "s" } else { "" },
+                crate::units::format_size(need),
+                g.ordinal,
+                crate::units::format_size(free)
+            )));
+        }
+        if layout.ranks() == 1 && 2 * chunk + (1 << 30) > free {
+            xbuf_bytes = chunk.min(1 << 30);
+        }
+    }
+    Ok(xbuf_bytes)
+}
+
+/// Each GPU as a rank from `first_rank` on: its kernels, its two copy
+/// streams, its chunk and exchange buffer in one allocation, its counter;
+/// and the ranks' `# Using devices` lines.
+fn open_ranks(
+    layout: &Layout,
+    gpus: Vec<Gpu>,
+    first_rank: usize,
+    xbuf_bytes: u64,
+) -> Result<(Vec<GpuRank>, Vec<RankInfo>)> {
+    let chunk = layout.chunk_bytes();
+    let p = layout.precision.name();
+    let names: Vec<String> =
+        KINDS.iter().map(|k| format!("sv_{k}_{p}")).chain(std::iter::once("sv_copy16".to_string())).collect();
+    let mut ranks = Vec::with_capacity(gpus.len());
+    let mut info = Vec::with_capacity(gpus.len());
+    for (i, gpu) in gpus.into_iter().enumerate() {
+        info.push(gpu.rank_info(first_rank + i));
+        let kernels = load(&gpu, "kernels/statevec.cu", include_str!("../../../../kernels/statevec.cu"), &names)?;
+        let new_stream = || gpu.ctx.new_stream().map_err(cuda_err("creating a stream"));
+        // Whole pages: an adapter registers (dma-buf exports) whole pages.
+        let mem = gpu.alloc((chunk + xbuf_bytes).next_multiple_of(4096))?;
+        ranks.push(GpuRank {
+            d2h: new_stream()?,
+            h2d: new_stream()?,
+            state: mem.ptr(),
+            xbuf: mem.ptr() + chunk,
+            mem,
+            wrong: gpu.alloc(8)?,
+            kernels,
+            gpu,
+        });
+    }
+    Ok((ranks, info))
+}
+
+/// Why the ranks cannot reach their partners' memory for the top qubit's
+/// exchange, if they cannot; peer access turned on where they can.
+fn peer_access(layout: &Layout, world: &dyn World, ranks: &[GpuRank]) -> Option<String> {
+    if world.size() > 1 {
+        Some(
+            "partners are in different processes: peer copies need every GPU in one process (use -g, not mpirun)"
+                .into(),
+        )
+    } else if ranks.len() < 2 {
+        Some("needs two GPUs".into())
+    } else {
+        (0..ranks.len()).find_map(|r| {
+            let p = layout.partner(r, layout.qubits - 1);
+            gpu::enable_peer(&ranks[r].gpu, &ranks[p].gpu)
+                .and_then(|_| gpu::enable_peer(&ranks[p].gpu, &ranks[r].gpu))
+                .err()
+        })
     }
 }
 
