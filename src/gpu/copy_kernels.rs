@@ -1,9 +1,9 @@
-//! The kernels of kernels/copy.cu in one GPU's context, each launched by a
-//! safe function that pushes its argument list: the copy of the copy
-//! engines' tests by SMs, the fill and the check of the seeded data, the
-//! hold kernel that keeps a stream waiting on a host flag, and the pointer
-//! chase. Device memory is given by address, each range inside a live
-//! buffer of the caller's, as the copies of `copy.rs` take it.
+//! The kernels of kernels/copy.cu (`qbench copy`'s) in one GPU's context,
+//! each launched by a safe function that pushes its argument list: the
+//! copy by SMs, the fill and the check of the seeded data, the hold kernel
+//! that keeps a stream waiting on a host flag, and the pointer chase.
+//! Device memory is given by address, each range inside a live buffer of
+//! the caller's, as the copies of `copy.rs` take it.
 
 use super::{Gpu, cuda_err, kernels};
 use crate::error::{Error, Result};
