@@ -1,9 +1,20 @@
-//! A thin layer over cudarc's driver API for the GPU transports: the GPUs of
-//! this process with their identity, device buffers addressed by raw
-//! pointers, CUDA errors as qbench errors, and waiting on events with a
-//! deadline.
+//! A thin layer over cudarc's driver API, below the workloads and the
+//! transports: the GPUs of this process with their identity, CUDA errors as
+//! qbench errors, and waiting on events with a deadline; the memory the
+//! driver allocates (`memory.rs`), its copies (`copy.rs`), its questions
+//! about devices (`driver.rs`), gdrcopy's CPU mappings (`gdrcopy/`), the
+//! kernels (`kernels.rs`) and the launches of the copy test's kernels
+//! (`copy_kernels.rs`). Each raw call sits in one small function there,
+//! with its invariant, so that the layers above call safe functions.
 
+pub mod copy;
+pub mod copy_kernels;
+pub mod driver;
+pub mod gdrcopy;
 pub mod kernels;
+pub mod memory;
+
+pub use memory::{DeviceBuffer, Pinned};
 
 use crate::error::{Error, Result};
 use crate::libs::{self, Library};
@@ -136,12 +147,9 @@ impl Gpu {
     /// An uninitialised device buffer of `bytes` bytes.
     pub fn alloc(&self, bytes: u64) -> Result<DeviceBuffer> {
         self.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-        // SAFETY: cuMemAlloc returns a fresh allocation or fails; callers
-        // write the buffer (fill or poison) before reading it.
-        let ptr = unsafe { result::malloc_sync(bytes.max(1) as usize) }.map_err(|e| {
+        DeviceBuffer::new(&self.ctx, bytes as usize).map_err(|e| {
             cuda_err(format!("allocating {} on GPU {}", crate::units::format_size(bytes), self.ordinal))(e)
-        })?;
-        Ok(DeviceBuffer { ptr, ctx: self.ctx.clone() })
+        })
     }
 
     /// An event that records time.
@@ -161,43 +169,6 @@ impl Gpu {
         // (callers pass offsets within their own buffers).
         unsafe { result::memset_d8_async(ptr, value, len as usize, self.stream.cu_stream()) }
             .map_err(cuda_err("setting device memory"))
-    }
-}
-
-/// Device memory from cuMemAlloc (not a stream-ordered pool: peers and
-/// NCCL reach it once peer access is on), freed on drop.
-pub struct DeviceBuffer {
-    ptr: u64,
-    ctx: Arc<CudaContext>,
-}
-
-impl DeviceBuffer {
-    /// The device address.
-    pub fn ptr(&self) -> u64 {
-        self.ptr
-    }
-
-    /// Copies `bytes` to the start of the buffer, waiting for the copy.
-    pub fn upload(&self, bytes: &[u8]) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-        // SAFETY: callers size the buffer for `bytes`; the copy is synchronous.
-        unsafe { result::memcpy_htod_sync(self.ptr, bytes) }.map_err(cuda_err("copying to the GPU"))
-    }
-
-    /// Copies the start of the buffer into `out`, waiting for the copy.
-    pub fn download(&self, out: &mut [u8]) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-        // SAFETY: callers size the buffer for `out`; the copy is synchronous.
-        unsafe { result::memcpy_dtoh_sync(out, self.ptr) }.map_err(cuda_err("copying from the GPU"))
-    }
-}
-
-impl Drop for DeviceBuffer {
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: `ptr` came from cuMemAlloc in this context and is freed
-        // once; every user synchronised its streams before dropping it.
-        let _ = unsafe { result::free_sync(self.ptr) };
     }
 }
 
@@ -268,55 +239,11 @@ pub fn wait_streams(
     })
 }
 
-/// Page-locked host memory, visible to every context (portable), freed on drop.
-pub struct Pinned {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the allocation is plain memory owned by this value; access goes
-// through &self/&mut self, so Rust's borrow rules order it.
-unsafe impl Send for Pinned {}
-// SAFETY: as for Send: shared access only reads through &self.
-unsafe impl Sync for Pinned {}
-
-impl Pinned {
-    pub fn new(gpu: &Gpu, len: usize) -> Result<Pinned> {
-        gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-        const PORTABLE: u32 = 1; // CU_MEMHOSTALLOC_PORTABLE
-        // SAFETY: cuMemHostAlloc returns `len` bytes of host memory or fails.
-        let ptr = unsafe { result::malloc_host(len.max(1), PORTABLE) }
-            .map_err(cuda_err(format!("allocating {} of pinned host memory", crate::units::format_size(len as u64))))?;
-        Ok(Pinned { ptr: ptr as *mut u8, len })
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` holds `len` initialised-or-not bytes that we own; u8
-        // has no invalid values.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
-    /// The address the copy engines read or write.
-    pub fn addr(&self) -> *mut u8 {
-        self.ptr
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` came from cuMemHostAlloc and is freed once.
-        let _ = unsafe { result::free_host(self.ptr as *mut std::ffi::c_void) };
-    }
-}
-
 /// Enables direct access from `from`'s kernels and copies to `to`'s memory,
 /// or says why it is not possible.
 pub fn enable_peer(from: &Gpu, to: &Gpu) -> std::result::Result<(), String> {
     use cudarc::driver::sys;
-    let mut can = 0;
-    // SAFETY: plain query with valid device handles and an out-pointer.
-    let r = unsafe { sys::cuDeviceCanAccessPeer(&mut can, from.ctx.cu_device(), to.ctx.cu_device()) };
-    if r != sys::CUresult::CUDA_SUCCESS || can == 0 {
+    if !matches!(driver::can_access_peer(from.ctx.cu_device(), to.ctx.cu_device()), Ok(true)) {
         return Err(format!(
             "GPU {} cannot reach GPU {}'s memory (no NVLink or PCIe peer path, see nvidia-smi topo -m)",
             from.ordinal, to.ordinal
@@ -329,30 +256,4 @@ pub fn enable_peer(from: &Gpu, to: &Gpu) -> std::result::Result<(), String> {
         sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
         e => Err(format!("enabling peer access from GPU {} to GPU {} failed: {e:?}", from.ordinal, to.ordinal)),
     }
-}
-
-/// `len` bytes of `ctx`'s GPU memory from `addr` (host-page aligned, inside
-/// one allocation) exported by the driver as a dma-buf file descriptor
-/// (cuMemGetHandleForAddressRange), for an adapter to register or the CPU
-/// to map; Err is the driver's refusal.
-pub fn export_dma_buf(ctx: &CudaContext, addr: u64, len: usize) -> Result<std::os::fd::OwnedFd> {
-    use cudarc::driver::sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD;
-    use std::os::fd::FromRawFd;
-    ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-    let mut fd: libc::c_int = -1;
-    // SAFETY: `fd` is a live c_int the driver writes the descriptor to; the
-    // caller passes a page-aligned range of one allocation of `ctx`.
-    unsafe {
-        cudarc::driver::sys::cuMemGetHandleForAddressRange(
-            (&mut fd as *mut libc::c_int).cast(),
-            addr,
-            len,
-            CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
-            0,
-        )
-    }
-    .result()
-    .map_err(cuda_err("exporting GPU memory as a dma-buf"))?;
-    // SAFETY: the driver opened `fd` for this process and nothing else owns it.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }

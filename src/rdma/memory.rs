@@ -10,13 +10,15 @@
 
 use super::plan::{GpuDevice, GpuReg, Memory, MemoryAsk};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, Gpu, cuda_err};
-use cudarc::driver::sys::{CUdevice_attribute, CUmemRangeHandleType, cudaError_enum};
-use cudarc::driver::{CudaContext, result};
+use crate::gpu::memory::{dma_buf, exports_dma_buf};
+use crate::gpu::{DeviceBuffer, Gpu, copy, cuda_err, driver};
+use cudarc::driver::CudaContext;
+use cudarc::driver::sys::cudaError_enum;
 use sideway::ibverbs::AccessFlags;
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use std::alloc::Layout;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -151,8 +153,8 @@ impl Region {
             None => unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), at as *mut u8, data.len()) },
             Some(ctx) => {
                 ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: the destination range lies inside the allocation (checked above).
-                unsafe { result::memcpy_htod_sync(at, data) }.map_err(cuda_err("filling GPU memory"))?;
+                // The destination range lies inside the allocation (checked above).
+                copy::to_device(at, data).map_err(cuda_err("filling GPU memory"))?;
             }
         }
         Ok(())
@@ -169,8 +171,8 @@ impl Region {
             None => unsafe { std::ptr::copy_nonoverlapping(at as *const u8, out.as_mut_ptr(), out.len()) },
             Some(ctx) => {
                 ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: the source range lies inside the allocation (checked above).
-                unsafe { result::memcpy_dtoh_sync(out, at) }.map_err(cuda_err("reading GPU memory"))?;
+                // The source range lies inside the allocation (checked above).
+                copy::from_device(out, at).map_err(cuda_err("reading GPU memory"))?;
             }
         }
         Ok(())
@@ -222,8 +224,7 @@ pub fn resolve(ask: &MemoryAsk) -> Result<Memory> {
         GpuReg::Peermem => Memory::CudaPeermem { gpu },
         GpuReg::Auto => {
             let g = Gpu::open(gpu as usize)?;
-            let dmabuf = g.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
-            if dmabuf { Memory::CudaDmabuf { gpu } } else { Memory::CudaPeermem { gpu } }
+            if exports_dma_buf(&g.ctx) { Memory::CudaDmabuf { gpu } } else { Memory::CudaPeermem { gpu } }
         }
     })
 }
@@ -235,12 +236,12 @@ fn ordinal_of(id: &str) -> Result<u32> {
     }
     let text = std::ffi::CString::new(id)
         .map_err(|_| Error::Usage(format!("'{id}' (--use_cuda_bus_id) is not a PCI address")))?;
-    let mut device: cudarc::driver::sys::CUdevice = -1;
-    // SAFETY: `device` is a live CUdevice the driver writes; `text` is a
-    // NUL-terminated string that outlives the call; the driver was
-    // initialised by device_count.
-    let rc = unsafe { cudarc::driver::sys::cuDeviceGetByPCIBusId(&mut device, text.as_ptr()) };
-    if rc != cudaError_enum::CUDA_SUCCESS || device < 0 {
+    // The driver was initialised by device_count.
+    let (rc, device) = match driver::device_at(&text) {
+        Ok(d) => (cudaError_enum::CUDA_SUCCESS, d),
+        Err(e) => (e.0, -1),
+    };
+    if device < 0 {
         return Err(Error::Missing(format!(
             "no GPU of this process is at PCI address {id} (--use_cuda_bus_id; cuDeviceGetByPCIBusId: {rc:?}): nvidia-smi lists them, and CUDA_VISIBLE_DEVICES hides some"
         )));
@@ -270,36 +271,25 @@ pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> 
         }
         (Some(ctx), Memory::CudaDmabuf { gpu }) => {
             let len = len.next_multiple_of(PAGE);
-            let supported = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
-            if !supported {
+            if !exports_dma_buf(ctx) {
                 return Err(Error::Missing(format!(
                     "GPU {gpu} cannot export dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0; it needs the open kernel modules and CUDA 11.7+): register by address (--gpu_reg peermem) with nvidia_peermem loaded"
                 )));
             }
             ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-            let mut fd: libc::c_int = -1;
-            // SAFETY: `fd` is a live c_int the driver writes the descriptor
-            // to; the range is one whole page-aligned allocation of this context.
-            let rc = unsafe {
-                cudarc::driver::sys::cuMemGetHandleForAddressRange(
-                    (&mut fd as *mut libc::c_int).cast(),
-                    region.addr(),
-                    len,
-                    CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
-                    0,
-                )
-            };
-            if rc != cudaError_enum::CUDA_SUCCESS {
-                return Err(Error::Missing(format!(
-                    "GPU {gpu} did not export its memory as a dma-buf ({rc:?}): register by address (--gpu_reg peermem) with nvidia_peermem loaded"
-                )));
-            }
+            // The range is one whole page-aligned allocation of this context.
+            let fd = dma_buf(region.addr(), len).map_err(|e| {
+                Error::Missing(format!(
+                    "GPU {gpu} did not export its memory as a dma-buf ({:?}): register by address (--gpu_reg peermem) with nvidia_peermem loaded",
+                    e.0
+                ))
+            })?;
             // SAFETY: `fd` is the dma-buf of exactly this allocation, which
             // outlives the registration.
-            let mr = unsafe { pd.reg_dmabuf_mr(0, len, region.addr(), fd, access()) };
-            // SAFETY: `fd` was opened above and is closed once; the memory
-            // region keeps its own reference to the dma-buf.
-            unsafe { libc::close(fd) };
+            let mr = unsafe { pd.reg_dmabuf_mr(0, len, region.addr(), fd.as_raw_fd(), access()) };
+            // Closed once registered; the memory region keeps its own
+            // reference to the dma-buf.
+            drop(fd);
             mr.map_err(|e| {
                 Error::Missing(format!(
                     "the adapter refused GPU {gpu}'s dma-buf (ibv_reg_dmabuf_mr: {}): it needs a kernel and driver with dma-buf support for RDMA",

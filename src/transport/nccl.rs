@@ -12,7 +12,7 @@ use crate::record::collective::{BufferSetup, Register};
 use crate::record::{LibraryInfo, RankInfo};
 use crate::transport::pattern_kernels::PatternKernels;
 use crate::world::World;
-use cudarc::driver::{CudaContext, CudaEvent};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -738,6 +738,7 @@ impl Nccl {
         let mut calls = Calls {
             comm: self.comms.get(i),
             stream: r.gpu.stream.cu_stream() as sys::cudaStream_t,
+            cuda_stream: &r.gpu.stream,
             send: send + shift,
             recv: recv + shift,
             alltoall: self.alltoall,
@@ -1092,13 +1093,11 @@ impl Transport for Nccl {
         let at = recv + (op.output_offset(rank) + index) * ws as u64;
         let mut bytes = vec![0u8; ws];
         self.ranks[i].gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-        // SAFETY: `at..at+ws` is one element inside this rank's receive
-        // buffer; the GPU is idle (run_once synchronised).
-        unsafe {
-            cudarc::driver::result::memcpy_dtoh_sync(&mut bytes, at).map_err(cuda_err("reading an element"))?;
-            bytes.iter_mut().for_each(|b| *b = !*b);
-            cudarc::driver::result::memcpy_htod_sync(at, &bytes).map_err(cuda_err("writing an element"))?;
-        }
+        // `at..at+ws` is one element inside this rank's receive buffer; the
+        // GPU is idle (run_once synchronised).
+        gpu::copy::from_device(&mut bytes, at).map_err(cuda_err("reading an element"))?;
+        bytes.iter_mut().for_each(|b| *b = !*b);
+        gpu::copy::to_device(at, &bytes).map_err(cuda_err("writing an element"))?;
         Ok(())
     }
 
@@ -1118,22 +1117,24 @@ impl Transport for Nccl {
         self.sync()?;
         let mut total = 0;
         for r in &self.ranks {
-            let mut w = [0u64; 1];
+            let mut w = 0u64;
             r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-            // SAFETY: the counter is one u64 on this GPU, written by the
-            // check kernel that the sync above waited for.
-            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut w, r.wrong.ptr()) }
+            // The counter is one u64 on this GPU, written by the check
+            // kernel that the sync above waited for.
+            gpu::copy::from_device(bytemuck::bytes_of_mut(&mut w), r.wrong.ptr())
                 .map_err(cuda_err("reading the wrong-element count"))?;
-            total += w[0];
+            total += w;
         }
         Ok(total)
     }
 }
 
 /// One rank's NCCL calls of one operation, inside the group its launch opened.
-struct Calls {
+struct Calls<'a> {
     comm: sys::ncclComm_t,
     stream: sys::cudaStream_t,
+    /// The same stream, for the driver's copies.
+    cuda_stream: &'a CudaStream,
     /// Device addresses of the rank's send and receive buffers.
     send: u64,
     recv: u64,
@@ -1148,7 +1149,7 @@ struct Calls {
     what: String,
 }
 
-impl Calls {
+impl Calls<'_> {
     fn addr(&self, at: Region) -> u64 {
         let base = match at.buffer {
             Buf::Send => self.send,
@@ -1196,7 +1197,7 @@ impl Calls {
 // hold the operation's send and receive counts (allocated for the largest
 // size, counts from the collective's own Counts); the communicator and the
 // stream belong to this rank's GPU, and the calls run inside a group.
-impl Primitives for Calls {
+impl Primitives for Calls<'_> {
     fn all_reduce(&mut self, input: Region, output: Region, count: u64) -> Result<()> {
         let (s, r) = self.ptrs(input, output);
         let (t, (comm, stream)) = (nccl_type(self.dtype), (self.comm, self.stream));
@@ -1275,17 +1276,10 @@ impl Primitives for Calls {
     }
     fn copy(&mut self, input: Region, output: Region, count: u64, _rank: usize) -> Result<()> {
         let bytes = count as usize * self.dtype.size();
-        // SAFETY: see above; a device-to-device copy between two ranges of
-        // this rank's buffers, enqueued on its stream in issue order.
-        unsafe {
-            cudarc::driver::result::memcpy_dtod_async(
-                self.addr(output),
-                self.addr(input),
-                bytes,
-                self.stream as cudarc::driver::sys::CUstream,
-            )
-        }
-        .map_err(cuda_err(&self.what))
+        // A device-to-device copy between two ranges of this rank's
+        // buffers, enqueued on its stream in issue order.
+        gpu::copy::within_device(self.addr(output), self.addr(input), bytes, self.cuda_stream)
+            .map_err(cuda_err(&self.what))
     }
     fn send(&mut self, input: Region, count: u64, peer: usize) -> Result<()> {
         let s = self.addr(input) as *const c_void;

@@ -95,18 +95,18 @@ impl PatternKernels {
 mod tests {
     use super::*;
     use crate::dtype::{Element, RedOp};
+    use crate::gpu::copy;
     use crate::gpu::kernels::{Target, code, nvrtc_facts, target};
     use crate::libs::Library;
     use crate::transport::Source;
     use crate::with_element;
     use crate::workload::collective::{Kind, OpUse};
-    use cudarc::driver::result;
 
     /// Copies `n` elements of type T from the device.
     fn download<T: Element>(ptr: u64, n: u64) -> Vec<T> {
         let mut v = vec![T::from_i64(0); n as usize];
-        // SAFETY: `ptr` addresses at least n elements of T; the GPU is idle.
-        unsafe { result::memcpy_dtoh_sync(bytemuck::cast_slice_mut::<T, u8>(&mut v), ptr) }.unwrap();
+        // `ptr` addresses at least n elements of T; the GPU is idle.
+        copy::from_device(bytemuck::cast_slice_mut::<T, u8>(&mut v), ptr).unwrap();
         v
     }
 
@@ -128,8 +128,8 @@ mod tests {
         let mut out: Vec<T> = (0..c.recv).map(|j| op.expected(&keys, rank, n, j).unwrap_or(T::from_i64(0))).collect();
         let (output, wrong) = (gpu.alloc(c.recv * 8).unwrap(), gpu.alloc(8).unwrap());
         let count = |out: &[T]| -> u64 {
-            // SAFETY: `out` fits the output buffer; the GPU is idle.
-            unsafe { result::memcpy_htod_sync(output.ptr(), bytemuck::cast_slice::<T, u8>(out)) }.unwrap();
+            // `out` fits the output buffer; the GPU is idle.
+            copy::to_device(output.ptr(), bytemuck::cast_slice::<T, u8>(out)).unwrap();
             gpu.memset(wrong.ptr(), 0, 8).unwrap();
             k.check(gpu, output.ptr(), c.recv, op, rank, n, wrong.ptr()).unwrap();
             gpu.stream.synchronize().unwrap();

@@ -345,20 +345,10 @@ mod live {
             skip: u64,
         ) -> Result<OsuRow> {
             let bytes = count * datatype.size() as usize;
-            let e = element(datatype);
-            let window = plan.window as usize;
-            let pairs = self.n / 2;
-            let (rank, mpi) = (self.rank, self.mpi);
-            // Who sends what to this process, and whether it receives at all.
-            let (sender, receives) = match plan.benchmark {
-                Benchmark::Latency | Benchmark::Bibw => (Some(1 - rank), true),
-                Benchmark::Bw => (Some(0), rank == 1),
-                Benchmark::MbwMr => (Some(rank.saturating_sub(pairs)), rank >= pairs),
-                Benchmark::Allreduce => (None, true),
-            };
+            let (sender, receives) = self.roles(plan.benchmark);
             let sent = match plan.benchmark {
-                Benchmark::Allreduce => encode(datatype, (0..count as u64).map(|i| summand(i, rank))),
-                _ => pattern(size, rank, bytes),
+                Benchmark::Allreduce => encode(datatype, (0..count as u64).map(|i| summand(i, self.rank))),
+                _ => pattern(size, self.rank, bytes),
             };
             let expected = match (plan.benchmark, sender) {
                 (Benchmark::Allreduce, _) => encode(datatype, (0..count as u64).map(|i| sum_over(i, self.n))),
@@ -368,6 +358,31 @@ mod live {
             self.send.write(&sent)?;
             // Poisoned: a message that never arrived is wrong everywhere.
             self.recv.write(&expected.iter().map(|b| !b).collect::<Vec<u8>>())?;
+            let total = self.timed(plan, element(datatype), count, iterations, skip)?;
+            let wrong = if receives { self.wrong_received(datatype, count, &expected)? } else { 0 };
+            let wrong = self.mpi.sum_u64(wrong);
+            let times = world::gather_f64(self.mpi, &[total]);
+            Ok(row(plan, datatype, size, iterations, &times, self.n / 2, wrong))
+        }
+
+        /// Who sends what to this process, and whether it receives at all.
+        fn roles(&self, benchmark: Benchmark) -> (Option<usize>, bool) {
+            let (rank, pairs) = (self.rank, self.n / 2);
+            match benchmark {
+                Benchmark::Latency | Benchmark::Bibw => (Some(1 - rank), true),
+                Benchmark::Bw => (Some(0), rank == 1),
+                Benchmark::MbwMr => (Some(rank.saturating_sub(pairs)), rank >= pairs),
+                Benchmark::Allreduce => (None, true),
+            }
+        }
+
+        /// OSU's loop: `skip` untimed and `iterations` timed rounds of the
+        /// benchmark's messages of `count` elements, each round timed by
+        /// the host clock; the timed rounds' seconds summed.
+        fn timed(&mut self, plan: &OsuPlan, e: Element, count: usize, iterations: u64, skip: u64) -> Result<f64> {
+            let window = plan.window as usize;
+            let pairs = self.n / 2;
+            let (rank, mpi) = (self.rank, self.mpi);
             let (s, r) = (self.send.ptr() as *const u8, self.recv.ptr());
             mpi.barrier();
             let mut total = 0.0f64;
@@ -376,9 +391,9 @@ mod live {
                     mpi.barrier();
                 }
                 let t0 = Instant::now();
-                // SAFETY: `s` and `r` are this side's two buffers of at
-                // least `bytes` bytes (`max` each), in the memory MPI was
-                // found to take; nothing else touches them in the loop.
+                // SAFETY: `s` and `r` are this side's two buffers of `max`
+                // bytes each, at least `count` elements, in the memory MPI
+                // was found to take; nothing else touches them in the loop.
                 unsafe {
                     match (plan.benchmark, rank) {
                         (Benchmark::Latency, 0) => {
@@ -417,19 +432,21 @@ mod live {
                     mpi.barrier();
                 }
             }
-            let mut got = if receives { self.recv.read(bytes)? } else { Vec::new() };
+            Ok(total)
+        }
+
+        /// The elements of the receive buffer that differ from `expected`,
+        /// after the test hook has flipped one of them where asked.
+        fn wrong_received(&self, datatype: Datatype, count: usize, expected: &[u8]) -> Result<u64> {
+            let unit = datatype.size() as usize;
+            let mut got = self.recv.read(expected.len())?;
             if let Some(Fault::Element { rank: at, index }) = self.fault
-                && at == rank
-                && receives
+                && at == self.rank
             {
-                let unit = datatype.size() as usize;
                 let k = (index as usize % count) * unit;
                 got[k..k + unit].iter_mut().for_each(|b| *b = !*b);
             }
-            let wrong = if receives { wrong_elements(&got, &expected, datatype.size() as usize) } else { 0 };
-            let wrong = mpi.sum_u64(wrong);
-            let times = world::gather_f64(mpi, &[total]);
-            Ok(row(plan, datatype, size, iterations, &times, pairs, wrong))
+            Ok(wrong_elements(&got, expected, unit))
         }
     }
 

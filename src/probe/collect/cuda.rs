@@ -2,12 +2,12 @@
 //! included, will see. Asked only on a live run, and only once the library
 //! is known to load (cudarc panics when it does not).
 
-use super::gpu::normalize_bus_id;
+use super::gpu_link::normalize_bus_id;
 use super::sysfs::Known;
+use crate::gpu::driver;
 use crate::libs::Library;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
-use std::ffi::{CStr, c_char, c_int};
 
 /// One device as CUDA numbers it.
 pub struct CudaGpu {
@@ -48,10 +48,7 @@ pub fn query() -> Known<CudaView> {
     if let Err(e) = result::init() {
         return Known::unknown(format!("cuInit failed: {}", describe(e)));
     }
-    let mut version: c_int = 0;
-    // SAFETY: cuDriverGetVersion writes one int through a valid pointer.
-    let version = known(unsafe { sys::cuDriverGetVersion(&mut version) }.result().map(|()| version))
-        .map(|v| format!("{}.{}", v / 1000, v % 1000 / 10));
+    let version = known(driver::version()).map(driver::version_text);
     let count = match result::device::get_count() {
         Ok(n) => n,
         Err(e) => return Known::unknown(format!("cuDeviceGetCount failed: {}", describe(e))),
@@ -63,12 +60,8 @@ pub fn query() -> Known<CudaView> {
 }
 
 fn device(ordinal: i32, dev: sys::CUdevice) -> CudaGpu {
-    let attr = |a: Attr| {
-        // SAFETY: `dev` came from cuDeviceGet after a successful cuInit; an
-        // attribute this driver does not know is an error return, not
-        // undefined behaviour.
-        known(unsafe { result::device::get_attribute(dev, a) })
-    };
+    // `dev` came from cuDeviceGet after a successful cuInit.
+    let attr = |a: Attr| known(driver::attribute(dev, a));
     let cc = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).and_then(|major| {
         attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map(|minor| format!("{major}.{minor}"))
     });
@@ -77,8 +70,7 @@ fn device(ordinal: i32, dev: sys::CUdevice) -> CudaGpu {
         bus_id: bus_id(dev).unwrap_or_default(),
         name: known(result::device::get_name(dev)),
         uuid: known(result::device::get_uuid(dev)).map(|u| format_uuid(&u.bytes)),
-        // SAFETY: as above.
-        memory_bytes: known(unsafe { result::device::total_mem(dev) }).map(|b| b as u64),
+        memory_bytes: known(driver::total_mem(dev)).map(|b| b as u64),
         compute_capability: cc,
         gpu_direct_rdma: attr(Attr::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED).map(|v| v != 0),
         dma_buf: attr(Attr::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).map(|v| v != 0),
@@ -86,13 +78,7 @@ fn device(ordinal: i32, dev: sys::CUdevice) -> CudaGpu {
 }
 
 fn bus_id(dev: sys::CUdevice) -> Option<String> {
-    let mut buf = [0 as c_char; 32];
-    // SAFETY: the buffer and its length match; CUDA writes a NUL-terminated
-    // string of at most `len` bytes.
-    unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as c_int, dev) }.result().ok()?;
-    // SAFETY: the buffer is zeroed and CUDA NUL-terminates what it writes.
-    let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
-    Some(normalize_bus_id(&text))
+    driver::pci_bus_id(dev).ok().map(|text| normalize_bus_id(&text))
 }
 
 fn can_access_peer(a: &Known<sys::CUdevice>, b: &Known<sys::CUdevice>) -> Known<bool> {
@@ -102,13 +88,12 @@ fn can_access_peer(a: &Known<sys::CUdevice>, b: &Known<sys::CUdevice>) -> Known<
     if a == b {
         return Known::Value(true);
     }
-    let mut can: c_int = 0;
-    // SAFETY: both devices came from cuDeviceGet; CUDA writes one int.
-    known(unsafe { sys::cuDeviceCanAccessPeer(&mut can, a, b) }.result().map(|()| can != 0))
+    // Both devices came from cuDeviceGet.
+    known(driver::can_access_peer(a, b))
 }
 
 /// nvidia-smi's spelling of a GPU UUID: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
-fn format_uuid(bytes: &[c_char; 16]) -> String {
+fn format_uuid(bytes: &[std::ffi::c_char; 16]) -> String {
     let hex: String = bytes.iter().map(|b| format!("{:02x}", *b as u8)).collect();
     format!("GPU-{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
 }

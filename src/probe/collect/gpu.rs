@@ -2,11 +2,11 @@
 //! have them too), completed on a live run by the CUDA driver and NVML,
 //! and the connection between every pair.
 
+use super::gpu_link::NvLinks;
 use super::sysfs::{Known, Sysfs};
 use super::{Host, NOT_LIVE, cuda, nvml};
 use crate::probe::topo::{PathType, PciPlace};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 const NVIDIA: &str = "0x10de";
 
@@ -28,18 +28,6 @@ pub struct Gpu {
     pub dma_buf: Known<bool>,
     pub nvlink: Known<NvLinks>,
     pub pci: Option<PciPlace>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct NvLinks {
-    /// Links that report a state, and how many of those are up.
-    pub links: u32,
-    pub active: u32,
-    /// The speed NVML gives for every active link, GB/s each way.
-    pub speed_gbps: Known<f64>,
-    /// Active links straight to another GPU (by bus id), and to NVSwitches.
-    pub to_gpu: BTreeMap<String, u32>,
-    pub to_switch: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -82,18 +70,6 @@ pub struct GpuFacts {
     /// In PCI bus order, as nvidia-smi numbers them.
     pub gpus: Vec<Gpu>,
     pub pairs: Vec<GpuPair>,
-}
-
-/// `00000000:18:00.0` (NVML) or `0000:18:00.0` (CUDA) as sysfs spells it.
-pub fn normalize_bus_id(id: &str) -> String {
-    let id = id.trim().to_ascii_lowercase();
-    match id.split_once(':') {
-        Some((domain, rest)) => match u32::from_str_radix(domain, 16) {
-            Ok(d) => format!("{d:04x}:{rest}"),
-            Err(_) => id,
-        },
-        None => id,
-    }
 }
 
 pub fn collect(host: &Host) -> GpuFacts {
@@ -252,13 +228,6 @@ fn pairs(gpus: &[Gpu], cuda: &Known<cuda::CudaView>, nvml: &Known<nvml::NvmlView
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bus_ids_are_spelled_like_sysfs() {
-        assert_eq!(normalize_bus_id("00000000:18:00.0"), "0000:18:00.0");
-        assert_eq!(normalize_bus_id("0000:3B:00.0"), "0000:3b:00.0");
-        assert_eq!(normalize_bus_id("00000001:c1:00.0\n"), "0001:c1:00.0");
-    }
 
     #[test]
     fn nvlinks_count_direct_and_switched() {

@@ -14,6 +14,7 @@ pub mod rdma;
 pub mod sysfs;
 
 mod cuda;
+mod gpu_link;
 mod nvml;
 
 use serde::Serialize;

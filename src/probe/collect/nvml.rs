@@ -2,7 +2,7 @@
 //! affinity, NVLinks and the topology between GPUs. Asked only on a live
 //! run; a missing library is an error from `Nvml::init`, not a crash.
 
-use super::gpu::{NvLinks, normalize_bus_id};
+use super::gpu_link::{NvLinks, normalize_bus_id};
 use super::sysfs::Known;
 use crate::probe::topo::PathType;
 use nvml_wrapper::enum_wrappers::device::TopologyLevel;

@@ -118,15 +118,11 @@ impl GpuWire for Write {
 /// Why the adapter cannot reach this register's GPU memory, if so: a GPU
 /// exports no dma-buf and nvidia_peermem is not loaded.
 fn gpudirect_unavailable(reg: &GpuRegister) -> Option<String> {
-    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED;
     #[cfg(feature = "rdma")]
     if crate::rdma::memory::peermem_loaded() {
         return None;
     }
-    let (_, _, gpu, _) = reg
-        .memory()
-        .into_iter()
-        .find(|(_, _, _, ctx)| ctx.attribute(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) == 0)?;
+    let (_, _, gpu, _) = reg.memory().into_iter().find(|(_, _, _, ctx)| !crate::gpu::memory::exports_dma_buf(ctx))?;
     Some(format!(
         "the adapter cannot reach GPU {gpu}'s memory: it exports no dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0) and nvidia_peermem is not loaded (modprobe nvidia_peermem); rdma-staged goes through host memory instead"
     ))

@@ -1,12 +1,13 @@
-//! The memory copies read and write (device memory, pinned host memory,
-//! write-combined pinned host memory, pageable host memory) and the seeded
+//! The memory copies read and write (device memory, device memory mapped
+//! for the CPU, pinned host memory, write-combined pinned host memory,
+//! pageable host memory), each held by its owner in `gpu/`, and the seeded
 //! data in it, written and checked on the host with the formula of
 //! kernels/copy.cu.
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, cuda_err};
-use cudarc::driver::{CudaContext, result, sys};
-use std::ffi::c_void;
+use crate::gpu::memory::Pageable;
+use crate::gpu::{DeviceBuffer, Gpu, Pinned, cuda_err, gdrcopy};
+use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
 /// Host memory as a copy sees it.
@@ -40,15 +41,25 @@ pub enum Place {
 }
 
 enum Mem {
-    /// `ptr` is `base` rounded up to the requested alignment.
-    Device { ctx: Arc<CudaContext>, gpu: usize, base: u64, ptr: u64 },
-    /// From cuMemHostAlloc.
-    Pinned { ptr: *mut u8, kind: HostKind },
-    /// An anonymous private mapping of `len` bytes.
-    Pageable { ptr: *mut u8, len: usize },
+    /// `ptr` is the allocation's address rounded up to the requested alignment.
+    Device {
+        mem: DeviceBuffer,
+        gpu: usize,
+        ptr: u64,
+    },
+    /// GPU memory mapped into this process (gdrcopy's tests).
+    Mapped {
+        map: gdrcopy::Mapping,
+        gpu: usize,
+    },
+    Pinned {
+        mem: Pinned,
+        kind: HostKind,
+    },
+    Pageable(Pageable),
 }
 
-/// One allocation of `bytes` usable bytes.
+/// One allocation of `bytes` usable bytes, freed on drop.
 pub struct Buffer {
     mem: Mem,
     bytes: u64,
@@ -61,54 +72,41 @@ impl Buffer {
         let what = || format!("allocating {bytes} bytes on GPU {}", gpu.ordinal);
         gpu.ctx.bind_to_thread().map_err(cuda_err(what()))?;
         let total = bytes.max(1) + align.saturating_sub(1);
-        // SAFETY: a plain allocation in the bound context, freed once in Drop.
-        let base = unsafe { result::malloc_sync(total as usize) }.map_err(cuda_err(what()))?;
-        let ptr = base.next_multiple_of(align.max(1));
-        Ok(Buffer { mem: Mem::Device { ctx: gpu.ctx.clone(), gpu: index, base, ptr }, bytes })
+        let mem = DeviceBuffer::new(&gpu.ctx, total as usize).map_err(cuda_err(what()))?;
+        let ptr = mem.ptr().next_multiple_of(align.max(1));
+        Ok(Buffer { mem: Mem::Device { mem, gpu: index, ptr }, bytes })
     }
 
     /// Page-locked host memory, portable and mapped into every context (and
     /// write-combined when asked), allocated in `ctx`.
     pub fn pinned(ctx: &Arc<CudaContext>, kind: HostKind, bytes: u64) -> Result<Buffer> {
-        let mut flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        if kind == HostKind::WriteCombined {
-            flags |= sys::CU_MEMHOSTALLOC_WRITECOMBINED;
-        }
         let what = || format!("allocating {bytes} bytes of {} host memory", kind.name());
         ctx.bind_to_thread().map_err(cuda_err(what()))?;
-        // SAFETY: the memory is only reached through raw pointers, written
-        // before it is read, and freed once in Drop.
-        let ptr = unsafe { result::malloc_host(bytes.max(1) as usize, flags) }.map_err(cuda_err(what()))?;
-        if ptr.is_null() {
+        let mem = Pinned::mapped(bytes as usize, kind == HostKind::WriteCombined).map_err(cuda_err(what()))?;
+        if mem.addr().is_null() {
             return Err(Error::Runtime(format!("cuMemHostAlloc returned no memory while {}", what())));
         }
-        Ok(Buffer { mem: Mem::Pinned { ptr: ptr.cast(), kind }, bytes })
+        Ok(Buffer { mem: Mem::Pinned { mem, kind }, bytes })
     }
 
     /// Ordinary memory of fresh pages (an anonymous mapping, not reused
     /// heap), untouched until filled, so that the thread that first writes
     /// them places them under its memory policy (`--numa`).
     pub fn pageable(bytes: u64) -> Result<Buffer> {
-        let len = bytes.max(1) as usize;
-        // SAFETY: a new private anonymous mapping that overlaps nothing;
-        // it is unmapped once, in Drop.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+        let mem = Pageable::new(bytes as usize)
+            .map_err(|e| Error::Runtime(format!("cannot map {bytes} bytes of pageable host memory: {e}")))?;
+        Ok(Buffer { mem: Mem::Pageable(mem), bytes })
+    }
+
+    /// This device memory mapped into this process through `backend`, all
+    /// of it (its start and length multiples of gdrdrv's page). On error
+    /// the memory is freed.
+    pub fn mapped(self, backend: &gdrcopy::Backend) -> Result<Buffer> {
+        let Mem::Device { mem, gpu, ptr } = self.mem else {
+            return Err(Error::Runtime("internal: only device memory is mapped for the CPU".into()));
         };
-        if ptr == libc::MAP_FAILED {
-            return Err(Error::Runtime(format!(
-                "cannot map {bytes} bytes of pageable host memory: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(Buffer { mem: Mem::Pageable { ptr: ptr.cast(), len }, bytes })
+        let map = gdrcopy::Mapping::new(backend, mem, ptr, self.bytes as usize)?;
+        Ok(Buffer { mem: Mem::Mapped { map, gpu }, bytes: self.bytes })
     }
 
     pub fn bytes(&self) -> u64 {
@@ -117,18 +115,34 @@ impl Buffer {
 
     pub fn place(&self) -> Place {
         match &self.mem {
-            Mem::Device { gpu, .. } => Place::Device(*gpu),
+            Mem::Device { gpu, .. } | Mem::Mapped { gpu, .. } => Place::Device(*gpu),
             Mem::Pinned { kind, .. } => Place::Host(*kind),
-            Mem::Pageable { .. } => Place::Host(HostKind::Pageable),
+            Mem::Pageable(_) => Place::Host(HostKind::Pageable),
         }
     }
 
     /// The host address of host memory.
     pub fn host_ptr(&self) -> Option<*mut u8> {
         match &self.mem {
-            Mem::Device { .. } => None,
-            Mem::Pinned { ptr, .. } => Some(*ptr),
-            Mem::Pageable { ptr, .. } => Some(*ptr),
+            Mem::Device { .. } | Mem::Mapped { .. } => None,
+            Mem::Pinned { mem, .. } => Some(mem.addr()),
+            Mem::Pageable(mem) => Some(mem.addr()),
+        }
+    }
+
+    /// Pinned memory as the driver's value, for its volatile words.
+    pub fn as_pinned(&self) -> Option<&Pinned> {
+        match &self.mem {
+            Mem::Pinned { mem, .. } => Some(mem),
+            _ => None,
+        }
+    }
+
+    /// The CPU's mapping of mapped device memory.
+    pub fn cpu_mapping(&self) -> Option<&gdrcopy::Mapping> {
+        match &self.mem {
+            Mem::Mapped { map, .. } => Some(map),
+            _ => None,
         }
     }
 
@@ -136,17 +150,12 @@ impl Buffer {
     pub fn device_addr(&self, gpu: &Gpu) -> Result<u64> {
         match &self.mem {
             Mem::Device { ptr, .. } => Ok(*ptr),
-            Mem::Pinned { ptr, .. } => {
+            Mem::Mapped { map, .. } => Ok(map.addr()),
+            Mem::Pinned { mem, .. } => {
                 gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                let mut d: sys::CUdeviceptr = 0;
-                // SAFETY: `ptr` came from cuMemHostAlloc with DEVICEMAP and
-                // PORTABLE, so every context has a mapping of it.
-                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut d, ptr.cast::<c_void>(), 0) }
-                    .result()
-                    .map_err(cuda_err(format!("mapping pinned host memory into GPU {}", gpu.ordinal)))?;
-                Ok(d)
+                mem.device_ptr().map_err(cuda_err(format!("mapping pinned host memory into GPU {}", gpu.ordinal)))
             }
-            Mem::Pageable { .. } => {
+            Mem::Pageable(_) => {
                 Err(Error::Runtime("internal: a GPU kernel was given pageable host memory to reach".into()))
             }
         }
@@ -161,28 +170,6 @@ impl Buffer {
         // SAFETY: `p` addresses at least `self.bytes` bytes; the caller
         // guarantees nothing else touches them meanwhile.
         Some(unsafe { std::slice::from_raw_parts_mut(p, bytes.min(self.bytes) as usize) })
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        match &self.mem {
-            Mem::Device { ctx, base, .. } => {
-                if ctx.bind_to_thread().is_ok() {
-                    // SAFETY: `base` came from cuMemAlloc and is freed once;
-                    // callers wait for their copies before dropping buffers.
-                    let _ = unsafe { result::free_sync(*base) };
-                }
-            }
-            Mem::Pinned { ptr, .. } => {
-                // SAFETY: `ptr` came from cuMemHostAlloc and is freed once.
-                let _ = unsafe { result::free_host(ptr.cast()) };
-            }
-            Mem::Pageable { ptr, len } => {
-                // SAFETY: `ptr` and `len` are those of the mapping, unmapped once.
-                let _ = unsafe { libc::munmap(ptr.cast(), *len) };
-            }
-        }
     }
 }
 
@@ -313,7 +300,7 @@ mod tests {
     fn the_kernels_fill_and_check_what_the_host_computes() {
         crate::libs::require(&[crate::libs::Library::Driver, crate::libs::Library::Nvrtc], None).unwrap();
         let gpu = Gpu::open(0).unwrap();
-        let k = super::super::device::CopyKernels::load(&gpu).unwrap();
+        let k = crate::gpu::copy_kernels::CopyKernels::load(&gpu).unwrap();
         let counter = Buffer::device(&gpu, 0, 8, 8).unwrap();
         for len in [1u64, 7, 8, 9, 4093, (3 << 20) + 5] {
             let dev = Buffer::device(&gpu, 0, len, 256).unwrap();
@@ -321,8 +308,7 @@ mod tests {
                 k.fill(&gpu, dev.device_addr(&gpu).unwrap(), len, 77, invert).unwrap();
                 gpu.stream.synchronize().unwrap();
                 let mut got = vec![0u8; len as usize];
-                // SAFETY: `len` bytes of a device buffer of `len` bytes, the fill finished.
-                unsafe { result::memcpy_dtoh_sync(&mut got, dev.device_addr(&gpu).unwrap()) }.unwrap();
+                crate::gpu::copy::from_device(&mut got, dev.device_addr(&gpu).unwrap()).unwrap();
                 let mut want = vec![0u8; len as usize];
                 fill_host(&mut want, 77, invert);
                 assert_eq!(got, want, "len {len} invert {invert}");
@@ -330,8 +316,11 @@ mod tests {
                 k.check(&gpu, dev.device_addr(&gpu).unwrap(), len, 77, counter.device_addr(&gpu).unwrap()).unwrap();
                 gpu.stream.synchronize().unwrap();
                 let mut wrong = [0u64; 1];
-                // SAFETY: one u64 written by the check kernel, which finished.
-                unsafe { result::memcpy_dtoh_sync(&mut wrong, counter.device_addr(&gpu).unwrap()) }.unwrap();
+                crate::gpu::copy::from_device(
+                    bytemuck::bytes_of_mut(&mut wrong[0]),
+                    counter.device_addr(&gpu).unwrap(),
+                )
+                .unwrap();
                 assert_eq!(wrong[0], count_wrong_host(&want, 77), "len {len} invert {invert}");
             }
         }

@@ -11,7 +11,7 @@
 use super::buffer::{Buffer, HostKind};
 use super::{Bench, host_side};
 use crate::error::{Error, Result};
-use crate::gpu::cuda_err;
+use crate::gpu::{copy, cuda_err};
 use crate::interrupt;
 use crate::pattern::mix;
 use crate::record::copy::{LatencyRow, LatencySeries, TestRecord};
@@ -128,9 +128,8 @@ impl Bench {
             }
             None => {
                 gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: the chain's buffer holds `footprint` bytes; no kernel reads it now.
-                unsafe { cudarc::driver::result::memcpy_htod_sync(base, bytes) }
-                    .map_err(cuda_err("laying the pointer chain"))?;
+                // The chain's buffer holds `footprint` bytes; no kernel reads it now.
+                copy::to_device(base, bytes).map_err(cuda_err("laying the pointer chain"))?;
             }
         }
         let loads = loads(links as u64);
@@ -145,15 +144,15 @@ impl Bench {
             stop.synchronize().map_err(cuda_err("waiting for the pointer chase"))?;
             let host = t0.elapsed().as_secs_f64();
             let device = start.elapsed_ms(&stop).map_err(cuda_err("reading event times"))? as f64 * 1e-3;
-            let mut ended = [0u64; 1];
-            // SAFETY: `end_addr` is one u64 on GPU 0, written by the kernel
-            // the synchronisation above waited for.
-            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut ended, end_addr) }
+            let mut ended = 0u64;
+            // `end_addr` is one u64 on GPU 0, written by the kernel the
+            // synchronisation above waited for.
+            copy::from_device(bytemuck::bytes_of_mut(&mut ended), end_addr)
                 .map_err(cuda_err("reading where the chase ended"))?;
             if self.plan.config.corrupt_word.is_some() {
-                ended[0] ^= 1; // QBENCH_CORRUPT=copy: the word read back is flipped before its check
+                ended ^= 1; // QBENCH_CORRUPT=copy: the word read back is flipped before its check
             }
-            Ok((host, device, ended[0] == expected))
+            Ok((host, device, ended == expected))
         };
         run()?;
         let (mut host, mut device, mut wrong) = (Vec::new(), Vec::new(), 0);

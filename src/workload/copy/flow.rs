@@ -6,18 +6,17 @@ use super::Bench;
 use super::buffer::{Buffer, HostKind, Place};
 use super::registry::Engine;
 use crate::error::{Error, Result};
-use crate::gpu::cuda_err;
+use crate::gpu::{copy, cuda_err};
 use crate::record::copy::{DirResult, Endpoint, FlowResult, Row};
 use crate::stats::Summary;
-use cudarc::driver::{CudaEvent, CudaStream, sys};
-use std::ffi::c_void;
+use cudarc::driver::{CudaEvent, CudaStream};
 use std::sync::Arc;
 
 /// How one copy of a flow is issued.
 #[derive(Clone, Copy)]
 enum Op {
-    HtoD { dst: u64, src: *const c_void },
-    DtoH { dst: *mut c_void, src: u64 },
+    HtoD { dst: u64, src: *const u8 },
+    DtoH { dst: *mut u8, src: u64 },
     DtoD { dst: u64, src: u64 },
     Peer { dst: u64, src: u64 },
     Kernel { dst: u64, src: u64 },
@@ -174,11 +173,9 @@ impl Bench {
         let op = match (engine, src.place(), dst.place()) {
             (Engine::Sm, _, _) => Op::Kernel { dst: dst.device_addr(gpu)?, src: src.device_addr(gpu)? },
             (Engine::Ce, Place::Host(_), Place::Device(_)) => {
-                Op::HtoD { dst: dst.device_addr(gpu)?, src: host(&src)?.cast_const().cast() }
+                Op::HtoD { dst: dst.device_addr(gpu)?, src: host(&src)?.cast_const() }
             }
-            (Engine::Ce, Place::Device(_), Place::Host(_)) => {
-                Op::DtoH { dst: host(&dst)?.cast(), src: src.device_addr(gpu)? }
-            }
+            (Engine::Ce, Place::Device(_), Place::Host(_)) => Op::DtoH { dst: host(&dst)?, src: src.device_addr(gpu)? },
             (Engine::Ce, Place::Device(a), Place::Device(b)) if a == b => {
                 Op::DtoD { dst: dst.device_addr(gpu)?, src: src.device_addr(gpu)? }
             }
@@ -212,22 +209,24 @@ impl Bench {
         let gpu = &self.gpus[f.issuer];
         let what = || format!("copying {bytes} bytes on GPU {}", gpu.ordinal);
         gpu.ctx.bind_to_thread().map_err(cuda_err(what()))?;
-        let (s, n) = (f.stream.cu_stream(), bytes as usize);
-        // SAFETY: both ends address at least `bytes` bytes of the flow's own
-        // live buffers (measure checks sizes against them), and the stream
+        let (s, n) = (&f.stream, bytes as usize);
+        // Both ends address at least `bytes` bytes of the flow's own live
+        // buffers (measure checks sizes against them), and the stream
         // belongs to the bound context.
-        let r = unsafe {
-            match f.op {
-                Op::HtoD { dst, src } => sys::cuMemcpyHtoDAsync_v2(dst, src, n, s),
-                Op::DtoH { dst, src } => sys::cuMemcpyDtoHAsync_v2(dst, src, n, s),
-                Op::DtoD { dst, src } => sys::cuMemcpyDtoDAsync_v2(dst, src, n, s),
-                Op::Peer { dst, src } => sys::cuMemcpyAsync(dst, src, n, s),
-                Op::Kernel { dst, src } => {
-                    return self.kernels[f.issuer].copy(gpu, &f.stream, dst, src, bytes, f.share);
-                }
+        let r = match f.op {
+            // SAFETY: the host end is the flow's own buffer, which lives as
+            // long as the flow and which nothing else touches while its
+            // copies are queued (fills and checks wait for them).
+            Op::HtoD { dst, src } => unsafe { copy::host_to_device(dst, src, n, s) },
+            // SAFETY: as above.
+            Op::DtoH { dst, src } => unsafe { copy::device_to_host(dst, src, n, s) },
+            Op::DtoD { dst, src } => copy::within_device(dst, src, n, s),
+            Op::Peer { dst, src } => copy::between_devices(dst, src, n, s),
+            Op::Kernel { dst, src } => {
+                return self.kernels[f.issuer].copy(gpu, &f.stream, dst, src, bytes, f.share);
             }
         };
-        r.result().map_err(cuda_err(what()))
+        r.map_err(cuda_err(what()))
     }
 }
 

@@ -3,7 +3,8 @@
 //! mapping, measured as nvbandwidth and gdrcopy measure them. This file holds
 //! the run and the measurement loop every test shares; registry.rs lists the
 //! tests, one file per family says what each of its tests copies, flow.rs
-//! how one copy is issued, device.rs the kernels and the hold gate.
+//! how one copy is issued, device.rs the hold gate (the kernels are
+//! `gpu::copy_kernels`).
 //!
 //! Every bandwidth is timed with CUDA events around `-n` back-to-back copies
 //! after `-w` warm-up copies, over `--samples` samples, the median reported;
@@ -32,6 +33,7 @@ mod zero_copy;
 
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
+use crate::gpu::copy_kernels::{CopyKernels, HOLD_TIMEOUT_NS};
 use crate::gpu::{self, Gpu, cuda_err};
 use crate::interrupt;
 use crate::libs::Library;
@@ -45,7 +47,7 @@ use crate::stats::Summary;
 use crate::workload::Job;
 use buffer::{Buffer, HostKind, Place};
 use cudarc::driver::CudaEvent;
-use device::{CopyKernels, Gate, HOLD_TIMEOUT_NS, peer_access, spin};
+use device::{Gate, peer_access, spin};
 use flow::{Flow, FlowMeta, row};
 use registry::{DEFINITIONS, What, select};
 pub use registry::{Engine, FAMILIES, TESTS, Test, latency_sizes};
@@ -405,12 +407,12 @@ impl Bench {
         gpu.memset(counter, 0, 8)?;
         self.kernels[g].check(gpu, buf.device_addr(gpu)?, bytes, seed, counter)?;
         gpu.stream.synchronize().map_err(cuda_err(format!("checking data on GPU {g}")))?;
-        let mut wrong = [0u64; 1];
-        // SAFETY: `counter` is one u64 on this GPU, written by the check
-        // kernel the synchronisation above waited for.
-        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut wrong, counter) }
+        let mut wrong = 0u64;
+        // `counter` is one u64 on this GPU, written by the check kernel the
+        // synchronisation above waited for.
+        crate::gpu::copy::from_device(bytemuck::bytes_of_mut(&mut wrong), counter)
             .map_err(cuda_err("reading the wrong-word count"))?;
-        Ok(wrong[0])
+        Ok(wrong)
     }
 
     /// The test hook: flips word `word` of the first `bytes` bytes of `buf`.
@@ -422,13 +424,11 @@ impl Bench {
                 let at = buf.device_addr(gpu)? + w * 8;
                 let mut tmp = vec![0u8; (bytes - w * 8).min(8) as usize];
                 gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: `at..at+tmp.len()` lies inside the buffer's first
-                // `bytes` bytes; the copies into it have finished.
-                unsafe {
-                    cudarc::driver::result::memcpy_dtoh_sync(&mut tmp, at).map_err(cuda_err("reading a word"))?;
-                    buffer::flip_word(&mut tmp, 0);
-                    cudarc::driver::result::memcpy_htod_sync(at, &tmp).map_err(cuda_err("writing a word"))?;
-                }
+                // `at..at+tmp.len()` lies inside the buffer's first `bytes`
+                // bytes; the copies into it have finished.
+                crate::gpu::copy::from_device(&mut tmp, at).map_err(cuda_err("reading a word"))?;
+                buffer::flip_word(&mut tmp, 0);
+                crate::gpu::copy::to_device(at, &tmp).map_err(cuda_err("writing a word"))?;
             }
             Place::Host(_) => {
                 // SAFETY: the copies into `buf` have finished.

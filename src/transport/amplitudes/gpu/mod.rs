@@ -24,9 +24,7 @@ use crate::statevec::layout::{Layout, Precision, SLOW_PARTNER_BYTES};
 use crate::statevec::state::{ProductState, tolerance};
 use crate::transport::nccl::{Communicators, Move};
 use crate::world::World;
-use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result,
-};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg};
 use num_complex::Complex64;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -94,75 +92,14 @@ impl<'w> GpuRegister<'w> {
             )));
         }
         let (gpus, sharing) = gpu::open_local_gpus_shared(local, world)?;
-        let chunk = layout.chunk_bytes();
-        // One GPU holds the whole register and exchanges nothing: its
-        // second buffer only serves the copy reference, as large as fits.
-        let mut xbuf_bytes = chunk;
-        for g in &gpus {
-            let free = g.free_mem()?;
-            let (need, what) = if layout.ranks() > 1 {
-                (2 * chunk, "chunk and exchange buffer")
-            } else {
-                (chunk, "the whole state vector")
-            };
-            // Processes sharing a GPU each need their part of it.
-            if need * sharing as u64 + (1 << 30) > free {
-                return Err(Error::Usage(format!(
-                    "{} qubits over {} GPU{} need {} per GPU ({what}) but GPU {} has {} free: use fewer qubits or more GPUs",
-                    layout.qubits,
-                    layout.ranks(),
-                    if layout.ranks() > 1 { "s" } else { "" },
-                    crate::units::format_size(need),
-                    g.ordinal,
-                    crate::units::format_size(free)
-                )));
-            }
-            if layout.ranks() == 1 && 2 * chunk + (1 << 30) > free {
-                xbuf_bytes = chunk.min(1 << 30);
-            }
-        }
+        let xbuf_bytes = exchange_buffer_bytes(&layout, &gpus, sharing)?;
         let shared = (sharing > 1).then(|| {
             format!("{sharing} ranks share each GPU of this node (more processes than GPUs): NCCL needs a GPU per rank")
         });
         let comms = if nccl && shared.is_none() { Some(Communicators::new(&gpus, world, None)?) } else { None };
         let first_rank = world.rank() * local;
-        let p = layout.precision.name();
-        let names: Vec<String> =
-            KINDS.iter().map(|k| format!("sv_{k}_{p}")).chain(std::iter::once("sv_copy16".to_string())).collect();
-        let mut ranks = Vec::with_capacity(local);
-        let mut info = Vec::with_capacity(local);
-        for (i, gpu) in gpus.into_iter().enumerate() {
-            info.push(gpu.rank_info(first_rank + i));
-            let kernels = load(&gpu, "kernels/statevec.cu", include_str!("../../../../kernels/statevec.cu"), &names)?;
-            let new_stream = || gpu.ctx.new_stream().map_err(cuda_err("creating a stream"));
-            // Whole pages: an adapter registers (dma-buf exports) whole pages.
-            let mem = gpu.alloc((chunk + xbuf_bytes).next_multiple_of(4096))?;
-            ranks.push(GpuRank {
-                d2h: new_stream()?,
-                h2d: new_stream()?,
-                state: mem.ptr(),
-                xbuf: mem.ptr() + chunk,
-                mem,
-                wrong: gpu.alloc(8)?,
-                kernels,
-                gpu,
-            });
-        }
-        let no_peer = if world.size() > 1 {
-            Some(
-                "partners are in different processes: peer copies need every GPU in one process (use -g, not mpirun)"
-                    .into(),
-            )
-        } else if local < 2 {
-            Some("needs two GPUs".into())
-        } else {
-            (0..local).find_map(|r| {
-                let p = layout.partner(r, layout.qubits - 1);
-                gpu::enable_peer(&ranks[r].gpu, &ranks[p].gpu)
-                    .and_then(|_| gpu::enable_peer(&ranks[p].gpu, &ranks[r].gpu))
-                    .err()
-            })
-        };
+        let (ranks, info) = open_ranks(&layout, gpus, first_rank, xbuf_bytes)?;
+        let no_peer = peer_access(&layout, world, &ranks);
         Ok(GpuRegister {
             kept: Kept::default(),
             comms,
@@ -254,12 +191,10 @@ impl<'w> GpuRegister<'w> {
             // the legacy stream (two processes on one GPU read half-written
             // tables). A pageable source is staged before the call returns,
             // so `lo` and `hi` may go at the end of this function.
-            // SAFETY: each destination holds exactly the bytes copied.
-            unsafe {
-                let s = r.gpu.stream.cu_stream();
-                result::memcpy_htod_async(dl.ptr(), &lo, s).map_err(cuda_err("uploading a table"))?;
-                result::memcpy_htod_async(dh.ptr(), &hi, s).map_err(cuda_err("uploading a table"))?;
-            }
+            // Each destination holds exactly the bytes copied.
+            let s = &r.gpu.stream;
+            gpu::copy::to_device_queued(dl.ptr(), &lo, s).map_err(cuda_err("uploading a table"))?;
+            gpu::copy::to_device_queued(dh.ptr(), &hi, s).map_err(cuda_err("uploading a table"))?;
             out.push((dl, dh));
         }
         Ok((split, out))
@@ -357,6 +292,94 @@ impl<'w> GpuRegister<'w> {
     }
 }
 
+/// Bytes of each rank's exchange buffer: a chunk, or on one GPU (which
+/// exchanges nothing, its second buffer only serving the copy reference)
+/// as large as fits; or why the GPUs, each shared by `sharing` processes,
+/// cannot hold the register.
+fn exchange_buffer_bytes(layout: &Layout, gpus: &[Gpu], sharing: usize) -> Result<u64> {
+    let chunk = layout.chunk_bytes();
+    let mut xbuf_bytes = chunk;
+    for g in gpus {
+        let free = g.free_mem()?;
+        let (need, what) = if layout.ranks() > 1 {
+            (2 * chunk, "chunk and exchange buffer")
+        } else {
+            (chunk, "the whole state vector")
+        };
+        // Processes sharing a GPU each need their part of it.
+        if need * sharing as u64 + (1 << 30) > free {
+            return Err(Error::Usage(format!(
+                "{} qubits over {} GPU{} need {} per GPU ({what}) but GPU {} has {} free: use fewer qubits or more GPUs",
+                layout.qubits,
+                layout.ranks(),
+                if layout.ranks() > 1 { "s" } else { "" },
+                crate::units::format_size(need),
+                g.ordinal,
+                crate::units::format_size(free)
+            )));
+        }
+        if layout.ranks() == 1 && 2 * chunk + (1 << 30) > free {
+            xbuf_bytes = chunk.min(1 << 30);
+        }
+    }
+    Ok(xbuf_bytes)
+}
+
+/// Each GPU as a rank from `first_rank` on: its kernels, its two copy
+/// streams, its chunk and exchange buffer in one allocation, its counter;
+/// and the ranks' `# Using devices` lines.
+fn open_ranks(
+    layout: &Layout,
+    gpus: Vec<Gpu>,
+    first_rank: usize,
+    xbuf_bytes: u64,
+) -> Result<(Vec<GpuRank>, Vec<RankInfo>)> {
+    let chunk = layout.chunk_bytes();
+    let p = layout.precision.name();
+    let names: Vec<String> =
+        KINDS.iter().map(|k| format!("sv_{k}_{p}")).chain(std::iter::once("sv_copy16".to_string())).collect();
+    let mut ranks = Vec::with_capacity(gpus.len());
+    let mut info = Vec::with_capacity(gpus.len());
+    for (i, gpu) in gpus.into_iter().enumerate() {
+        info.push(gpu.rank_info(first_rank + i));
+        let kernels = load(&gpu, "kernels/statevec.cu", include_str!("../../../../kernels/statevec.cu"), &names)?;
+        let new_stream = || gpu.ctx.new_stream().map_err(cuda_err("creating a stream"));
+        // Whole pages: an adapter registers (dma-buf exports) whole pages.
+        let mem = gpu.alloc((chunk + xbuf_bytes).next_multiple_of(4096))?;
+        ranks.push(GpuRank {
+            d2h: new_stream()?,
+            h2d: new_stream()?,
+            state: mem.ptr(),
+            xbuf: mem.ptr() + chunk,
+            mem,
+            wrong: gpu.alloc(8)?,
+            kernels,
+            gpu,
+        });
+    }
+    Ok((ranks, info))
+}
+
+/// Why the ranks cannot reach their partners' memory for the top qubit's
+/// exchange, if they cannot; peer access turned on where they can.
+fn peer_access(layout: &Layout, world: &dyn World, ranks: &[GpuRank]) -> Option<String> {
+    if world.size() > 1 {
+        Some(
+            "partners are in different processes: peer copies need every GPU in one process (use -g, not mpirun)"
+                .into(),
+        )
+    } else if ranks.len() < 2 {
+        Some("needs two GPUs".into())
+    } else {
+        (0..ranks.len()).find_map(|r| {
+            let p = layout.partner(r, layout.qubits - 1);
+            gpu::enable_peer(&ranks[r].gpu, &ranks[p].gpu)
+                .and_then(|_| gpu::enable_peer(&ranks[p].gpu, &ranks[r].gpu))
+                .err()
+        })
+    }
+}
+
 /// Submits a kernel launch whose arguments the caller pushed.
 fn go(mut l: LaunchArgs<'_>, cfg: LaunchConfig, name: &str) -> Result<()> {
     // SAFETY: every caller pushes the argument list of `name` in
@@ -372,20 +395,16 @@ fn record(stream: &Arc<CudaStream>, timing: bool) -> Result<CudaEvent> {
 
 fn copy_d2h(host: *mut u8, src: u64, len: u64, stream: &Arc<CudaStream>) -> Result<()> {
     stream.context().bind_to_thread().map_err(cuda_err("binding a context"))?;
-    // SAFETY: `host` is pinned memory of at least `len` bytes and `src..src+len`
-    // lies in a device buffer of this stream's GPU.
-    unsafe { cudarc::driver::sys::cuMemcpyDtoHAsync_v2(host as *mut _, src, len as usize, stream.cu_stream()) }
-        .result()
-        .map_err(cuda_err("copying device to host"))
+    // SAFETY: `host` is a slot of a stage of at least `len` bytes, held by
+    // the register until its streams are idle; `src..src+len` lies in a
+    // device buffer of this stream's GPU.
+    unsafe { gpu::copy::device_to_host(host, src, len as usize, stream) }.map_err(cuda_err("copying device to host"))
 }
 
 fn copy_h2d(dst: u64, host: *const u8, len: u64, stream: &Arc<CudaStream>) -> Result<()> {
     stream.context().bind_to_thread().map_err(cuda_err("binding a context"))?;
-    // SAFETY: `host` is pinned memory of at least `len` bytes and `dst..dst+len`
-    // lies in a device buffer of this stream's GPU.
-    unsafe { cudarc::driver::sys::cuMemcpyHtoDAsync_v2(dst, host as *const _, len as usize, stream.cu_stream()) }
-        .result()
-        .map_err(cuda_err("copying host to device"))
+    // SAFETY: as in `copy_d2h`, the other way.
+    unsafe { gpu::copy::host_to_device(dst, host, len as usize, stream) }.map_err(cuda_err("copying host to device"))
 }
 
 impl GpuRegister<'_> {
@@ -482,13 +501,11 @@ impl GpuRegister<'_> {
         match l {
             Launch::Copy { to, from, bytes } => {
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: both ranges lie in this rank's allocation (chunk and
-                // exchange buffer, each `chunk` bytes; the callers copy at most
-                // a chunk between them) and do not overlap.
-                unsafe {
-                    result::memcpy_dtod_async(r.state + to, r.state + from, *bytes as usize, r.gpu.stream.cu_stream())
-                }
-                .map_err(cuda_err("copying within a GPU"))
+                // Both ranges lie in this rank's allocation (chunk and
+                // exchange buffer, each `chunk` bytes; the callers copy at
+                // most a chunk between them) and do not overlap.
+                gpu::copy::within_device(r.state + to, r.state + from, *bytes as usize, &r.gpu.stream)
+                    .map_err(cuda_err("copying within a GPU"))
             }
             Launch::Kernel { kind, cfg, args } => {
                 let name = self.fname(kind);
@@ -607,12 +624,13 @@ impl Register for GpuRegister<'_> {
         self.sync_all()?;
         let mut total = 0;
         for r in &self.ranks {
-            let mut w = [0u64; 1];
+            let mut w = 0u64;
             r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-            // SAFETY: the counter is one u64 written by the check kernel,
-            // which the sync above waited for.
-            unsafe { result::memcpy_dtoh_sync(&mut w, r.wrong.ptr()) }.map_err(cuda_err("reading a count"))?;
-            total += w[0];
+            // The counter is one u64 written by the check kernel, which the
+            // sync above waited for.
+            gpu::copy::from_device(bytemuck::bytes_of_mut(&mut w), r.wrong.ptr())
+                .map_err(cuda_err("reading a count"))?;
+            total += w;
         }
         Ok(self.world.sum_u64(total))
     }
@@ -639,9 +657,8 @@ impl Register for GpuRegister<'_> {
         self.span(|me| {
             for r in &me.ranks {
                 r.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: both buffers hold `xbuf_bytes` on this GPU.
-                unsafe { result::memcpy_dtod_async(r.xbuf, r.state, bytes, r.gpu.stream.cu_stream()) }
-                    .map_err(cuda_err("copying a chunk"))?;
+                // Both buffers hold `xbuf_bytes` on this GPU.
+                gpu::copy::within_device(r.xbuf, r.state, bytes, &r.gpu.stream).map_err(cuda_err("copying a chunk"))?;
             }
             Ok(())
         })

@@ -4,10 +4,10 @@
 
 use super::{GpuRegister, GpuWire, go};
 use crate::error::Result;
-use crate::gpu::cuda_err;
 use crate::gpu::kernels::streaming;
+use crate::gpu::{self, cuda_err};
 use crate::transport::amplitudes::{Seconds, WireImpl};
-use cudarc::driver::{PushKernelArg, result};
+use cudarc::driver::PushKernelArg;
 
 pub struct Kernel;
 pub struct CopyEngine;
@@ -71,19 +71,10 @@ impl GpuWire for CopyEngine {
                 let (len, (from, _), (_, to)) = (me.part(i).len, me.ends(i), me.ends(j));
                 let (src, dst) = (&me.ranks[i], &me.ranks[j]);
                 src.gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
-                // SAFETY: source and destination ranges lie in the two GPUs'
-                // buffers (a message never exceeds a chunk); the contexts own them.
-                unsafe {
-                    result::memcpy_peer_async(
-                        dst.gpu.ctx.cu_ctx(),
-                        to,
-                        src.gpu.ctx.cu_ctx(),
-                        from,
-                        len as usize,
-                        src.gpu.stream.cu_stream(),
-                    )
-                }
-                .map_err(cuda_err("copying to the peer GPU"))?;
+                // Source and destination ranges lie in the two GPUs' buffers
+                // (a message never exceeds a chunk); the contexts own them.
+                gpu::copy::peer(&dst.gpu.ctx, to, &src.gpu.ctx, from, len as usize, &src.gpu.stream)
+                    .map_err(cuda_err("copying to the peer GPU"))?;
             }
             Ok(())
         })

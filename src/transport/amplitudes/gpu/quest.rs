@@ -11,7 +11,7 @@
 use super::mpi::unavailable;
 use super::{GpuRegister, GpuWire};
 use crate::error::{Error, Result};
-use crate::gpu::cuda_err;
+use crate::gpu::{self, cuda_err};
 use crate::transport::amplitudes::{Seconds, Wire, WireImpl};
 use std::time::Instant;
 
@@ -65,20 +65,19 @@ impl GpuWire for Quest {
             *slot = Some(Buffers { send: vec![0u8; chunk], recv: vec![0u8; chunk] });
         }
         let b = slot.as_mut().ok_or_else(|| Error::Runtime("internal: no host buffers".into()))?;
+        // Each host buffer holds a chunk, at least `len`.
+        let (host_send, host_recv) = (&mut b.send[..len], &mut b.recv[..len]);
         ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
         let t0 = Instant::now();
-        // SAFETY: `send..send+len` lies in this GPU's allocation and the host
-        // buffer holds a chunk, at least `len`; the copy returns when done.
-        unsafe { cudarc::driver::sys::cuMemcpyDtoH_v2(b.send.as_mut_ptr().cast(), send, len) }
-            .result()
-            .map_err(cuda_err("copying the amplitudes to host memory"))?;
+        // `send..send+len` lies in this GPU's allocation; the copy returns when done.
+        gpu::copy::from_device(host_send, send).map_err(cuda_err("copying the amplitudes to host memory"))?;
         // SAFETY: two host buffers of at least `len` bytes, distinct, held
         // until the exchange returns.
-        unsafe { reg.world.exchange_messages_raw(p.peer, b.send.as_ptr(), b.recv.as_mut_ptr(), len, message, unit) }?;
-        // SAFETY: as the copy out, the other way.
-        unsafe { cudarc::driver::sys::cuMemcpyHtoD_v2(recv, b.recv.as_ptr().cast(), len) }
-            .result()
-            .map_err(cuda_err("copying the amplitudes into the GPU"))?;
+        unsafe {
+            reg.world.exchange_messages_raw(p.peer, host_send.as_ptr(), host_recv.as_mut_ptr(), len, message, unit)
+        }?;
+        // As the copy out, the other way.
+        gpu::copy::to_device(recv, host_recv).map_err(cuda_err("copying the amplitudes into the GPU"))?;
         Ok(reg.world.max_f64(&[t0.elapsed().as_secs_f64()])[0])
     }
 }

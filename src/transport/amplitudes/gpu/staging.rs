@@ -72,7 +72,7 @@ impl Stage {
 
     /// The whole allocation: (address, bytes).
     pub fn span(&self) -> (u64, usize) {
-        (self.mem.addr() as u64, self.mem.as_slice().len())
+        (self.mem.addr() as u64, self.mem.size())
     }
 }
 
