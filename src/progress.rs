@@ -250,14 +250,14 @@ mod tests {
 
     #[test]
     fn a_collective_sweep_plans_every_size_of_every_type() {
-        let text = std::fs::read_to_string("results/h200x2-allreduce-all-types-ops.json").unwrap();
+        let text = std::fs::read_to_string("results/h200x2/h200x2-allreduce-all-types-ops.json").unwrap();
         let crate::record::AnyRecord::Collective(run) = crate::record::parse(&text).unwrap() else { panic!() };
         let plan = run.plan().unwrap();
         assert_eq!(plan.len(), run.results.len());
-        let gather = std::fs::read_to_string("results/h200x2-allgather-all-types-ops.json").unwrap();
+        let gather = std::fs::read_to_string("results/h200x2/h200x2-allgather-all-types-ops.json").unwrap();
         let crate::record::AnyRecord::Collective(run) = crate::record::parse(&gather).unwrap() else { panic!() };
         assert_eq!(run.plan().unwrap().len(), run.results.len(), "all_gather ignores the ops");
-        let bcast = std::fs::read_to_string("results/h200x2-broadcast-all-types-ops.json").unwrap();
+        let bcast = std::fs::read_to_string("results/h200x2/h200x2-broadcast-all-types-ops.json").unwrap();
         let crate::record::AnyRecord::Collective(run) = crate::record::parse(&bcast).unwrap() else { panic!() };
         assert_eq!(run.plan().unwrap().len(), run.results.len(), "broadcast from every root");
     }
