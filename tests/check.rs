@@ -177,7 +177,8 @@ fn a_node_slower_than_its_baseline_is_a_regression() {
     assert!(json(&o)["rows"].as_array().unwrap().iter().all(|r| r["status"] == "PASS"), "{}", stdout(&o));
 
     // A baseline that is not a check record is refused.
-    let o = check(&["--profile", "cpu", "--baseline", repo().join("results/h200-copy.json").to_str().unwrap()]);
+    let o =
+        check(&["--profile", "cpu", "--baseline", repo().join("results/h200/verify/h200-copy.json").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).starts_with("qbench: "), "{}", stderr(&o));
     std::fs::remove_dir_all(dir).unwrap();

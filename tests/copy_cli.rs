@@ -1,6 +1,6 @@
 //! `qbench copy` as a user without a GPU sees it: the test list, one-line
 //! usage errors (exit 2), and exit 3 with one sentence when no GPU is
-//! visible. The measurements themselves need a GPU (results/run-h200x2.sh).
+//! visible. The measurements themselves need a GPU (results/h200x2/run-h200x2.sh).
 
 mod common;
 

@@ -1,5 +1,5 @@
-//! `qbench plot` as a user runs it: every committed record in results/
-//! drawn, the SVG parsed back (axis titles, a legend entry per run), runs
+//! `qbench plot` as a user runs it: every committed record of the GPU
+//! machines' runs (results/h200x2/, results/h200/) drawn, the SVG parsed back (axis titles, a legend entry per run), runs
 //! overlaid, the floor of a held run dashed, check steps coloured by their
 //! status, PNG, and bad input refused in one line with exit 2.
 
@@ -48,11 +48,20 @@ fn has(texts: &[String], want: &str) -> bool {
     texts.iter().any(|t| t.contains(want))
 }
 
-/// The committed JSON files that are qbench records, with their kind.
-fn records() -> Vec<(PathBuf, String)> {
-    let mut v: Vec<(PathBuf, String)> = std::fs::read_dir(root().join("results"))
+/// The files under `dir`, its folders' included.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .flat_map(|p| if p.is_dir() { files_under(&p) } else { vec![p] })
+        .collect()
+}
+
+/// The GPU machines' committed JSON files that are qbench records, with their kind.
+fn records() -> Vec<(PathBuf, String)> {
+    let mut v: Vec<(PathBuf, String)> = ["results/h200x2", "results/h200"]
+        .iter()
+        .flat_map(|d| files_under(&root().join(d)))
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .filter_map(|p| {
             let r = qbench::record::read(&p).ok()?;
@@ -94,10 +103,14 @@ fn every_committed_record_plots_as_svg_with_its_axes_and_runs() {
 #[test]
 fn collective_sweeps_overlay_with_a_line_per_run_and_placement() {
     let dir = scratch("overlay");
-    let files: Vec<PathBuf> = ["h200x2-allreduce-16M-1G", "h200x2-mpi-np2-allreduce-16M-1G", "h200-allreduce-16M-1G"]
-        .iter()
-        .map(|f| root().join("results").join(format!("{f}.json")))
-        .collect();
+    let files: Vec<PathBuf> = [
+        "h200x2/h200x2-allreduce-16M-1G",
+        "h200x2/h200x2-mpi-np2-allreduce-16M-1G",
+        "h200/verify/h200-allreduce-16M-1G",
+    ]
+    .iter()
+    .map(|f| root().join("results").join(format!("{f}.json")))
+    .collect();
     let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let out = dir.join("overlay.svg");
     let said = plot(&refs, &out, &["--metric", "time", "--title", "allreduce, one and two H200"]);
@@ -122,7 +135,7 @@ fn collective_sweeps_overlay_with_a_line_per_run_and_placement() {
 #[test]
 fn a_sweep_of_a_hundred_thousand_sizes_plots_in_seconds() {
     let dir = scratch("many-sizes");
-    let text = std::fs::read_to_string(root().join("results/h200-allreduce-16M-1G.json")).unwrap();
+    let text = std::fs::read_to_string(root().join("results/h200/verify/h200-allreduce-16M-1G.json")).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let row = v["results"][0].clone();
     let rows: Vec<serde_json::Value> = (1..=100_000u64)
@@ -146,7 +159,7 @@ fn a_sweep_of_a_hundred_thousand_sizes_plots_in_seconds() {
 #[test]
 fn compare_runs_get_a_bar_series_each_and_the_sendrecv_reference() {
     let dir = scratch("compare");
-    let original = root().join("results/h200x2-compare-1G.json");
+    let original = root().join("results/h200x2/h200x2-compare-1G.json");
     let other = dir.join("other-node.json");
     let text = std::fs::read_to_string(&original).unwrap().replacen("\"host\": \"vm\"", "\"host\": \"node2\"", 1);
     std::fs::write(&other, text).unwrap();
@@ -167,13 +180,14 @@ fn compare_runs_get_a_bar_series_each_and_the_sendrecv_reference() {
 fn exchange_and_copy_draw_references_heat_maps_and_latency() {
     let dir = scratch("kinds");
     let ex = dir.join("ex.svg");
-    plot(&[&root().join("results/h200x2-exchange-33q-double.json")], &ex, &[]);
+    plot(&[&root().join("results/h200x2/h200x2-exchange-33q-double.json")], &ex, &[]);
     let texts = svg_texts(&ex);
     for r in ["host link", "nccl-tests sendrecv", "local copy"] {
         assert!(has(&texts, r), "no reference {r}: {texts:?}");
     }
     let copy = dir.join("copy.svg");
-    let said = plot(&[&root().join("results/h200x2-copy.json")], &copy, &["--test", "peer_ce_write,latency_h2d"]);
+    let said =
+        plot(&[&root().join("results/h200x2/h200x2-copy.json")], &copy, &["--test", "peer_ce_write,latency_h2d"]);
     assert!(said.contains("in 2 panels"), "{said}");
     let texts = svg_texts(&copy);
     assert!(has(&texts, "peer_ce_write"), "{texts:?}");
@@ -206,7 +220,7 @@ fn a_run_held_to_a_floor_draws_it() {
 fn png_when_the_name_says_so() {
     let dir = scratch("png");
     let out = dir.join("sweep.PNG");
-    plot(&[&root().join("results/h200x2-sendrecv-16M-1G.json")], &out, &[]);
+    plot(&[&root().join("results/h200x2/h200x2-sendrecv-16M-1G.json")], &out, &[]);
     let bytes = std::fs::read(&out).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
     let (w, h) =
@@ -216,7 +230,7 @@ fn png_when_the_name_says_so() {
 
 #[test]
 fn svg_goes_to_stdout_for_a_dash() {
-    let o = qbench(&["plot", root().join("results/h200x2-compare-1G.json").to_str().unwrap(), "-o", "-"]);
+    let o = qbench(&["plot", root().join("results/h200x2/h200x2-compare-1G.json").to_str().unwrap(), "-o", "-"]);
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(roxmltree::Document::parse(&text).is_ok());
@@ -239,21 +253,24 @@ fn other_tools_json_garbage_and_missing_files_are_refused_with_the_reason() {
     let results = root().join("results");
     let r = |f: &str| results.join(f).to_str().unwrap().to_string();
     // PyTorch's results, the probe's report, the kernels' bench: JSON, not qbench records.
-    refused(&["plot", &r("h200x2-torch-copy.json"), "-o", out], "not a qbench record");
-    refused(&["plot", &r("h200-kernels-bench.json"), "-o", out], "not a qbench record");
-    refused(&["plot", &r("h200x2-probe.json"), "-o", out], "is not a record qbench reads back");
+    refused(&["plot", &r("h200x2/h200x2-torch-copy.json"), "-o", out], "not a qbench record");
+    refused(&["plot", &r("h200/kernels/h200-kernels-bench.json"), "-o", out], "not a qbench record");
+    refused(&["plot", &r("h200x2/h200x2-probe.json"), "-o", out], "is not a record qbench reads back");
     let garbage = dir.join("garbage.json");
     std::fs::write(&garbage, b"\x00\x01 not json at all {").unwrap();
     refused(&["plot", garbage.to_str().unwrap(), "-o", out], "not JSON");
     refused(&["plot", dir.join("missing.json").to_str().unwrap(), "-o", out], "cannot read");
     refused(
-        &["plot", &r("h200x2-allreduce-16M-1G.json"), &r("h200x2-copy.json"), "-o", out],
+        &["plot", &r("h200x2/h200x2-allreduce-16M-1G.json"), &r("h200x2/h200x2-copy.json"), "-o", out],
         "plot records of one kind together",
     );
-    refused(&["plot", &r("h200x2-compare-1G.json"), "--metric", "busbw", "-o", out], "does not apply to compare");
-    refused(&["plot", &r("h200x2-compare-1G.json"), "--metric", "fast", "-o", out], "unknown metric");
-    refused(&["plot", &r("h200x2-compare-1G.json"), "-o", "x.jpg"], "name it .svg or .png");
-    refused(&["plot", &r("h200x2-copy.json"), "--test", "nonesuch", "-o", out], "nothing to draw");
+    refused(
+        &["plot", &r("h200x2/h200x2-compare-1G.json"), "--metric", "busbw", "-o", out],
+        "does not apply to compare",
+    );
+    refused(&["plot", &r("h200x2/h200x2-compare-1G.json"), "--metric", "fast", "-o", out], "unknown metric");
+    refused(&["plot", &r("h200x2/h200x2-compare-1G.json"), "-o", "x.jpg"], "name it .svg or .png");
+    refused(&["plot", &r("h200x2/h200x2-copy.json"), "--test", "nonesuch", "-o", out], "nothing to draw");
     assert!(!Path::new(out).exists(), "no picture is written for bad input");
 }
 
@@ -357,7 +374,7 @@ fn set_row(v: &mut serde_json::Value, step: &str, status: &str, measured: serde_
 #[test]
 fn check_steps_are_coloured_by_status_with_their_floor_ticked() {
     let dir = scratch("check-status");
-    let run = check_variant(&dir, "results/h200-check-standard.json", "held.json", |v| {
+    let run = check_variant(&dir, "results/h200/check/h200-check-standard.json", "held.json", |v| {
         set_row(v, "host to GPU 1G, pinned", "FAIL", 40.0.into());
         set_row(v, "QFT, 30 qubits double", "SKIP", serde_json::Value::Null);
     });
@@ -383,8 +400,9 @@ fn check_steps_are_coloured_by_status_with_their_floor_ticked() {
 #[test]
 fn check_runs_side_by_side_give_each_step_a_mark_per_run() {
     let dir = scratch("check-runs");
-    let quick = root().join("results/h200-check-quick.json");
-    let other = check_variant(&dir, "results/h200-check-quick.json", "node2.json", |v| v["host"] = "node2".into());
+    let quick = root().join("results/h200/check/h200-check-quick.json");
+    let other =
+        check_variant(&dir, "results/h200/check/h200-check-quick.json", "node2.json", |v| v["host"] = "node2".into());
     let out = dir.join("runs.svg");
     assert!(plot(&[&quick, &other], &out, &[]).contains("2 series in 1 panel"));
     let (passed, ticked) = bars(&quick, "PASS");

@@ -1,10 +1,11 @@
-//! Records read back: every JSON qbench committed under results/ (written
-//! by the first schema) parses into its record type, survives a round trip
-//! through JSON unchanged, and renders to exactly the text the run printed
-//! (tests/golden/). The cpu-transport fixtures there were written by the
-//! qbench before the pipeline, and the rdma fixtures (soft-RoCE VM) by the
-//! qbench before rdma joined it (tests/golden/README.md), so the tables are
-//! the same before and after.
+//! Records read back: every qbench record of the GPU machines' runs
+//! (results/h200x2/, results/h200/; written by the first schema) parses
+//! into its record type, survives a round trip through JSON unchanged, and
+//! renders to exactly the text the run printed (tests/golden/). The
+//! cpu-transport fixtures there were written by the qbench before the
+//! pipeline, and the rdma fixtures (soft-RoCE VM) by the qbench before rdma
+//! joined it (tests/golden/README.md), so the tables are the same before
+//! and after.
 
 use qbench::record::{self, AnyRecord};
 use std::path::{Path, PathBuf};
@@ -13,10 +14,19 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every qbench record among the JSON files of a folder.
+/// The files under `dir`, its folders' included.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .flat_map(|p| if p.is_dir() { files_under(&p) } else { vec![p] })
+        .collect()
+}
+
+/// Every qbench record among the JSON files under a folder.
 fn records_in(dir: &Path) -> Vec<(PathBuf, AnyRecord)> {
     let mut out = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files = files_under(dir);
     files.sort();
     for path in files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "json")) {
         let text = std::fs::read_to_string(&path).unwrap();
@@ -62,7 +72,7 @@ fn same(a: &AnyRecord, b: &AnyRecord) -> bool {
 
 #[test]
 fn every_committed_result_reads_back_and_round_trips() {
-    let recs = records_in(&root().join("results"));
+    let recs: Vec<_> = ["results/h200x2", "results/h200"].iter().flat_map(|d| records_in(&root().join(d))).collect();
     assert!(recs.len() >= 15, "{} records", recs.len());
     for (path, rec) in &recs {
         assert!(same(rec, &round_trip(rec)), "{} changed in a round trip", path.display());
@@ -76,9 +86,9 @@ fn every_committed_result_reads_back_and_round_trips() {
 fn records_render_to_the_text_their_run_printed() {
     let golden = root().join("tests/golden");
     let pairs = [
-        ("results/h200x2-compare-1G.json", "h200x2-compare-1G.txt"),
-        ("results/h200x2-exchange-33q-double.json", "h200x2-exchange-33q-double.txt"),
-        ("results/h200x2-copy.json", "h200x2-copy.txt"),
+        ("results/h200x2/h200x2-compare-1G.json", "h200x2-compare-1G.txt"),
+        ("results/h200x2/h200x2-exchange-33q-double.json", "h200x2-exchange-33q-double.txt"),
+        ("results/h200x2/h200x2-copy.json", "h200x2-copy.txt"),
     ];
     let mut checked = 0;
     for (json, text) in pairs.iter().map(|(j, t)| (root().join(j), golden.join(t))).chain(fixtures(&golden)) {
@@ -94,7 +104,7 @@ fn records_render_to_the_text_their_run_printed() {
     assert!(checked >= 15, "{checked} renderings checked");
     // `qbench show` prints the same text from the file.
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_qbench"))
-        .args(["show", root().join("results/h200x2-compare-1G.json").to_str().unwrap()])
+        .args(["show", root().join("results/h200x2/h200x2-compare-1G.json").to_str().unwrap()])
         .output()
         .unwrap();
     assert!(o.status.success());

@@ -1,5 +1,5 @@
 """qbench's collective runs beside nccl-tests' in one job, from the JSON
-files of results/run-dialects-h200.sh: for every run stem (a mode, a
+files of results/h200/dialects/run-dialects-h200.sh: for every run stem (a mode, a
 registration, a collective) and every size and placement, the median over
 rounds of each tool's time column (µs), and qbench's ratio and difference
 against nccl-tests; per stem and placement, the median ratio over sizes

@@ -1,5 +1,5 @@
 """qbench's osu_* tables beside OSU Micro-Benchmarks' own, from the raw
-output of results/run-osu-compare.sh: per test, datatype and size the
+output of results/ref/run-osu-compare.sh: per test, datatype and size the
 median over rounds of each tool's figure and their ratio (qbench / OSU;
 for latency tests a ratio above 1 is qbench slower, for bandwidth tests
 qbench faster), and per test the median ratio over its sizes and the

@@ -1,5 +1,5 @@
 """qbench beside its small-message references, from the raw output of
-results/run-smallmsg-h200.sh: per collective, size and placement the
+results/h200/smallmsg/run-smallmsg-h200.sh: per collective, size and placement the
 median over rounds of nccl-tests' time and of qbench's, their difference
 and ratio; the same for copy latency per direction and size against
 results/ref/copy_latency.cu; and a verdict for each goal.

@@ -1,7 +1,7 @@
 // h2d_paths: the 1 B copy between pinned memory and GPU 0 made the ways
 // copy_latency.cu (the CUDA runtime) and qbench (the driver through cudarc)
 // make it, interleaved in one process, so that whatever moves a whole
-// process's figures (results/h200-copy-latency-api.txt: each process's
+// process's figures (results/h200/smallmsg/h200-copy-latency-api.txt: each process's
 // copies settle at one of two levels) moves every way alike and the
 // differences between the ways are left.
 //

@@ -2,7 +2,7 @@
 // so that qbench's model of a distributed state-vector simulator's amplitude
 // exchange can be set beside the real thing on the same GPU machine.
 // It is our program, not QuEST's: it calls only QuEST's public API (quest.h).
-// Built by results/run-quest-h200.sh with QuEST's own cmake
+// Built by results/h200/quest/run-quest-h200.sh with QuEST's own cmake
 // (-DUSER_SOURCE=results/ref/quest_time.cpp -DOUTPUT_EXE=quest_time).
 //
 //   quest_time QUBITS ROUNDS op...       (under mpirun -np R for a distributed Qureg)

@@ -1,6 +1,6 @@
-"""The closing table of results/run-kernels-h200.sh: each kernel against the
+"""The closing table of results/h200/kernels/run-kernels-h200.sh: each kernel against the
 copy engine's device copy, from the harness (results/ref/kernels_bench.cu),
-PyTorch (results/torch_elementwise.py) and qbench's own records.
+PyTorch (results/ref/torch_elementwise.py) and qbench's own records.
 
     python3 results/ref/summarize_kernels.py DIR [--bench-json ALL.json] > summary.txt
 

@@ -98,7 +98,7 @@ class TableTest(unittest.TestCase):
 
 class QbenchJsonTest(unittest.TestCase):
     def test_collective(self):
-        with open(os.path.join(RESULTS, "h200x2-allreduce-16M-1G.json")) as f:
+        with open(os.path.join(RESULTS, "h200x2", "h200x2-allreduce-16M-1G.json")) as f:
             q = cs.qbench_collective(json.load(f))
         self.assertEqual(sorted(q)[0], 16 << 20)
         self.assertEqual(sorted(q)[-1], 1 << 30)
@@ -106,7 +106,7 @@ class QbenchJsonTest(unittest.TestCase):
         self.assertAlmostEqual(q[16 << 20]["in_place"]["time_us"], 77.48800069093704)
 
     def test_copy_latency(self):
-        with open(os.path.join(RESULTS, "h200x2-copy-latency.json")) as f:
+        with open(os.path.join(RESULTS, "h200x2", "h200x2-copy-latency.json")) as f:
             q = cs.qbench_copy_latency(json.load(f))
         self.assertEqual(sorted(q), sorted(cs.COPY_TESTS.values()))
         self.assertEqual(len(q["latency_h2d"]), 25)
@@ -149,7 +149,7 @@ class EndToEndTest(unittest.TestCase):
     """Three rounds of made-up figures, laid out as the run script leaves them."""
 
     def make(self, folder, small_q=(6.6, 0.5), large_ratio=1.01, copy_ratio=1.05, drop=(), control=None):
-        with open(os.path.join(RESULTS, "h200x2-copy-latency.json")) as f:
+        with open(os.path.join(RESULTS, "h200x2", "h200x2-copy-latency.json")) as f:
             qcopy_template = json.load(f)
         for r in (1, 2, 3):
             jitter = 0.01 * r

@@ -331,7 +331,7 @@ mod tests {
     const GPU: [(Memory, u64); 1] = [(Memory::Gpu, 1 << 40)];
 
     /// QuEST v4.1's QFT(30) on the H200 and qbench's runs beside it in the
-    /// same job (results/h200-quest-compare.json): qbench's local steps
+    /// same job (results/h200/quest/h200-quest-compare.json): qbench's local steps
     /// are faster than QuEST's, so its own factor overstates the cost of
     /// spreading; priced at QuEST's one-GPU time it lands near QuEST's.
     #[test]

@@ -8,7 +8,7 @@
 #
 # Usage (from the repository root, on the GPU machine, .ref/nccl-tests
 # staged by results/ref/stage-nccl-tests.sh):
-#   bash results/run-sendrecv-placement-h200.sh [BIN]   (BIN: .dev/qbench)
+#   bash results/h200/smallmsg/run-sendrecv-placement-h200.sh [BIN]   (BIN: .dev/qbench)
 set -u
 BIN=${1:-.dev/qbench}
 export NCCL_NVLS_ENABLE=0

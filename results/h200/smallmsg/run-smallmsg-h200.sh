@@ -12,7 +12,7 @@
 # shows how far that moves the reference from itself under the goals' rules.
 #
 # Usage (from the repository root, on the GPU machine):
-#   bash results/run-smallmsg-h200.sh BIN OUTDIR
+#   bash results/h200/smallmsg/run-smallmsg-h200.sh BIN OUTDIR
 #     BIN     the qbench binary (built on the Rust machine, no MPI needed)
 #     OUTDIR  a flat folder; at most 5 files land there:
 #               run.log                   everything this script printed
@@ -34,12 +34,12 @@
 # Every step runs under `timeout` so that one hang cannot eat the lease.
 set -u
 if [ $# -ne 2 ]; then
-    echo "usage: bash results/run-smallmsg-h200.sh BIN OUTDIR" >&2
+    echo "usage: bash results/h200/smallmsg/run-smallmsg-h200.sh BIN OUTDIR" >&2
     exit 2
 fi
 BIN=$(readlink -f "$1")
 OUT=$2
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 ROUNDS=${ROUNDS:-3}
 SMALL_ROUNDS=${SMALL_ROUNDS:-6}
 DEADLINE=${DEADLINE:-480}

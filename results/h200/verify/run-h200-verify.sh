@@ -4,7 +4,7 @@
 # an interrupted run and the clean run after it, bad input, and the whole
 # register on one GPU.
 #
-# Usage (repository root, GPU machine): bash results/run-h200-verify.sh BIN_DIR OUT
+# Usage (repository root, GPU machine): bash results/h200/verify/run-h200-verify.sh BIN_DIR OUT
 #   BIN_DIR holds qbench and qbench-unit-tests (cargo test --release --no-run's
 #   unit-test binary of src/lib.rs), both built on the Rust machine.
 #   OUT gets log.txt and verify.tgz (the JSON and tables of each run).

@@ -7,14 +7,14 @@
 # ranks sharing the one GPU (each GPU step measured once, by one rank).
 # The baseline is held against five times: a healthy node must stay READY
 # in every one. Every command's exit status and wall time is logged.
-# Usage: bash results/run-check-h200.sh QBENCH_BINARY [OUT_DIR]
+# Usage: bash results/h200/check/run-check-h200.sh QBENCH_BINARY [OUT_DIR]
 #   OUT_DIR (default $OUT) receives run.log, h200-check-quick.json,
 #   h200-check-standard.json, h200-check-mpi2-{quick,standard}.json,
 #   h200-check-baseline-{1..5}.json and raw.tgz (every file of the run).
 set -u
 Q=$(realpath "${1:?usage: run-check-h200.sh QBENCH_BINARY [OUT_DIR]}")
 OUT=${2:-${OUT:?give OUT_DIR or set OUT}}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 W=$(mktemp -d /tmp/check-h200.XXXXXX)
 mkdir -p "$OUT"
 exec > >(tee "$OUT/run.log") 2>&1

@@ -7,7 +7,7 @@
 # and the wires refused in one line where they cannot run.
 #
 # Usage (repository root, on the GPU machine, as root):
-#   OUT=DIR bash results/run-h200-wires.sh
+#   OUT=DIR bash results/h200/wires/run-h200-wires.sh
 #     .dev/qbench  the qbench binary, built with --features mpi (and rdma, for
 #                  the rdma rows' reasons) on the Rust machine
 #     OUT          gets log.txt (everything printed), machine.txt and the JSON
@@ -16,7 +16,7 @@
 #                  h200-wires-compare-256M.json
 # About two minutes; every step runs under `timeout`.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 Q=$ROOT/.dev/qbench
 : "${OUT:?set OUT to the output folder}"
 [ -x "$Q" ] || { echo "run-h200-wires: no executable $Q" >&2; exit 2; }
@@ -24,7 +24,7 @@ export NCCL_NVLS_ENABLE=0
 # Open MPI runs with the environment's settings. MPI's own host sendrecv
 # between two processes of this machine: 3.1 GB/s with
 # OMPI_MCA_btl_vader_single_copy_mechanism=none, 4.7 with it unset
-# (results/h200-mpi-host-sendrecv-{nocma,cma}.json).
+# (results/h200/wires/h200-mpi-host-sendrecv-{nocma,cma}.json).
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 exec > >(tee "$OUT/log.txt") 2>&1

@@ -19,13 +19,13 @@
 #                  two's runs side by side (each tool's figure: the median of
 #                  its runs' medians) and judges the goals (exit 1 when one
 #                  missed).
-# Usage (repository root, GPU machine): STAGE=… bash results/run-quest-compare-h200.sh BIN_DIR OUT
+# Usage (repository root, GPU machine): STAGE=… bash results/h200/quest/run-quest-compare-h200.sh BIN_DIR OUT
 #   BIN_DIR holds qbench (built with --features mpi,rdma) and, for prepare,
 #   qbench-unit-tests (the lib's unit-test binary); OUT gets log.txt and
 #   files.tgz (every record, table and QuEST's JSON lines).
 set -u
 STAGE=${STAGE:?STAGE=prepare, one or two}
-BIN=$(readlink -f "$1") OUT=$2 REPO=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$(readlink -f "$1") OUT=$2 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 Q=$BIN/qbench W=/tmp/quest-compare
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$OUT" "$W"
@@ -52,7 +52,7 @@ nproc; free -g | head -2; mpirun --version | head -1
 
 if [ "$STAGE" = prepare ]; then
     step "QuEST: building in the background (log in files.tgz)"
-    (OUT=$W/quest STAGE=build bash "$REPO/results/run-quest-h200.sh" > "$W/quest-build.out" 2>&1; echo "build rc=$?" >> "$W/quest-build.out") &
+    (OUT=$W/quest STAGE=build bash "$REPO/results/h200/quest/run-quest-h200.sh" > "$W/quest-build.out" 2>&1; echo "build rc=$?" >> "$W/quest-build.out") &
     BUILD=$!
 
     step "GPU unit tests (ignored ones: the kernels against the host)"
@@ -88,12 +88,12 @@ fi
 quest_build() {
     if [ ! -x /tmp/quest-h200/dist/quest_time ]; then
         step "QuEST: building (a fresh machine; nothing else runs meanwhile)"
-        OUT=$W/quest STAGE=build bash "$REPO/results/run-quest-h200.sh"; want $? 0
+        OUT=$W/quest STAGE=build bash "$REPO/results/h200/quest/run-quest-h200.sh"; want $? 0
     fi
 }
 quest_run() { # what, then run-quest-h200.sh's environment
     step "QuEST: $1"; shift
-    env "$@" OUT="$W/quest" STAGE=run DEADLINE="${QUEST_DEADLINE:-270}" bash "$REPO/results/run-quest-h200.sh"; want $? 0
+    env "$@" OUT="$W/quest" STAGE=run DEADLINE="${QUEST_DEADLINE:-270}" bash "$REPO/results/h200/quest/run-quest-h200.sh"; want $? 0
     grep -E "^===|rc=" "$W/quest/quest-run.log" | tail -4
 }
 

@@ -6,7 +6,7 @@
 # ratios.
 #
 # Usage (from the repository root):
-#   bash results/run-osu-compare.sh BIN OSU OUTDIR
+#   bash results/ref/run-osu-compare.sh BIN OSU OUTDIR
 #     BIN     qbench built with --features mpi
 #     OSU     a folder holding OSU's osu_latency, osu_bw, osu_bibw,
 #             osu_mbw_mr and osu_allreduce (built from .ref/osu, which
@@ -17,13 +17,13 @@
 # given to both tools, e.g. "-d cuda D D").
 set -u
 if [ $# -ne 3 ]; then
-    echo "usage: bash results/run-osu-compare.sh BIN OSU OUTDIR" >&2
+    echo "usage: bash results/ref/run-osu-compare.sh BIN OSU OUTDIR" >&2
     exit 2
 fi
 BIN=$(readlink -f "$1")
 OSU=$(readlink -f "$2")
 OUT=$3
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ROUNDS=${ROUNDS:-3}
 NP=${NP:-4}
 MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}

@@ -11,10 +11,10 @@
 #      and results/ref/copy_shapes.cu: copies of every shape against the
 #      copy engine;
 #   2. PyTorch's copy_ and elementwise kernels on the same bytes
-#      (results/torch_elementwise.py);
+#      (results/ref/torch_elementwise.py);
 #   3. qbench itself: copy --test local_ce,local_sm, and exchange -g 1 at
 #      2^30..2^32 amplitudes (double) and 2^31..2^33 (single).
-# Usage: bash results/run-kernels-h200.sh QBENCH_BINARY [OUT_DIR]
+# Usage: bash results/h200/kernels/run-kernels-h200.sh QBENCH_BINARY [OUT_DIR]
 #   OUT_DIR defaults to $OUT. It receives: run.log, summary.txt (the closing
 #   table, also printed last), bench.json (every harness figure),
 #   torch-elementwise.json, sass.txt (ptxas's report and the loads and
@@ -28,7 +28,7 @@ set -u
 Q=$(realpath "${1:?usage: run-kernels-h200.sh QBENCH_BINARY [OUT_DIR]}")
 OUT=${2:-${OUT:?give OUT_DIR or set OUT}}
 BUDGET=${BUDGET:-240}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 W=$(mktemp -d /tmp/kernels-h200.XXXXXX)
 mkdir -p "$OUT"
 exec > >(tee "$OUT/run.log") 2>&1
@@ -124,7 +124,7 @@ late || {
 
 step "PyTorch: copy_, out-of-place and in-place elementwise on 16 GiB"
 late || {
-    timeout 90 python3 "$REPO/results/torch_elementwise.py" --gib 16 --out "$W/torch-elementwise.json" 2>&1 | grep -v Warning
+    timeout 90 python3 "$REPO/results/ref/torch_elementwise.py" --gib 16 --out "$W/torch-elementwise.json" 2>&1 | grep -v Warning
     echo "rc=${PIPESTATUS[0]}"
 }
 

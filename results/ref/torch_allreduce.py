@@ -2,7 +2,7 @@
 per GPU) at the sizes qbench sweeps, timed the way qbench times: warm-up,
 then CUDA events around the timed iterations, the per-rank times averaged.
 
-    python3 results/torch_allreduce.py --gpus 2 -b 16M -e 1G -f 2 \
+    python3 results/ref/torch_allreduce.py --gpus 2 -b 16M -e 1G -f 2 \
         --out torch.json [--qbench qbench.json]
 
 With --qbench, also prints qbench's busbw (out-of-place and in-place, from a

@@ -7,7 +7,7 @@ bytes moved one way.
   d2h_pinned     GPU 0 -> pinned host tensor
   peer_ce_write  GPU 0 -> GPU 1 (tensor.copy_, done on the source's stream)
 
-    python3 results/torch_copy.py -b 1M -e 1G -f 4 --out torch-copy.json \
+    python3 results/ref/torch_copy.py -b 1M -e 1G -f 4 --out torch-copy.json \
         [--qbench qbench-copy.json]
 
 With --qbench (a `qbench copy -J` file), prints qbench's figure beside

@@ -3,7 +3,7 @@
 # (or SIGTERM) a few seconds in (in its warm-up or its timed loop) and must end within 2 s with exit 130 (143), its -J
 # record valid JSON marked incomplete; then a short run of the same kind
 # must start clean and pass.
-# Usage (repository root, GPU machine): bash results/run-interrupt-h200.sh BIN_DIR OUT
+# Usage (repository root, GPU machine): bash results/h200/interrupt/run-interrupt-h200.sh BIN_DIR OUT
 set -u
 Q=$(readlink -f "$1")/qbench OUT=$2 W=/tmp/interrupt
 export NCCL_NVLS_ENABLE=0

@@ -4,7 +4,7 @@
 # (QUBITS) and NP MPI processes sharing the GPU (DIST_QUBITS; PERMIT_NODES_TO_SHARE_GPU=ON).
 #
 # Usage (repository root, on the GPU machine, as root; no network needed):
-#   OUT=DIR bash results/run-quest-h200.sh
+#   OUT=DIR bash results/h200/quest/run-quest-h200.sh
 # Env: OUT (./out)  DEADLINE (400: seconds from start, builds included)  ROUNDS (3)
 #   QUBITS ("30 32")  OPS (per-size defaults)  DIST_QUBITS (30)  DIST_OPS (default below)  NP (2)
 #   (QUBITS or DIST_QUBITS set empty: no run of that kind)
@@ -15,7 +15,7 @@
 # (one JSON line per op). An op whose estimated time would pass DEADLINE is skipped, and
 # every run is under `timeout` for what is left of it.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 OUT=${OUT:-./out}; DEADLINE=${DEADLINE:-400}; ROUNDS=${ROUNDS:-3}; NP=${NP:-2}
 QUBITS=${QUBITS-30 32}; DIST_QUBITS=${DIST_QUBITS-30}; STAGE=${STAGE:-all}
 CUDA=${CUDA:-/usr/local/cuda}; CPU_ONLY=${CPU_ONLY:-}; DRY_RUN=${DRY_RUN:-}

@@ -9,7 +9,7 @@ Each figure is the median of 5 calls, each timed by CUDA events, after one
 warm-up; 3 rounds, each timing the copy first; every ratio is to its
 round's copy.
 
-    python3 results/torch_elementwise.py --gib 16 --out torch-elementwise.json
+    python3 results/ref/torch_elementwise.py --gib 16 --out torch-elementwise.json
 """
 import argparse
 import json

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The runs behind results/h200x2-*.json, on the 2xH200 machine.
-# Usage: bash results/run-h200x2.sh BIN_DIR OUT_DIR [PART...]
+# The runs behind results/h200x2/h200x2-*.json, on the 2xH200 machine.
+# Usage: bash results/h200x2/run-h200x2.sh BIN_DIR OUT_DIR [PART...]
 #   BIN_DIR holds qbench (no MPI) and qbench-mpi (built with --features mpi);
 #   PART is any of probe, collectives, graphs, exchange, sweep, compare, copy,
 #   copysmall (default: all).
@@ -29,7 +29,7 @@ $Q probe --json > "$OUT/h200x2-probe.json"
 part_collectives() {
 step "all_reduce 16M..1G, then PyTorch on the same sizes"
 timeout 150 $Q allreduce -b 16M -e 1G -f 2 -g 2 -J "$OUT/h200x2-allreduce-16M-1G.json"; echo "rc=$?"
-timeout 150 python3 results/torch_allreduce.py --gpus 2 -b 16M -e 1G -f 2 --out "$OUT/h200x2-torch-allreduce-16M-1G.json" \
+timeout 150 python3 results/ref/torch_allreduce.py --gpus 2 -b 16M -e 1G -f 2 --out "$OUT/h200x2-torch-allreduce-16M-1G.json" \
     --qbench "$OUT/h200x2-allreduce-16M-1G.json" 2>&1 | grep -v Warning; echo "rc=$?"
 
 step "sendrecv 16M..1G"
@@ -116,7 +116,7 @@ step "copy: the latency table alone, 1 B..16 MiB"
 $T $Q copy --test latency -J "$OUT/h200x2-copy-latency.json"; echo "rc=$? (want 0)"
 
 step "copy: PyTorch on the same sizes, and qbench/PyTorch ratios"
-$T python3 results/torch_copy.py -b 1M -e 1G -f 4 --out "$OUT/h200x2-torch-copy.json" \
+$T python3 results/ref/torch_copy.py -b 1M -e 1G -f 4 --out "$OUT/h200x2-torch-copy.json" \
     --qbench "$OUT/h200x2-copy.json" 2>&1 | grep -v Warning; echo "rc=${PIPESTATUS[0]} (want 0)"
 
 step "copy: a corrupted word is detected (QBENCH_CORRUPT=copy)"
@@ -135,7 +135,7 @@ step "copy: 1M..16M host<->GPU with 100 copies per sample, then PyTorch the same
 for r in 1 2 3; do
     echo "-- round $r: qbench, then PyTorch"
     timeout 60 $Q copy --test h2d_pinned,d2h_pinned -g 1 -b 1M -e 16M -f 4 -n 100 -J "$OUT/small-$r.json" | grep -E "^ +[0-9]+ \|"
-    timeout 60 python3 results/torch_copy.py -b 1M -e 16M -f 4 -n 100 --out "$OUT/torch-small-$r.json" \
+    timeout 60 python3 results/ref/torch_copy.py -b 1M -e 16M -f 4 -n 100 --out "$OUT/torch-small-$r.json" \
         --qbench "$OUT/small-$r.json" 2>&1 | grep -v Warning
 done
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the 1 B copy latency's two levels come from, on one H200: each
 # process's copies settle at about 5.6-5.9 or 6.3-6.8 us host to GPU
-# (results/h200-copy-latency-api.txt), for results/ref/copy_latency.cu as
+# (results/h200/smallmsg/h200-copy-latency-api.txt), for results/ref/copy_latency.cu as
 # for qbench copy. Four parts, one job:
 #   cpus    copy_latency --tests h2d,d2h --max 1 pinned to each CPU in turn
 #           (taskset -c C), three rounds, then four unpinned runs a round:
@@ -16,18 +16,18 @@
 #           16 MiB, 1000 copies, 10 warm-up) in turn, eight pairs
 #
 # Usage (from the repository root, on the GPU machine):
-#   bash results/run-latency-levels-h200.sh BIN OUTDIR
+#   bash results/h200/smallmsg/run-latency-levels-h200.sh BIN OUTDIR
 #     BIN     the qbench binary
 #     OUTDIR  gets levels.txt (every part's figures) and levels-raw.tgz
 #             (cpus/, clocks/, ab/: each run's JSON, each clock log)
 set -u
 if [ $# -ne 2 ]; then
-    echo "usage: bash results/run-latency-levels-h200.sh BIN OUTDIR" >&2
+    echo "usage: bash results/h200/smallmsg/run-latency-levels-h200.sh BIN OUTDIR" >&2
     exit 2
 fi
 BIN=$(readlink -f "$1")
 OUT=$2
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT"

@@ -6,13 +6,13 @@
 # rounds; each nccl-tests mode (-z, -C, -u, -I/-K, -S, -M, -x) run by both;
 # gather, scatter and hypercube by both; the -I JSON of both read by
 # nccl-tests' own tools/analyze_perf_json.py; qbench's osu_* beside OSU 7.4
-# (results/run-osu-compare.sh) and `osu_bw -d cuda D D`; gdrcopy's tests
+# (results/ref/run-osu-compare.sh) and `osu_bw -d cuda D D`; gdrcopy's tests
 # where gdrdrv is absent (the dma-buf path); probe's facts; alltoallv by
 # both at three spreads; the copy tests under nvbandwidth's names (the SM
 # copy both ways, the pointer chases), twice, and a corrupted chase caught.
 #
 # Usage (repository root, on the GPU machine):
-#   bash results/run-dialects-h200.sh BIN_DIR OUTDIR
+#   bash results/h200/dialects/run-dialects-h200.sh BIN_DIR OUTDIR
 #     BIN_DIR  qbench (built with --features mpi,rdma) and qbench-unit-tests
 #              (the unit-test binary of src/lib.rs), built on the Rust machine
 #     OUTDIR   gets log.txt, machine.txt, build.log, raw.tgz (every table and
@@ -28,7 +28,7 @@
 set -u
 BIN=$(readlink -f "$1")
 OUT=$2
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 STAGES=${STAGES:-unit build register control modes rooted mulsum json osu gdrcopy probe}
 Q=$BIN/qbench
 T=$BIN/qbench-unit-tests
@@ -168,7 +168,7 @@ fi
 
 if on osu; then
     step "osu_* beside OSU 7.4, host memory, OSU_ROUNDS rounds (2); then GPU buffers"
-    ROUNDS=${OSU_ROUNDS:-2} NP=4 timeout 500 bash "$ROOT/results/run-osu-compare.sh" "$Q" "$ROOT/.ref/osu-bin" "$OUT/osu" | tail -8
+    ROUNDS=${OSU_ROUNDS:-2} NP=4 timeout 500 bash "$ROOT/results/ref/run-osu-compare.sh" "$Q" "$ROOT/.ref/osu-bin" "$OUT/osu" | tail -8
     tar czf "$OUT/osu/raw.tgz" -C "$OUT/osu" osu-raw && rm -rf "$OUT/osu/osu-raw"
     timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$Q" osu_bw -d cuda D D -m 1M > "$RAW/osu-bw-DD.txt" 2>&1
     echo "osu_bw -d cuda D D: rc=$? (3 where MPI is not CUDA-aware)"; tail -3 "$RAW/osu-bw-DD.txt"

@@ -9,7 +9,7 @@
 # The log starts with the machine's NUMA layout (numactl -H or lscpu, the
 # kernel's node list, each GPU's numa_node) so that the run is described.
 #
-# Usage (GPU machine): bash results/run-numa-h200.sh QBENCH_BINARY OUT_DIR
+# Usage (GPU machine): bash results/h200/numa/run-numa-h200.sh QBENCH_BINARY OUT_DIR
 #   OUT_DIR receives run.log, h200-copy-numa-{auto,off,0}.json and .txt,
 #   h200-copy-numa-taskset.json and h200-probe-numa.json.
 set -u
