@@ -276,7 +276,7 @@ fn a_check_exports_each_step_each_node_and_each_verdict() {
     assert_eq!(family(&families, "qbench_check_elapsed_seconds").samples[0].1, run.elapsed_s);
     // 2026-12-03T08:44:38.091082247Z
     let end = family(&families, "qbench_check_end_timestamp_seconds").samples[0].1;
-    assert!((end - 1796287478.091082247).abs() < 1e-6, "{end}");
+    assert!((end - 1_796_287_478.0 - 0.091_082_247).abs() < 1e-6, "{end}");
 
     // A check on one H200 node: every step's status, the node ready.
     let (rec, families) = exported("results/h200-check-quick.json");

@@ -56,28 +56,7 @@ fn header(run: &CollectiveRun) -> String {
         c.cudagraph,
         c.unalign
     );
-    s.push_str(match c.blocking {
-        1 => "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n",
-        2 => "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n",
-        3 => "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n",
-        _ => "",
-    });
-    if c.per_iter_timing {
-        let clock = if run.transport == TransportKind::Nccl { "CUDA event" } else { "host clock" };
-        let _ = write!(s, "# Per-Iteration Report: {clock} timing; i_* uses max over process rows");
-        if c.per_iter_skip > 0 {
-            let _ = write!(s, "; summary skips first {} iterations", c.per_iter_skip);
-        }
-        s.push_str(" \n");
-    }
-    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Register::None) {
-        let how = match b.register {
-            Register::None => "not registered",
-            Register::Local => "registered with each communicator (ncclCommRegister)",
-            Register::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
-        };
-        let _ = writeln!(s, "# Buffers: {}, {how} (-R {})", b.allocator, c.register.code());
-    }
+    s.push_str(&modes(run));
     s.push_str("#\n# Using devices\n");
     for d in &run.devices {
         let _ = writeln!(
@@ -102,6 +81,35 @@ fn header(run: &CollectiveRun) -> String {
     }
     s.push_str("#\n");
     s.push_str(&columns(c));
+    s
+}
+
+/// The lines of the modes asked for: -z's blocking, -I's per-iteration
+/// report, -R's registered buffers.
+fn modes(run: &CollectiveRun) -> String {
+    let c = &run.config;
+    let mut s = String::from(match c.blocking {
+        1 => "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n",
+        2 => "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n",
+        3 => "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n",
+        _ => "",
+    });
+    if c.per_iter_timing {
+        let clock = if run.transport == TransportKind::Nccl { "CUDA event" } else { "host clock" };
+        let _ = write!(s, "# Per-Iteration Report: {clock} timing; i_* uses max over process rows");
+        if c.per_iter_skip > 0 {
+            let _ = write!(s, "; summary skips first {} iterations", c.per_iter_skip);
+        }
+        s.push_str(" \n");
+    }
+    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Register::None) {
+        let how = match b.register {
+            Register::None => "not registered",
+            Register::Local => "registered with each communicator (ncclCommRegister)",
+            Register::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
+        };
+        let _ = writeln!(s, "# Buffers: {}, {how} (-R {})", b.allocator, c.register.code());
+    }
     s
 }
 

@@ -56,6 +56,8 @@ fn header(run: &ExchangeRun) -> String {
     s
 }
 
+/// One register: its line, the reference figures, its tables, what
+/// could not run and the data checks.
 fn register(r: &RegisterRun) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -69,6 +71,29 @@ fn register(r: &RegisterRun) -> String {
         r.local_qubits,
         format_size(r.chunk_bytes)
     );
+    s.push_str(&references(r));
+    if !r.local_gates.is_empty() {
+        s.push_str(&local_gates(r));
+    }
+    if !r.global_gates.is_empty() {
+        s.push_str(&global_gates(r));
+    }
+    if !r.classes.is_empty() {
+        s.push_str(&classes(r));
+    }
+    if !r.circuits.is_empty() {
+        s.push_str(&circuits(r));
+    }
+    for u in &r.unavailable {
+        let _ = writeln!(s, "unavailable: {}: {}", u.transport, u.reason);
+    }
+    s + &checks(r)
+}
+
+/// The reference lines: a copy within a rank, the host link, NCCL's
+/// sendrecv, where measured.
+fn references(r: &RegisterRun) -> String {
+    let mut s = String::new();
     let rf = &r.references;
     if rf.local_copy_gbps > 0.0 {
         match rf.local_copy_bytes {
@@ -99,73 +124,56 @@ fn register(r: &RegisterRun) -> String {
             "reference: NCCL sendrecv (ring, as sendrecv_perf) of a whole chunk: {g:.1} GB/s per direction"
         );
     }
-    if !r.local_gates.is_empty() {
-        let rows = r
-            .local_gates
-            .iter()
-            .map(|g| {
-                vec![
-                    g.qubit.to_string(),
-                    ms(g.time.median),
-                    format!("{:.1}", g.gbps),
-                    format!("{:.0}%", 100.0 * g.of_copy),
-                ]
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "\nlocal gate (H), every amplitude read and written once\n{}",
-            table(&["qubit", "time ms", "GB/s", "of copy"], rows)
-        );
-    }
-    if !r.global_gates.is_empty() {
-        let rows = r
-            .global_gates
-            .iter()
-            .map(|g| {
-                vec![
-                    g.transport.clone(),
-                    g.pattern.name().to_string(),
-                    g.qubit.to_string(),
-                    format_size(g.bytes),
-                    ms(g.exchange.median),
-                    format!("{:.1}", g.gbps_per_direction),
-                    ms(g.update.median),
-                    ms(g.exchange.median + g.update.median),
-                    format!("×{:.1}", g.vs_local),
-                ]
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "\nglobal gate: exchange with the partner rank, then the update (gate: combine; swap: place the half, H)\n{}",
-            table(
-                &[
-                    "transport",
-                    "pattern",
-                    "qubit",
-                    "bytes/rank",
-                    "exchange ms",
-                    "GB/s/dir",
-                    "update ms",
-                    "total ms",
-                    "vs local"
-                ],
-                rows
-            )
-        );
-    }
+    s
+}
+
+/// The local gate's table: each qubit's time against a copy.
+fn local_gates(r: &RegisterRun) -> String {
+    let rows = r
+        .local_gates
+        .iter()
+        .map(|g| {
+            vec![g.qubit.to_string(), ms(g.time.median), format!("{:.1}", g.gbps), format!("{:.0}%", 100.0 * g.of_copy)]
+        })
+        .collect();
+    format!(
+        "\nlocal gate (H), every amplitude read and written once\n{}\n",
+        table(&["qubit", "time ms", "GB/s", "of copy"], rows)
+    )
+}
+
+/// The global gate's table: each wire's exchange and update.
+fn global_gates(r: &RegisterRun) -> String {
+    let rows = r
+        .global_gates
+        .iter()
+        .map(|g| {
+            vec![
+                g.transport.clone(),
+                g.pattern.name().to_string(),
+                g.qubit.to_string(),
+                format_size(g.bytes),
+                ms(g.exchange.median),
+                format!("{:.1}", g.gbps_per_direction),
+                ms(g.update.median),
+                ms(g.exchange.median + g.update.median),
+                format!("×{:.1}", g.vs_local),
+            ]
+        })
+        .collect();
+    let head =
+        ["transport", "pattern", "qubit", "bytes/rank", "exchange ms", "GB/s/dir", "update ms", "total ms", "vs local"];
+    format!(
+        "\nglobal gate: exchange with the partner rank, then the update (gate: combine; swap: place the half, H)\n{}\n",
+        table(&head, rows)
+    )
+}
+
+/// The data checks: the local classes, then each wire's classes and
+/// circuits together, each circuit, each check of the older records.
+fn checks(r: &RegisterRun) -> String {
+    let mut s = String::new();
     if !r.classes.is_empty() {
-        s.push_str(&classes(r));
-    }
-    if !r.circuits.is_empty() {
-        s.push_str(&circuits(r));
-    }
-    for u in &r.unavailable {
-        let _ = writeln!(s, "unavailable: {}: {}", u.transport, u.reason);
-    }
-    if !r.classes.is_empty() {
-        // The local classes, then each wire: its classes and its circuits.
         let sum = |it: &mut dyn Iterator<Item = (u64, u64)>| it.fold((0, 0), |(a, w), (x, y)| (a + x, w + y));
         let (amps, wrong) =
             sum(&mut r.classes.iter().filter(|c| c.transport.is_none()).map(|c| (c.amplitudes, c.wrong)));
