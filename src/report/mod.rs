@@ -2,7 +2,9 @@
 //! [`Table`] (the nccl-tests table of collective.rs, perftest's of rdma.rs,
 //! OSU's, qbench's summary tables) and its [`Rows`], from which export/
 //! writes every file format (JSON is the record itself, through serde);
-//! plot/ draws them. Each reads a record and nothing else.
+//! plot/ draws them. Each reads a record and nothing else. A new record
+//! kind is a file here implementing both, and its arm in [`render_any`] and
+//! [`exported`].
 
 pub mod cfmt;
 pub mod check;

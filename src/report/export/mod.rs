@@ -1,9 +1,10 @@
 //! The formats a record is written in besides its table, one file each
 //! behind [`Exporter`]: qbench's JSON (the record itself), nccl-tests' JSON,
 //! CSV and Prometheus. An exporter sees any record through [`Record`]: its
-//! header, its serde form and its rows ([`super::Rows`]), so that a new
-//! format is one file here plus one line in `formats!`, and a new record
-//! kind is one `rows()`.
+//! header, its serde form and its rows ([`super::Rows`]). A new format is a
+//! file here with a unit struct implementing [`Exporter`], one line in
+//! `formats!`, and its option in the command line's `OutputArgs`; a new
+//! record kind gives every format at once with its `rows()`.
 
 use super::rows::{Cell, Rows};
 use crate::error::Result;
@@ -11,7 +12,7 @@ use crate::record::Header;
 use std::any::Any;
 
 /// One output format.
-pub trait Exporter: Sync {
+pub trait Exporter {
     /// What its files are called in messages: "JSON", "CSV".
     fn name(&self) -> &'static str;
     /// Err when records of `kind` (a [`Rows::KIND`]) have no form in this
