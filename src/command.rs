@@ -7,13 +7,12 @@ use crate::cli::Command;
 use crate::error::{Error, Result};
 use crate::output::{Output, OutputPlan, write_stdout};
 use crate::progress::{Progress, Progressive};
-use crate::report::{Csv, Dialect, Table};
+use crate::report::{Rows, Table};
 use crate::session::Session;
 use crate::ui::Ui;
 use crate::workload::Job;
 /// The panic hook's one line (and, under MPI, the end of the job), for the binary.
 pub use crate::world::panicked;
-use serde::Serialize;
 
 /// Runs a parsed command with the terminal settings of `ui`.
 pub fn run(command: Command, ui: &Ui) -> Result<()> {
@@ -47,12 +46,14 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
 
 /// Starts the session `job` needs, opens the output, runs the job with it
 /// as the observer (and progress on stderr around it, as `ui` allows),
-/// writes the records (partial ones too, marked so), and judges them.
+/// writes the records (partial ones too, marked so), and judges them. The
+/// record is drawn as progress, printed as its table and written in every
+/// format the output asks for, from its rows.
 fn measure<J: Job>(job: &J, output: &OutputPlan, ui: &Ui) -> Result<()>
 where
-    J::Record: Progressive + Table + Csv + Dialect + Serialize,
+    J::Record: Progressive + Table + Rows,
 {
-    output.format.check::<J::Record>()?;
+    output.accepts(<J::Record as Rows>::KIND)?;
     let session = Session::start(&job.libraries(), job.without_gpus())?;
     let main = session.main();
     let mut out = match Output::open(output, main) {

@@ -1,6 +1,7 @@
 //! Where a command's results go, decided once before any work: the table
-//! on stdout as the run goes (or JSON on stdout at its end), the `-J` JSON
-//! file and the `--csv` file, each a temporary file beside its path
+//! on stdout as the run goes (or JSON on stdout at its end), and the files,
+//! each in its format (`-J`'s JSON, `--csv`, `--prometheus`: one list of
+//! exporters, `report::export`), each a temporary file beside its path
 //! created up front (so that a bad path fails in a second, not after the
 //! sweep) and renamed onto it when written: a file is whole or absent,
 //! whoever else writes the same path. Only the job's main process writes.
@@ -9,9 +10,9 @@
 //! it (marked incomplete) when a signalled run does not stop in time.
 
 use crate::error::{Error, Result};
-use crate::record::{Observer, Streamed};
-use crate::report::{Csv, Dialect, Table};
-use serde::Serialize;
+use crate::record::Observer;
+use crate::report::export::{Format, Record};
+use crate::report::{Rows, Table};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,45 +25,32 @@ const KEPT_EVERY: Duration = Duration::from_millis(500);
 /// What the command line asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OutputPlan {
-    /// `-J FILE` (and `check --save-baseline FILE`): the records as JSON.
+    /// `-J FILE` (and `check --save-baseline FILE`): the record in
+    /// `format`'s JSON.
     pub json_files: Vec<PathBuf>,
-    /// `--csv FILE`.
-    pub csv_file: Option<PathBuf>,
-    /// `--json`: JSON on stdout instead of the tables.
+    /// `--json`: `format`'s JSON on stdout instead of the tables.
     pub json_stdout: bool,
+    /// Whose JSON `-J` and `--json` write (`--format`): qbench's records or
+    /// nccl-tests'.
+    pub format: Format,
+    /// Every other file, in its format: `--csv FILE`, `--prometheus FILE`.
+    pub files: Vec<(Format, PathBuf)>,
     /// No tables on stdout (`check --quiet`).
     pub quiet: bool,
-    /// Whose JSON `-J` and `--json` write.
-    pub format: Format,
 }
 
-/// The JSON dialect of the records (`--format`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Format {
-    /// qbench's own records, which `show`, `plot` and `check` read back.
-    #[default]
-    Qbench,
-    /// nccl-tests' `-J` file (format version 3), for its tools.
-    NcclTests,
-}
-
-impl Format {
-    /// Err when records of this kind have no form in this dialect.
-    pub fn check<R: Dialect>(self) -> Result<()> {
-        if self == Format::NcclTests && !R::NCCL_TESTS {
-            return Err(Error::Usage(
-                "--format nccl-tests: only the collectives' records have nccl-tests' JSON form".into(),
-            ));
-        }
-        Ok(())
+impl OutputPlan {
+    /// Every file, in its format: the JSON files first.
+    fn all_files(&self) -> impl Iterator<Item = (Format, &PathBuf)> {
+        let json = self.json_files.iter().map(|p| (self.format, p));
+        json.chain(self.files.iter().map(|(f, p)| (*f, p)))
     }
 
-    /// The record as JSON in this dialect.
-    fn value<R: Dialect + Serialize>(self, record: &R) -> Option<serde_json::Value> {
-        match self {
-            Format::Qbench => serde_json::to_value(record).ok(),
-            Format::NcclTests => record.nccl_tests_json(),
-        }
+    /// Err when records of `kind` have no form in one of the formats asked
+    /// for (nccl-tests' JSON of a run that is not a collective).
+    pub fn accepts(&self, kind: &str) -> Result<()> {
+        self.format.exporter().accepts(kind)?;
+        self.files.iter().try_for_each(|(f, _)| f.exporter().accepts(kind))
     }
 }
 
@@ -187,7 +175,7 @@ impl Kept {
 /// Two outputs of one run naming one file would overwrite each other.
 fn distinct(plan: &OutputPlan) -> Result<()> {
     let mut seen: Vec<PathBuf> = Vec::new();
-    for p in plan.json_files.iter().chain(plan.csv_file.iter()) {
+    for (_, p) in plan.all_files() {
         let at = std::path::absolute(p).unwrap_or_else(|_| p.clone());
         if seen.contains(&at) {
             return Err(Error::Usage(format!(
@@ -206,8 +194,8 @@ pub struct Output {
     json_stdout: bool,
     quiet: bool,
     main: bool,
-    json: Vec<Pending>,
-    csv: Option<Pending>,
+    /// Every file of the run with its format, the JSON files first.
+    files: Vec<(Format, Pending)>,
     /// Whether the run's head was printed: a run refused before it began
     /// ends with its one-line error, no tail.
     begun: bool,
@@ -219,24 +207,16 @@ impl Output {
     /// Creates the files (on the main process only).
     pub fn open(plan: &OutputPlan, main: bool) -> Result<Output> {
         distinct(plan)?;
-        let open = |p: Option<&PathBuf>, what| -> Result<Option<Pending>> {
-            match p {
-                Some(path) if main => Ok(Some(Pending::create(path, what)?)),
-                _ => Ok(None),
-            }
+        let files: Vec<(Format, Pending)> = match main {
+            true => plan
+                .all_files()
+                .map(|(f, path)| Ok((f, Pending::create(path, f.exporter().name())?)))
+                .collect::<Result<_>>()?,
+            false => Vec::new(),
         };
-        let json: Vec<Pending> = plan
-            .json_files
-            .iter()
-            .map(|p| open(Some(p), "JSON"))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .flatten()
-            .collect();
-        let csv = open(plan.csv_file.as_ref(), "CSV")?;
         let kept = Arc::new(Mutex::new(Kept {
-            json: json.iter().map(|p| p.path.clone()).collect(),
-            temps: json.iter().chain(csv.iter()).filter_map(|p| p.temp.clone()).collect(),
+            json: files.iter().take(plan.json_files.len()).map(|(_, p)| p.path.clone()).collect(),
+            temps: files.iter().filter_map(|(_, p)| p.temp.clone()).collect(),
             ..Kept::default()
         }));
         if main {
@@ -250,8 +230,7 @@ impl Output {
             json_stdout: plan.json_stdout,
             quiet: plan.quiet,
             main,
-            json,
-            csv,
+            files,
             begun: false,
             kept,
         })
@@ -271,7 +250,7 @@ impl Output {
 
     /// Ends the run's output: the table's tail, the files, JSON on stdout.
     /// Returns the JSON file's path, when one was written.
-    pub fn finish<R: Table + Csv + Dialect + Serialize>(&mut self, record: &R) -> Result<Option<PathBuf>> {
+    pub fn finish<R: Table + Rows>(&mut self, record: &R) -> Result<Option<PathBuf>> {
         if !self.main {
             return Ok(None);
         }
@@ -280,23 +259,16 @@ impl Output {
         if self.tables() && self.begun {
             write_stdout(&record.tail())?;
         }
-        let json = self
-            .format
-            .value(record)
-            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .ok_or_else(|| Error::Runtime("cannot encode the results as JSON".into()))?;
         let mut written = None;
-        for file in &mut self.json {
-            file.write(format!("{json}\n").as_bytes())?;
+        for (format, file) in &mut self.files {
+            file.write(&format.exporter().export(record)?)?;
             file.commit()?;
-            written.get_or_insert(file.path.clone());
-        }
-        if let Some(file) = &mut self.csv {
-            file.write(&record.csv()?)?;
-            file.commit()?;
+            if *format == self.format {
+                written.get_or_insert(file.path.clone());
+            }
         }
         if self.json_stdout {
-            write_stdout(&(json + "\n"))?;
+            write_stdout(&String::from_utf8_lossy(&self.format.exporter().export(record)?))?;
         }
         Ok(written)
     }
@@ -305,17 +277,17 @@ impl Output {
 impl Output {
     /// Keeps `run` for the watchdog: at its start and beginning, then at
     /// most every [`KEPT_EVERY`] as parts come.
-    fn keep<R: Dialect + Serialize>(&self, run: &R, part: bool) {
+    fn keep(&self, run: &dyn Record, part: bool) {
         let mut k = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         if k.json.is_empty() || (part && k.taken.is_some_and(|t| t.elapsed() < KEPT_EVERY)) {
             return;
         }
-        k.record = self.format.value(run);
+        k.record = self.format.exporter().value(run);
         k.taken = Some(Instant::now());
     }
 }
 
-impl<R: Streamed + Table + Dialect + Serialize> Observer<R> for Output {
+impl<R: Table + Rows> Observer<R> for Output {
     fn started(&mut self, run: &R) {
         self.keep(run, false);
     }

@@ -45,17 +45,19 @@ fn concurrent_writers_of_one_path_leave_a_whole_record() {
 fn one_file_named_as_two_outputs_is_refused_before_work() {
     let dir = scratch("twice");
     let path = dir.join("x.json");
-    let o = Command::new(BIN)
-        .args(["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K", "-J"])
-        .arg(&path)
-        .env_remove("QBENCH_CORRUPT")
-        .arg("--csv")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("named as two outputs") && err.lines().count() == 1, "{err}");
-    assert!(!path.exists());
+    for (first, second) in [("-J", "--csv"), ("-J", "--prometheus"), ("--csv", "--prometheus")] {
+        let o = Command::new(BIN)
+            .args(["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K", first])
+            .arg(&path)
+            .env_remove("QBENCH_CORRUPT")
+            .arg(second)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{first} {second}: {err}");
+        assert!(err.contains("named as two outputs") && err.lines().count() == 1, "{first} {second}: {err}");
+        assert!(!path.exists());
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -20,6 +20,7 @@ pub use probe::ProbeArgs;
 pub use rdma::RdmaArgs;
 
 use crate::output::OutputPlan;
+use crate::report::export::Format;
 use crate::units::parse_size;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -86,6 +87,9 @@ pub struct OutputArgs {
     /// Write the records as CSV to this file
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write the records' figures to this file in Prometheus' text format (node_exporter's textfile collector): a gauge per figure, labelled with its row's keys
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
     /// Whose JSON -J and --json write: qbench (its records, which show, plot and check read) or nccl-tests (nccl-tests' -J file, format version 3, for its tools; the collectives only)
     #[arg(long, value_enum, default_value = "qbench", value_name = "WHOSE")]
     pub format: FormatArg,
@@ -100,15 +104,16 @@ pub enum FormatArg {
 
 impl OutputArgs {
     pub fn plan(&self) -> OutputPlan {
+        let files = [(Format::Csv, &self.csv), (Format::Prometheus, &self.prometheus)];
         OutputPlan {
             json_files: self.output_file.iter().cloned().collect(),
-            csv_file: self.csv.clone(),
             json_stdout: self.json,
-            quiet: false,
             format: match self.format {
-                FormatArg::Qbench => crate::output::Format::Qbench,
-                FormatArg::NcclTests => crate::output::Format::NcclTests,
+                FormatArg::Qbench => Format::Json,
+                FormatArg::NcclTests => Format::NcclTests,
             },
+            files: files.into_iter().filter_map(|(f, path)| Some((f, path.clone()?))).collect(),
+            quiet: false,
         }
     }
 }

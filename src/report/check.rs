@@ -1,11 +1,11 @@
 //! The readiness table: step, node, measured, expected, ratio, status and
-//! the fix, then the one-line verdict; and its CSV.
+//! the fix, then the one-line verdict; and its rows, a row per step and
+//! node, with the verdict per node for Prometheus.
 
+use super::Table;
 use super::exchange::table;
-use super::{Csv, Dialect, Table, csv_lines};
-use crate::error::Result;
+use super::rows::{Cell, Rows};
 use crate::record::check::{CheckRun, Row, Status, figure};
-use serde::Serialize;
 
 fn number(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), figure)
@@ -119,45 +119,61 @@ fn found_and_wanted(r: &Row) -> String {
     }
 }
 
-#[derive(Serialize)]
-struct Line<'a> {
-    step: &'a str,
-    place: &'a str,
-    node: &'a str,
-    kind: &'a str,
-    measured: Option<f64>,
-    unit: &'a str,
-    expected: Option<f64>,
-    floor: Option<f64>,
-    ceiling: Option<f64>,
-    ratio: Option<f64>,
-    vs_baseline: Option<f64>,
-    status: &'a str,
-    found: &'a str,
-    fix: &'a str,
+/// The status' code for Prometheus, as [`STATUS`] says.
+fn code(s: Status) -> u8 {
+    match s {
+        Status::Pass => 0,
+        Status::Warn => 1,
+        Status::Fail => 2,
+        Status::Skip => 3,
+    }
 }
 
-/// One line per row.
-/// nccl-tests has no such run: qbench's own JSON only.
-impl Dialect for CheckRun {}
+/// Prometheus' HELP of the status: which code is which.
+const STATUS: &str = "each step's status on its node: 0 PASS, 1 WARN, 2 FAIL, 3 SKIP (not measured)";
 
-impl Csv for CheckRun {
-    fn csv(&self) -> Result<Vec<u8>> {
-        csv_lines(self.rows.iter().map(|r| Line {
-            step: &r.step,
-            place: r.place.as_deref().unwrap_or(""),
-            node: &r.node,
-            kind: &r.kind,
-            measured: r.measured,
-            unit: &r.unit,
-            expected: r.expected,
-            floor: r.floor,
-            ceiling: r.ceiling,
-            ratio: r.ratio,
-            vs_baseline: r.vs_baseline,
-            status: r.status.name(),
-            found: &r.found,
-            fix: &r.fix,
-        }))
+impl Rows for CheckRun {
+    const KIND: &'static str = crate::record::check::KIND;
+
+    /// One row per step and node (and place, for a step measured per GPU).
+    fn rows(&self) -> Vec<Vec<Cell>> {
+        let rows = self.rows.iter().map(|r| {
+            vec![
+                Cell::key("step", r.step.as_str()),
+                Cell::key("place", r.place.as_deref().unwrap_or("")),
+                Cell::key("node", r.node.as_str()),
+                Cell::key("kind", r.kind.as_str()),
+                Cell::figure("measured", r.measured)
+                    .help("each step's measured figure on its node (the median of its samples), in its unit"),
+                Cell::key("unit", r.unit.as_str()),
+                Cell::figure("expected", r.expected),
+                Cell::figure("floor", r.floor),
+                Cell::figure("ceiling", r.ceiling),
+                Cell::figure("ratio", r.ratio),
+                Cell::figure("vs_baseline", r.vs_baseline),
+                Cell::state("status", r.status.name(), code(r.status), STATUS),
+                Cell::note("found", r.found.as_str()),
+                Cell::note("fix", r.fix.as_str()),
+            ]
+        });
+        rows.collect()
+    }
+
+    /// Each node's verdict, as its processes exit (once the run settled
+    /// it), and the check's wall time.
+    fn summary(&self) -> Vec<Vec<Cell>> {
+        let mut rows: Vec<Vec<Cell>> = Vec::new();
+        if self.verdict.is_some() {
+            rows.extend(self.nodes.iter().map(|n| {
+                let rank = self.rank_nodes.iter().position(|m| m == n).unwrap_or(0);
+                vec![
+                    Cell::key("node", n.as_str()),
+                    Cell::figure("ready", u32::from(self.verdict(rank).is_ok()))
+                        .help("1 when the node is ready (no FAIL of its own or across the job), 0 when it is not"),
+                ]
+            }));
+        }
+        rows.push(vec![Cell::figure("elapsed_seconds", self.elapsed_s).help("the check's wall time, in seconds")]);
+        rows
     }
 }

@@ -1,14 +1,13 @@
 //! A collective run as nccl-tests 2.19 prints it (header, one row per size
 //! with out-of-place and in-place halves, footer), so that parsers written
-//! for nccl-tests read qbench's output; and as CSV, one line per size and
-//! placement, for spreadsheets and plotting scripts.
+//! for nccl-tests read qbench's output; and its rows, one per size and
+//! placement, for spreadsheets, plotting scripts and Prometheus.
+//! nccl-tests' JSON is export/nccl_tests.rs.
 
-use super::{Csv, Dialect, Table, cfmt, csv_lines};
-use crate::error::Result;
-use crate::record::collective::{Cell, CollectiveRun, Config, PerIter, Register, SizeRecord, TransportKind};
+use super::rows::{self, Rows};
+use super::{Table, cfmt};
+use crate::record::collective::{Cell, CollectiveRun, Config, Register, SizeRecord, TransportKind};
 use crate::units::Step;
-use serde::Serialize;
-use serde_json::{Value, json};
 use std::fmt::Write;
 
 impl Table for CollectiveRun {
@@ -57,28 +56,7 @@ fn header(run: &CollectiveRun) -> String {
         c.cudagraph,
         c.unalign
     );
-    s.push_str(match c.blocking {
-        1 => "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n",
-        2 => "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n",
-        3 => "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n",
-        _ => "",
-    });
-    if c.per_iter_timing {
-        let clock = if run.transport == TransportKind::Nccl { "CUDA event" } else { "host clock" };
-        let _ = write!(s, "# Per-Iteration Report: {clock} timing; i_* uses max over process rows");
-        if c.per_iter_skip > 0 {
-            let _ = write!(s, "; summary skips first {} iterations", c.per_iter_skip);
-        }
-        s.push_str(" \n");
-    }
-    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Register::None) {
-        let how = match b.register {
-            Register::None => "not registered",
-            Register::Local => "registered with each communicator (ncclCommRegister)",
-            Register::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
-        };
-        let _ = writeln!(s, "# Buffers: {}, {how} (-R {})", b.allocator, c.register.code());
-    }
+    s.push_str(&modes(run));
     s.push_str("#\n# Using devices\n");
     for d in &run.devices {
         let _ = writeln!(
@@ -103,6 +81,35 @@ fn header(run: &CollectiveRun) -> String {
     }
     s.push_str("#\n");
     s.push_str(&columns(c));
+    s
+}
+
+/// The lines of the modes asked for: -z's blocking, -I's per-iteration
+/// report, -R's registered buffers.
+fn modes(run: &CollectiveRun) -> String {
+    let c = &run.config;
+    let mut s = String::from(match c.blocking {
+        1 => "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n",
+        2 => "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n",
+        3 => "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n",
+        _ => "",
+    });
+    if c.per_iter_timing {
+        let clock = if run.transport == TransportKind::Nccl { "CUDA event" } else { "host clock" };
+        let _ = write!(s, "# Per-Iteration Report: {clock} timing; i_* uses max over process rows");
+        if c.per_iter_skip > 0 {
+            let _ = write!(s, "; summary skips first {} iterations", c.per_iter_skip);
+        }
+        s.push_str(" \n");
+    }
+    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Register::None) {
+        let how = match b.register {
+            Register::None => "not registered",
+            Register::Local => "registered with each communicator (ncclCommRegister)",
+            Register::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
+        };
+        let _ = writeln!(s, "# Buffers: {}, {how} (-R {})", b.allocator, c.register.code());
+    }
     s
 }
 
@@ -288,173 +295,38 @@ fn memory(bytes: i64) -> String {
     format!("{amount:.precision$}{unit}")
 }
 
-/// nccl-tests' JSON (`-J` with `--format nccl-tests`): its format version
-/// 3 as nccl-tests 2.19 writes it (util.cu), so that its tools
-/// (tools/analyze_perf_json.py) read qbench's runs. Times are the record's
-/// (UTC); `env` holds the NCCL variables the run started with.
-impl Dialect for CollectiveRun {
-    const NCCL_TESTS: bool = true;
+impl Rows for CollectiveRun {
+    const KIND: &'static str = crate::record::collective::KIND;
 
-    fn nccl_tests_json(&self) -> Option<Value> {
-        let c = &self.config;
-        let mut config = json!({
-            "nthreads": c.nthreads,
-            "ngpus": c.ngpus,
-            "minimum_bytes": c.minbytes,
-            "maximum_bytes": c.maxbytes,
-        });
-        match c.step {
-            Step::Factor(f) => config["step_factor"] = json!(f),
-            Step::Bytes(b) => config["step_bytes"] = json!(b),
-        }
-        for (k, v) in [
-            ("warmup_iters", json!(c.warmup_iters)),
-            ("iterations", json!(c.iters)),
-            ("aggregated_iterations", json!(c.agg_iters)),
-            ("validation", json!(c.check)),
-            ("graph", json!(c.cudagraph)),
-            ("blocking_collectives", json!(c.blocking != 0)),
-            ("per_iter_timing", json!(c.per_iter_timing)),
-            ("per_iter_skip", json!(c.per_iter_skip)),
-            ("parallel_init", json!(false)),
-        ] {
-            config[k] = v;
-        }
-        config["devices"] = self
-            .devices
-            .iter()
-            .map(|d| {
-                json!({
-                    "rank": d.rank,
-                    "group": d.group,
-                    "pid": d.pid,
-                    "hostname": d.host,
-                    "device": d.device,
-                    "device_hex": d.bus_id,
-                    "device_info": d.name,
-                })
-            })
-            .collect();
-        let time_key = if c.report_cputime { "cpu_time" } else { "time" };
-        let half = |x: &Cell| {
-            json!({
-                time_key: if c.report_cputime { x.cpu_time_us.unwrap_or(x.time_us) } else { x.time_us },
-                "alg_bw": x.algbw_gbps,
-                "bus_bw": x.busbw_gbps,
-                "nwrong": x.wrong,
-            })
-        };
-        let per_iter = |p: &PerIter| {
-            let mut v = json!({
-                "skipped_iterations": p.skipped,
-                "min_us": p.min_us,
-                "max_us": p.max_us,
-                "avg_us": p.avg_us,
-                "p50_us": p.p50_us,
-                "p95_us": p.p95_us,
-                "p99_us": p.p99_us,
-                "stdev_us": p.stdev_us,
-                "cv_pct": p.cv_pct,
-                "times_us": p.times_us,
-            });
-            if p.per_process_times_us.len() > 1 {
-                v["per_process_max_times_us"] = json!(p.per_process_times_us);
-            }
-            v
-        };
-        let results: Vec<Value> = self
-            .results
-            .iter()
-            .map(|r| {
-                let mut row = serde_json::Map::new();
-                row.insert("size".into(), json!(r.size));
-                row.insert("count".into(), json!(r.count));
-                row.insert("type".into(), json!(r.dtype.name()));
-                row.insert("redop".into(), json!(self.op_label(r)));
-                row.insert("root".into(), json!(format!("{:>6}", r.root)));
-                for (key, x) in [("out_of_place", &r.out_of_place), ("in_place", &r.in_place)] {
-                    row.insert(key.into(), half(x));
-                    if let Some(p) = x.per_iter.as_ref().filter(|_| c.per_iter_timing) {
-                        row.insert(format!("{key}_per_iter"), per_iter(p));
-                    }
-                }
-                row.insert("actual_iterations".into(), json!(c.iters));
-                row.insert("experiment_name".into(), json!(""));
-                Value::Object(row)
-            })
-            .collect();
-        let okay = self.min_bandwidth.as_ref().map_or(json!("unchecked"), |m| json!(m.ok));
-        Some(json!({
-            "version": 3,
-            "start_time": nccl_tests_time(&self.header.start_time),
-            "args": self.header.args,
-            "env": self.nccl_env,
-            "nccl_version": self.library.as_ref().map(|l| l.version_code),
-            "config": config,
-            "results": results,
-            "out_of_bounds": {"count": self.out_of_bounds, "okay": self.out_of_bounds == 0},
-            "average_bus_bandwidth": {"bandwidth": self.avg_busbw_gbps, "okay": okay},
-            "errors": [],
-            "end_time": self.header.end_time.as_deref().map(nccl_tests_time),
-        }))
-    }
-}
-
-/// An RFC 3339 time as nccl-tests writes times: "%Y-%m-%d %H:%M:%S".
-fn nccl_tests_time(rfc3339: &str) -> String {
-    rfc3339.get(..19).map_or_else(|| rfc3339.to_string(), |t| t.replacen('T', " ", 1))
-}
-
-#[derive(Serialize)]
-struct Line<'a> {
-    collective: &'a str,
-    transport: &'a str,
-    nranks: usize,
-    cycle: u32,
-    size: u64,
-    count: u64,
-    #[serde(rename = "type")]
-    dtype: &'a str,
-    redop: &'a str,
-    root: i64,
-    placement: &'a str,
-    time_us: f64,
-    algbw_gbps: f64,
-    busbw_gbps: f64,
-    wrong: Option<u64>,
-    min_us: f64,
-    p50_us: f64,
-    p99_us: f64,
-    max_us: f64,
-}
-
-impl Csv for CollectiveRun {
-    fn csv(&self) -> Result<Vec<u8>> {
-        csv_lines(self.results.iter().flat_map(|r| {
+    /// One row per size and placement.
+    fn rows(&self) -> Vec<Vec<rows::Cell>> {
+        use rows::Cell as C;
+        let rows = self.results.iter().flat_map(|r| {
             [("out-of-place", &r.out_of_place), ("in-place", &r.in_place)].map(|(placement, c)| {
-                let (it, wrong) = (&c.iterations, c.wrong);
-                Line {
-                    collective: &self.collective,
-                    transport: self.transport.name(),
-                    nranks: self.config.nranks,
-                    cycle: r.cycle,
-                    size: r.size,
-                    count: r.count,
-                    dtype: r.dtype.name(),
-                    redop: self.op_label(r),
-                    root: r.root,
-                    placement,
-                    time_us: c.time_us,
-                    algbw_gbps: c.algbw_gbps,
-                    busbw_gbps: c.busbw_gbps,
-                    wrong,
-                    min_us: it.min,
-                    p50_us: it.median,
-                    p99_us: it.p99,
-                    max_us: it.max,
-                }
+                let it = &c.iterations;
+                vec![
+                    C::key("collective", self.collective.as_str()),
+                    C::key("transport", self.transport.name()),
+                    C::key("nranks", self.config.nranks),
+                    C::key("cycle", r.cycle),
+                    C::key("size", r.size),
+                    C::key("count", r.count),
+                    C::key("type", r.dtype.name()),
+                    C::key("redop", self.op_label(r)),
+                    C::key("root", r.root),
+                    C::key("placement", placement),
+                    C::figure("time_us", c.time_us),
+                    C::figure("algbw_gbps", c.algbw_gbps),
+                    C::figure("busbw_gbps", c.busbw_gbps),
+                    C::figure("wrong", c.wrong),
+                    C::figure("min_us", it.min),
+                    C::figure("p50_us", it.median),
+                    C::figure("p99_us", it.p99),
+                    C::figure("max_us", it.max),
+                ]
             })
-        }))
+        });
+        rows.collect()
     }
 }
 

@@ -1,12 +1,11 @@
-//! Text and CSV renderings of a comparison: one table, a row per wire, at
-//! the end of the run.
+//! A comparison's table, a row per wire at the end of the run, and its
+//! rows.
 
+use super::Table;
 use super::exchange::table;
-use super::{Csv, Dialect, Table, csv_lines};
-use crate::error::Result;
+use super::rows::{Cell, Rows};
 use crate::record::compare::{Comparison, Row};
 use crate::units::format_size;
-use serde::Serialize;
 
 impl Table for Comparison {
     fn head(&self) -> String {
@@ -39,31 +38,22 @@ impl Table for Comparison {
     }
 }
 
-#[derive(Serialize)]
-struct Line<'a> {
-    transport: &'a str,
-    bytes_per_rank: u64,
-    ranks: usize,
-    gbps_per_direction: Option<f64>,
-    vs_best: Option<f64>,
-    wrong: Option<u64>,
-    unavailable: &'a str,
-}
+impl Rows for Comparison {
+    const KIND: &'static str = crate::record::compare::KIND;
 
-/// One line per wire.
-/// nccl-tests has no such run: qbench's own JSON only.
-impl Dialect for Comparison {}
-
-impl Csv for Comparison {
-    fn csv(&self) -> Result<Vec<u8>> {
-        csv_lines(self.rows.iter().map(|r| Line {
-            transport: &r.transport,
-            bytes_per_rank: self.bytes_per_rank,
-            ranks: self.ranks,
-            gbps_per_direction: r.gbps,
-            vs_best: r.vs_best,
-            wrong: r.wrong,
-            unavailable: r.unavailable.as_deref().unwrap_or(""),
-        }))
+    /// One row per wire.
+    fn rows(&self) -> Vec<Vec<Cell>> {
+        let rows = self.rows.iter().map(|r| {
+            vec![
+                Cell::key("transport", r.transport.as_str()),
+                Cell::key("bytes_per_rank", self.bytes_per_rank),
+                Cell::key("ranks", self.ranks),
+                Cell::figure("gbps_per_direction", r.gbps),
+                Cell::figure("vs_best", r.vs_best),
+                Cell::figure("wrong", r.wrong),
+                Cell::note("unavailable", r.unavailable.as_deref().unwrap_or("")),
+            ]
+        });
+        rows.collect()
     }
 }

@@ -1,9 +1,9 @@
 //! Renderings of a copy run: a size-sweep table per test, nvbandwidth-style
 //! matrices at the largest size, gdrcopy copylat-style latency tables, the
-//! test list, and CSV.
+//! test list; and its rows, a row per figure.
 
-use super::{Csv, Dialect, Table, csv_lines};
-use crate::error::Result;
+use super::Table;
+use super::rows::{Cell, Rows};
 use crate::numa::Mode;
 use crate::record::copy::{CopyRun, Endpoint, Row, Status, TestInfo, TestRecord};
 use std::fmt::Write;
@@ -319,76 +319,75 @@ fn footer(run: &CopyRun) -> String {
     s
 }
 
-#[derive(serde::Serialize)]
-struct CsvLine<'a> {
-    test: &'a str,
-    family: &'a str,
+/// A row of test `t`: `quantity` (a direction, the total, a clock) at
+/// `size`, its median, min, max (and p99) in `unit`.
+struct Figure<'a> {
+    t: &'a TestRecord,
     placement: &'a str,
     size: u64,
     quantity: String,
     unit: &'a str,
-    median: f64,
-    min: f64,
-    max: f64,
+    stat: &'a crate::stats::Summary,
     p99: Option<f64>,
     wrong_words: u64,
 }
 
-/// One line per direction (and total) of each bandwidth row, and per
-/// latency row (host clock, and device events where timed).
-/// nccl-tests has no such run: qbench's own JSON only.
-impl Dialect for CopyRun {}
+impl Figure<'_> {
+    fn cells(self) -> Vec<Cell> {
+        vec![
+            Cell::key("test", self.t.name.as_str()),
+            Cell::key("family", self.t.family.as_str()),
+            Cell::key("placement", self.placement),
+            Cell::key("size", self.size),
+            Cell::key("quantity", self.quantity),
+            Cell::key("unit", self.unit),
+            Cell::figure("median", self.stat.median),
+            Cell::figure("min", self.stat.min),
+            Cell::figure("max", self.stat.max),
+            Cell::figure("p99", self.p99),
+            Cell::figure("wrong_words", self.wrong_words),
+        ]
+    }
+}
 
-impl Csv for CopyRun {
-    fn csv(&self) -> Result<Vec<u8>> {
-        let mut lines = Vec::new();
+impl Rows for CopyRun {
+    const KIND: &'static str = crate::record::copy::KIND;
+
+    /// One row per direction (and total) of each bandwidth row, and per
+    /// latency row (host clock, and device events where timed).
+    fn rows(&self) -> Vec<Vec<Cell>> {
+        let mut rows = Vec::new();
         for t in &self.tests {
             for r in &t.rows {
                 let mut figures: Vec<(String, _)> =
-                    r.directions.iter().map(|d| (d.direction.clone(), d.gbps)).collect();
+                    r.directions.iter().map(|d| (d.direction.clone(), &d.gbps)).collect();
                 if r.flows.len() > 1 {
-                    figures.push(("total".into(), r.total_gbps));
+                    figures.push(("total".into(), &r.total_gbps));
                 }
-                for (quantity, g) in figures {
-                    lines.push(CsvLine {
-                        test: &t.name,
-                        family: &t.family,
-                        placement: &r.placement,
-                        size: r.size,
-                        quantity,
-                        unit: "GB/s",
-                        median: g.median,
-                        min: g.min,
-                        max: g.max,
-                        p99: None,
-                        wrong_words: r.wrong_words,
-                    });
-                }
+                rows.extend(figures.into_iter().map(|(quantity, stat)| {
+                    let (size, wrong_words) = (r.size, r.wrong_words);
+                    Figure { t, placement: &r.placement, size, quantity, unit: "GB/s", stat, p99: None, wrong_words }
+                        .cells()
+                }));
             }
             for series in &t.latency {
                 for r in &series.rows {
-                    let clocks =
-                        [(series.label.clone(), Some(r.host)), (format!("{} (device)", series.label), r.device)];
-                    for (quantity, st) in clocks {
-                        let Some(st) = st else { continue };
-                        lines.push(CsvLine {
-                            test: &t.name,
-                            family: &t.family,
-                            placement: &series.placement,
-                            size: r.size,
-                            quantity,
-                            unit: "us",
-                            median: st.median,
-                            min: st.min,
-                            max: st.max,
-                            p99: Some(st.p99),
-                            wrong_words: r.wrong_words,
-                        });
-                    }
+                    let clocks = [
+                        (series.label.clone(), Some(&r.host)),
+                        (format!("{} (device)", series.label), r.device.as_ref()),
+                    ];
+                    rows.extend(clocks.into_iter().filter_map(|(quantity, stat)| {
+                        let stat = stat?;
+                        let (placement, size, wrong_words) = (&series.placement, r.size, r.wrong_words);
+                        Some(
+                            Figure { t, placement, size, quantity, unit: "us", stat, p99: Some(stat.p99), wrong_words }
+                                .cells(),
+                        )
+                    }));
                 }
             }
         }
-        csv_lines(lines)
+        rows
     }
 }
 
@@ -614,7 +613,7 @@ mod tests {
             wrong_words: 0,
             error: None,
         };
-        let text = String::from_utf8(run.csv().unwrap()).unwrap();
+        let text = String::from_utf8(crate::report::export::Format::Csv.exporter().export(&run).unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "test,family,placement,size,quantity,unit,median,min,max,p99,wrong_words");
         // h2d, d2h, total; two latency rows with host and (for one) device clocks.

@@ -1,11 +1,11 @@
-//! Text and CSV renderings of exchange runs: what a simulation user reads
-//! first is the verdict; the tables above it say where it comes from.
+//! Exchange runs' tables: what a simulation user reads first is the
+//! verdict; the tables above it say where it comes from. And their rows, a
+//! row per gate class and per circuit.
 
-use super::{Csv, Dialect, Table, csv_lines};
-use crate::error::Result;
+use super::Table;
+use super::rows::{Cell, Rows};
 use crate::record::exchange::{Circuit, Decision, ExchangeRun, RegisterRun, Verdict};
 use crate::units::format_size;
-use serde::Serialize;
 use std::fmt::Write;
 
 /// A summary table with these column names.
@@ -58,6 +58,8 @@ fn header(run: &ExchangeRun) -> String {
     s
 }
 
+/// One register: its line, the reference figures, its tables, what
+/// could not run and the data checks.
 fn register(r: &RegisterRun) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -71,6 +73,29 @@ fn register(r: &RegisterRun) -> String {
         r.local_qubits,
         format_size(r.chunk_bytes)
     );
+    s.push_str(&references(r));
+    if !r.local_gates.is_empty() {
+        s.push_str(&local_gates(r));
+    }
+    if !r.global_gates.is_empty() {
+        s.push_str(&global_gates(r));
+    }
+    if !r.classes.is_empty() {
+        s.push_str(&classes(r));
+    }
+    if !r.circuits.is_empty() {
+        s.push_str(&circuits(r));
+    }
+    for u in &r.unavailable {
+        let _ = writeln!(s, "unavailable: {}: {}", u.transport, u.reason);
+    }
+    s + &checks(r)
+}
+
+/// The reference lines: a copy within a rank, the host link, NCCL's
+/// sendrecv, where measured.
+fn references(r: &RegisterRun) -> String {
+    let mut s = String::new();
     let rf = &r.references;
     if rf.local_copy_gbps > 0.0 {
         match rf.local_copy_bytes {
@@ -101,73 +126,56 @@ fn register(r: &RegisterRun) -> String {
             "reference: NCCL sendrecv (ring, as sendrecv_perf) of a whole chunk: {g:.1} GB/s per direction"
         );
     }
-    if !r.local_gates.is_empty() {
-        let rows = r
-            .local_gates
-            .iter()
-            .map(|g| {
-                vec![
-                    g.qubit.to_string(),
-                    ms(g.time.median),
-                    format!("{:.1}", g.gbps),
-                    format!("{:.0}%", 100.0 * g.of_copy),
-                ]
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "\nlocal gate (H), every amplitude read and written once\n{}",
-            table(&["qubit", "time ms", "GB/s", "of copy"], rows)
-        );
-    }
-    if !r.global_gates.is_empty() {
-        let rows = r
-            .global_gates
-            .iter()
-            .map(|g| {
-                vec![
-                    g.transport.clone(),
-                    g.pattern.name().to_string(),
-                    g.qubit.to_string(),
-                    format_size(g.bytes),
-                    ms(g.exchange.median),
-                    format!("{:.1}", g.gbps_per_direction),
-                    ms(g.update.median),
-                    ms(g.exchange.median + g.update.median),
-                    format!("×{:.1}", g.vs_local),
-                ]
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "\nglobal gate: exchange with the partner rank, then the update (gate: combine; swap: place the half, H)\n{}",
-            table(
-                &[
-                    "transport",
-                    "pattern",
-                    "qubit",
-                    "bytes/rank",
-                    "exchange ms",
-                    "GB/s/dir",
-                    "update ms",
-                    "total ms",
-                    "vs local"
-                ],
-                rows
-            )
-        );
-    }
+    s
+}
+
+/// The local gate's table: each qubit's time against a copy.
+fn local_gates(r: &RegisterRun) -> String {
+    let rows = r
+        .local_gates
+        .iter()
+        .map(|g| {
+            vec![g.qubit.to_string(), ms(g.time.median), format!("{:.1}", g.gbps), format!("{:.0}%", 100.0 * g.of_copy)]
+        })
+        .collect();
+    format!(
+        "\nlocal gate (H), every amplitude read and written once\n{}\n",
+        table(&["qubit", "time ms", "GB/s", "of copy"], rows)
+    )
+}
+
+/// The global gate's table: each wire's exchange and update.
+fn global_gates(r: &RegisterRun) -> String {
+    let rows = r
+        .global_gates
+        .iter()
+        .map(|g| {
+            vec![
+                g.transport.clone(),
+                g.pattern.name().to_string(),
+                g.qubit.to_string(),
+                format_size(g.bytes),
+                ms(g.exchange.median),
+                format!("{:.1}", g.gbps_per_direction),
+                ms(g.update.median),
+                ms(g.exchange.median + g.update.median),
+                format!("×{:.1}", g.vs_local),
+            ]
+        })
+        .collect();
+    let head =
+        ["transport", "pattern", "qubit", "bytes/rank", "exchange ms", "GB/s/dir", "update ms", "total ms", "vs local"];
+    format!(
+        "\nglobal gate: exchange with the partner rank, then the update (gate: combine; swap: place the half, H)\n{}\n",
+        table(&head, rows)
+    )
+}
+
+/// The data checks: the local classes, then each wire's classes and
+/// circuits together, each circuit, each check of the older records.
+fn checks(r: &RegisterRun) -> String {
+    let mut s = String::new();
     if !r.classes.is_empty() {
-        s.push_str(&classes(r));
-    }
-    if !r.circuits.is_empty() {
-        s.push_str(&circuits(r));
-    }
-    for u in &r.unavailable {
-        let _ = writeln!(s, "unavailable: {}: {}", u.transport, u.reason);
-    }
-    if !r.classes.is_empty() {
-        // The local classes, then each wire: its classes and its circuits.
         let sum = |it: &mut dyn Iterator<Item = (u64, u64)>| it.fold((0, 0), |(a, w), (x, y)| (a + x, w + y));
         let (amps, wrong) =
             sum(&mut r.classes.iter().filter(|c| c.transport.is_none()).map(|c| (c.amplitudes, c.wrong)));
@@ -354,75 +362,59 @@ fn verdict(v: &Verdict) -> String {
     s
 }
 
-#[derive(Serialize)]
-struct Line<'a> {
-    qubits: u32,
-    precision: &'a str,
-    ranks: usize,
-    memory: &'a str,
-    /// class, or circuit.
-    kind: &'a str,
-    /// The class or the circuit.
-    name: &'a str,
-    /// The qubits a class acted on, "-" for a circuit.
-    on: String,
-    schedule: &'a str,
-    transport: &'a str,
-    bytes: u64,
-    exchange_s: Option<f64>,
-    update_s: Option<f64>,
-    time_s: f64,
-    projected_s: Option<f64>,
-    wrong: u64,
+/// The cells every row of register `r` starts with: which register, what
+/// kind of row, which class or circuit.
+fn register_keys(r: &RegisterRun, kind: &str, name: &str) -> Vec<Cell> {
+    vec![
+        Cell::key("qubits", r.qubits),
+        Cell::key("precision", r.precision.name()),
+        Cell::key("ranks", r.ranks),
+        Cell::key("memory", r.memory.as_str()),
+        Cell::key("kind", kind),
+        Cell::key("name", name),
+    ]
 }
 
-/// A line of register `r` with nothing measured yet.
-fn line<'a>(r: &'a RegisterRun, kind: &'a str, name: &'a str, transport: &'a Option<String>) -> Line<'a> {
-    Line {
-        qubits: r.qubits,
-        precision: r.precision.name(),
-        ranks: r.ranks,
-        memory: &r.memory,
-        kind,
-        name,
-        on: "-".into(),
-        schedule: "-",
-        transport: transport.as_deref().unwrap_or("-"),
-        bytes: 0,
-        exchange_s: None,
-        update_s: None,
-        time_s: 0.0,
-        projected_s: None,
-        wrong: 0,
-    }
-}
+impl Rows for ExchangeRun {
+    const KIND: &'static str = crate::record::exchange::KIND;
 
-/// One line per gate class and per circuit.
-/// nccl-tests has no such run: qbench's own JSON only.
-impl Dialect for ExchangeRun {}
-
-impl Csv for ExchangeRun {
-    fn csv(&self) -> Result<Vec<u8>> {
-        csv_lines(self.registers.iter().flat_map(|r| {
-            let base = |kind, name, transport| line(r, kind, name, transport);
-            let classes = r.classes.iter().map(move |c| Line {
-                on: c.qubits.iter().map(u32::to_string).collect::<Vec<_>>().join(" "),
-                bytes: c.bytes,
-                exchange_s: c.exchange.map(|e| e.median),
-                update_s: Some(c.update.median),
-                time_s: c.time_s,
-                wrong: c.wrong,
-                ..base("class", c.class.name(), &c.transport)
+    /// One row per gate class and per circuit.
+    fn rows(&self) -> Vec<Vec<Cell>> {
+        let transport = |t: &Option<String>| Cell::key("transport", t.as_deref().unwrap_or("-"));
+        let rows = self.registers.iter().flat_map(|r| {
+            let classes = r.classes.iter().map(move |c| {
+                let on: Vec<String> = c.qubits.iter().map(u32::to_string).collect();
+                let mut row = register_keys(r, "class", c.class.name());
+                row.extend([
+                    Cell::key("on", on.join(" ")),
+                    Cell::key("schedule", "-"),
+                    transport(&c.transport),
+                    Cell::figure("bytes", c.bytes),
+                    Cell::figure("exchange_s", c.exchange.map(|e| e.median)),
+                    Cell::figure("update_s", c.update.median),
+                    Cell::figure("time_s", c.time_s),
+                    Cell::figure("projected_s", None::<f64>),
+                    Cell::figure("wrong", c.wrong),
+                ]);
+                row
             });
-            let circuits = r.circuits.iter().map(move |c| Line {
-                schedule: c.schedule.map_or("-", |s| s.name()),
-                bytes: c.bytes_per_rank,
-                time_s: c.time.median,
-                projected_s: c.projected_s,
-                wrong: c.wrong,
-                ..base("circuit", &c.circuit, &c.transport)
+            let circuits = r.circuits.iter().map(move |c| {
+                let mut row = register_keys(r, "circuit", &c.circuit);
+                row.extend([
+                    Cell::key("on", "-"),
+                    Cell::key("schedule", c.schedule.map_or("-", |s| s.name())),
+                    transport(&c.transport),
+                    Cell::figure("bytes", c.bytes_per_rank),
+                    Cell::figure("exchange_s", None::<f64>),
+                    Cell::figure("update_s", None::<f64>),
+                    Cell::figure("time_s", c.time.median),
+                    Cell::figure("projected_s", c.projected_s),
+                    Cell::figure("wrong", c.wrong),
+                ]);
+                row
             });
             classes.chain(circuits)
-        }))
+        });
+        rows.collect()
     }
 }

@@ -1,7 +1,10 @@
-//! Renderings of run records, one file per kind of record, each with its
-//! table and its CSV: the nccl-tests table (collective.rs), the exchange,
-//! compare, copy, check, rdma and OSU tables; plot/ draws them. Each reads a
-//! record and nothing else; JSON is the record itself (serde).
+//! Renderings of run records. A record kind's file here gives its
+//! [`Table`] (the nccl-tests table of collective.rs, perftest's of rdma.rs,
+//! OSU's, qbench's summary tables) and its [`Rows`], from which export/
+//! writes every file format (JSON is the record itself, through serde);
+//! plot/ draws them. Each reads a record and nothing else. A new record
+//! kind is a file here implementing both, and its arm in [`render_any`] and
+//! [`exported`].
 
 pub mod cfmt;
 pub mod check;
@@ -9,14 +12,17 @@ pub mod collective;
 pub mod compare;
 pub mod copy;
 pub mod exchange;
+pub mod export;
 pub mod fit;
 pub mod osu;
 pub mod plan;
 pub mod plot;
 pub mod rdma;
+pub mod rows;
 
-use crate::error::{Error, Result};
-use crate::record::Streamed;
+pub use rows::Rows;
+
+use crate::record::{AnyRecord, Streamed};
 
 /// Where the host side of work with `device` ("GPU 0", "mlx5_0") ran, in
 /// one phrase: the device's node, the binding (or why there was none), then
@@ -51,11 +57,17 @@ pub fn placement(device: &str, p: &crate::numa::Placement) -> String {
     s
 }
 
-/// The text a run prints: its head once the run is set up, each part as it
-/// is measured, and its tail at the end.
+/// The text a run prints on stdout, streamed: its head once the run is set
+/// up, each part as it is measured, and its tail at the end. Whatever is
+/// printed once the run is over (a summary table) is the tail's; the
+/// record read back prints the same text ([`render`]).
 pub trait Table: Streamed {
+    /// Everything above the first part.
     fn head(&self) -> String;
+    /// The text of one part just measured (a row of the nccl-tests table);
+    /// empty where the parts are printed together in the tail.
     fn part(&self, part: &Self::Part) -> String;
+    /// Everything below the last part.
     fn tail(&self) -> String;
     /// What `--quiet` prints on stderr for process `rank` instead of the
     /// table (check's FAIL and WARN lines); nothing by default.
@@ -74,8 +86,7 @@ pub fn render<R: Table>(run: &R) -> String {
 }
 
 /// The text of any record read back.
-pub fn render_any(record: &crate::record::AnyRecord) -> String {
-    use crate::record::AnyRecord;
+pub fn render_any(record: &AnyRecord) -> String {
     match record {
         AnyRecord::Collective(r) => render(r.as_ref()),
         AnyRecord::Exchange(r) => render(r),
@@ -87,18 +98,18 @@ pub fn render_any(record: &crate::record::AnyRecord) -> String {
     }
 }
 
-/// The run as CSV lines.
-pub trait Csv {
-    fn csv(&self) -> Result<Vec<u8>>;
-}
-
-/// A record in another tool's JSON (`--format`), for that tool's parsers.
-pub trait Dialect {
-    /// Whether the record has nccl-tests' form (known before the run).
-    const NCCL_TESTS: bool = false;
-    /// The record as nccl-tests writes its `-J` file.
-    fn nccl_tests_json(&self) -> Option<serde_json::Value> {
-        None
+/// Any record read back, as the exporters see it (tests/prometheus.rs
+/// exports the committed records).
+#[cfg_attr(qbench_private, allow(dead_code))]
+pub fn exported(record: &AnyRecord) -> &dyn export::Record {
+    match record {
+        AnyRecord::Collective(r) => r.as_ref(),
+        AnyRecord::Exchange(r) => r,
+        AnyRecord::Compare(r) => r,
+        AnyRecord::Copy(r) => r,
+        AnyRecord::Check(r) => r,
+        AnyRecord::Rdma(r) => r,
+        AnyRecord::Osu(r) => r,
     }
 }
 
@@ -112,14 +123,4 @@ pub fn table(header: impl IntoIterator<Item = String>, rows: Vec<Vec<String>>) -
     let mut t = b.build();
     t.with(tabled::settings::Style::psql());
     t
-}
-
-/// CSV text from serialisable lines.
-pub fn csv_lines<L: serde::Serialize>(lines: impl IntoIterator<Item = L>) -> Result<Vec<u8>> {
-    let mut w = ::csv::Writer::from_writer(Vec::new());
-    let enc = |e: ::csv::Error| Error::Runtime(format!("cannot encode CSV: {e}"));
-    for l in lines {
-        w.serialize(l).map_err(enc)?;
-    }
-    w.into_inner().map_err(|e| Error::Runtime(format!("cannot encode CSV: {e}")))
 }

@@ -2,12 +2,11 @@
 //! `# Datatype:` and column heading before each datatype's rows, OSU's
 //! field widths (10 for the size, 18 for each figure, two decimals); then
 //! what OSU does not print, as comment lines scripts skip: the ranks and
-//! the data check.
+//! the data check. And its rows, one per datatype and size.
 
-use super::{Csv, Dialect, Table, csv_lines};
-use crate::error::Result;
+use super::Table;
+use super::rows::{Cell, Rows};
 use crate::record::osu::{Benchmark, OsuRow, OsuRun, Place};
-use serde::Serialize;
 use std::fmt::Write;
 
 /// OSU's FIELD_WIDTH as its configure sets it (18; the header's fallback is 20).
@@ -104,38 +103,26 @@ impl OsuRun {
     }
 }
 
-#[derive(Serialize)]
-struct Line {
-    benchmark: &'static str,
-    datatype: &'static str,
-    size: u64,
-    iterations: u64,
-    value: f64,
-    unit: &'static str,
-    messages_per_s: Option<f64>,
-    min_us: Option<f64>,
-    max_us: Option<f64>,
-    wrong: u64,
-}
+impl Rows for OsuRun {
+    const KIND: &'static str = crate::record::osu::KIND;
 
-/// nccl-tests has no such run: qbench's own JSON only.
-impl Dialect for OsuRun {}
-
-impl Csv for OsuRun {
-    fn csv(&self) -> Result<Vec<u8>> {
+    fn rows(&self) -> Vec<Vec<Cell>> {
         let unit = if self.benchmark.is_latency() { "us" } else { "MB/s" };
-        csv_lines(self.rows.iter().map(|r| Line {
-            benchmark: self.benchmark.program(),
-            datatype: r.datatype.name(),
-            size: r.size,
-            iterations: r.iterations,
-            value: r.value,
-            unit,
-            messages_per_s: r.messages_per_s,
-            min_us: r.min_us,
-            max_us: r.max_us,
-            wrong: r.wrong,
-        }))
+        let rows = self.rows.iter().map(|r| {
+            vec![
+                Cell::key("benchmark", self.benchmark.program()),
+                Cell::key("datatype", r.datatype.name()),
+                Cell::key("size", r.size),
+                Cell::figure("iterations", r.iterations),
+                Cell::figure("value", r.value).help("each size's latency or bandwidth, in its unit"),
+                Cell::key("unit", unit),
+                Cell::figure("messages_per_s", r.messages_per_s),
+                Cell::figure("min_us", r.min_us),
+                Cell::figure("max_us", r.max_us),
+                Cell::figure("wrong", r.wrong),
+            ]
+        });
+        rows.collect()
     }
 }
 
@@ -203,5 +190,15 @@ mod tests {
         assert!(mr.contains("# Size                  MB/s        Messages/s        Validation\n"), "{mr}");
         assert!(mr.contains("\n1                       0.16         160000.00              Pass\n"), "{mr}");
         assert!(render(&run(Benchmark::Bw, false, false)).contains("\n# Size      Bandwidth (MB/s)\n"));
+    }
+
+    #[test]
+    fn csv_has_a_line_per_row() {
+        let csv = crate::report::export::Format::Csv.exporter().export(&run(Benchmark::MbwMr, false, true)).unwrap();
+        let text = String::from_utf8(csv).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "benchmark,datatype,size,iterations,value,unit,messages_per_s,min_us,max_us,wrong");
+        assert_eq!(lines[1], "osu_mbw_mr,MPI_CHAR,1,1000,0.16,MB/s,160000.0,19.72,20.01,0");
+        assert_eq!(lines.len(), 3, "{text}");
     }
 }

@@ -3,14 +3,13 @@
 //! connection with perftest's columns (perftest 6.29's headings: MiB/sec,
 //! Gb/sec with --report_gbits, and its duration mode's latency columns),
 //! one row per size plus the data check qbench adds (#wrong), and the data
-//! summary; and its CSV.
+//! summary; and its rows, one per row of the table.
 
-use super::{Csv, Dialect, Table, csv_lines};
-use crate::error::Result;
+use super::Table;
+use super::rows::{Cell, Rows};
 use crate::rdma::plan::{Memory, Mode, Test, Timing};
 use crate::record::rdma::{EndpointInfo, Link, RdmaRow, RdmaRun, Row};
 use crate::units::format_size;
-use serde::Serialize;
 use std::fmt::Write;
 
 /// perftest's RESULT_LINE.
@@ -217,83 +216,67 @@ fn summary(run: &RdmaRun) -> String {
     s
 }
 
-/// One CSV line per row; the columns of the other kind of test are empty.
-#[derive(Serialize)]
-struct Line<'a> {
-    test: &'a str,
-    local: &'a str,
-    remote: &'a str,
-    bytes: u64,
-    iterations: u64,
-    bw_peak_bytes_per_s: Option<f64>,
-    bw_avg_bytes_per_s: Option<f64>,
-    msg_rate_mpps: Option<f64>,
-    t_min_us: Option<f64>,
-    t_max_us: Option<f64>,
-    t_typical_us: Option<f64>,
-    t_avg_us: Option<f64>,
-    t_stdev_us: Option<f64>,
-    t_p99_us: Option<f64>,
-    t_p99_9_us: Option<f64>,
-    /// Iterations per second of a latency test run for a duration.
-    tps: Option<f64>,
-    checked_bytes: u64,
-    wrong_bytes: u64,
+/// A row's iterations and figures, in the rows' order: a bandwidth
+/// test's, a latency test's, a latency test's run for a duration; the other
+/// kinds' absent.
+fn figures(row: &Row) -> (u64, [(&'static str, Option<f64>); 11]) {
+    let (mut bw, mut lat, mut tps) = ([None; 3], [None; 7], None);
+    let iterations = match row {
+        Row::Bw(b) => {
+            bw = [b.bw_peak_bytes_per_s, Some(b.bw_avg_bytes_per_s), Some(b.msg_rate_mpps)];
+            b.iterations
+        }
+        Row::Lat(t) => {
+            lat =
+                [t.t_min_us, t.t_max_us, t.t_typical_us, t.t_avg_us, t.t_stdev_us, t.t_p99_us, t.t_p99_9_us].map(Some);
+            t.iterations
+        }
+        Row::LatDuration(t) => {
+            (lat[3], tps) = (Some(t.t_avg_us), Some(t.tps));
+            t.iterations
+        }
+    };
+    let named = [
+        ("bw_peak_bytes_per_s", bw[0]),
+        ("bw_avg_bytes_per_s", bw[1]),
+        ("msg_rate_mpps", bw[2]),
+        ("t_min_us", lat[0]),
+        ("t_max_us", lat[1]),
+        ("t_typical_us", lat[2]),
+        ("t_avg_us", lat[3]),
+        ("t_stdev_us", lat[4]),
+        ("t_p99_us", lat[5]),
+        ("t_p99_9_us", lat[6]),
+        // Iterations per second of a latency test run for a duration.
+        ("tps", tps),
+    ];
+    (iterations, named)
 }
 
-/// nccl-tests has no such run: qbench's own JSON only.
-impl Dialect for RdmaRun {}
+impl Rows for RdmaRun {
+    const KIND: &'static str = crate::record::rdma::KIND;
 
-impl Csv for RdmaRun {
-    fn csv(&self) -> Result<Vec<u8>> {
-        csv_lines(self.rows.iter().filter_map(|r| {
+    /// One row per row of the table; the columns of the other kind of test
+    /// are empty.
+    fn rows(&self) -> Vec<Vec<Cell>> {
+        let rows = self.rows.iter().filter_map(|r| {
             let l = self.link(r)?;
-            let data = r.row.data();
-            let mut line = Line {
-                test: l.test.name(),
-                local: &l.local.device,
-                remote: &l.remote.device,
-                bytes: r.row.bytes(),
-                iterations: 0,
-                bw_peak_bytes_per_s: None,
-                bw_avg_bytes_per_s: None,
-                msg_rate_mpps: None,
-                t_min_us: None,
-                t_max_us: None,
-                t_typical_us: None,
-                t_avg_us: None,
-                t_stdev_us: None,
-                t_p99_us: None,
-                t_p99_9_us: None,
-                tps: None,
-                checked_bytes: data.checked_bytes,
-                wrong_bytes: data.wrong_bytes,
-            };
-            match r.row {
-                Row::Bw(b) => {
-                    line.iterations = b.iterations;
-                    line.bw_peak_bytes_per_s = b.bw_peak_bytes_per_s;
-                    line.bw_avg_bytes_per_s = Some(b.bw_avg_bytes_per_s);
-                    line.msg_rate_mpps = Some(b.msg_rate_mpps);
-                }
-                Row::Lat(t) => {
-                    line.iterations = t.iterations;
-                    line.t_min_us = Some(t.t_min_us);
-                    line.t_max_us = Some(t.t_max_us);
-                    line.t_typical_us = Some(t.t_typical_us);
-                    line.t_avg_us = Some(t.t_avg_us);
-                    line.t_stdev_us = Some(t.t_stdev_us);
-                    line.t_p99_us = Some(t.t_p99_us);
-                    line.t_p99_9_us = Some(t.t_p99_9_us);
-                }
-                Row::LatDuration(t) => {
-                    line.iterations = t.iterations;
-                    line.t_avg_us = Some(t.t_avg_us);
-                    line.tps = Some(t.tps);
-                }
-            }
-            Some(line)
-        }))
+            let (data, (iterations, figures)) = (r.row.data(), figures(&r.row));
+            let mut row = vec![
+                Cell::key("test", l.test.name()),
+                Cell::key("local", l.local.device.as_str()),
+                Cell::key("remote", l.remote.device.as_str()),
+                Cell::key("bytes", r.row.bytes()),
+                Cell::figure("iterations", iterations),
+            ];
+            row.extend(figures.map(|(name, x)| Cell::figure(name, x)));
+            row.extend([
+                Cell::figure("checked_bytes", data.checked_bytes),
+                Cell::figure("wrong_bytes", data.wrong_bytes),
+            ]);
+            Some(row)
+        });
+        rows.collect()
     }
 }
 
@@ -433,7 +416,7 @@ mod tests {
 
     #[test]
     fn csv_has_a_line_per_row() {
-        let text = String::from_utf8(sample().csv().unwrap()).unwrap();
+        let text = String::from_utf8(crate::report::export::Format::Csv.exporter().export(&sample()).unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         assert!(lines[0].starts_with("test,local,remote,bytes,iterations,bw_peak_bytes_per_s,"), "{text}");

@@ -29,46 +29,13 @@ impl Plot for CollectiveRun {
 
     fn figure(runs: &[Source<'_, Self>], options: &Options) -> Result<Figure> {
         let metric = options.metric.unwrap_or(Metric::BusBw);
-        let (title, scale) = match metric {
-            Metric::BusBw => ("bus bandwidth (GB/s)", Scale::Linear),
-            Metric::AlgBw => ("algorithm bandwidth (GB/s)", Scale::Linear),
-            Metric::Time => ("time per operation (µs)", Scale::Log10),
-            Metric::P50 => ("per-iteration median time (µs)", Scale::Log10),
-            Metric::P99 => ("per-iteration 99th percentile time (µs)", Scale::Log10),
-        };
-        let value = |c: &Cell| match metric {
-            Metric::BusBw => c.busbw_gbps,
-            Metric::AlgBw => c.algbw_gbps,
-            Metric::Time => c.time_us,
-            Metric::P50 => c.iterations.median,
-            Metric::P99 => c.iterations.p99,
-        };
-        let many = |f: &dyn Fn(&CollectiveRun) -> usize| runs.iter().any(|r| f(r.record) > 1);
-        let (types, ops, roots) = (
-            many(&|r| distinct(&r.results, |x| x.dtype.name().to_string())),
-            many(&|r| distinct(&r.results, |x| x.redop.map_or("none", |o| o.name()).to_string())),
-            many(&|r| distinct(&r.results, |x| x.root.to_string())),
-        );
-        let collectives = distinct(runs, |r| r.record.collective.clone()) > 1;
+        let naming = Naming::of(runs);
         let mut series = Vec::new();
         let mut references = Vec::new();
         for run in runs {
             let r = run.record;
             for rows in groups(&r.results) {
-                let mut name = run.label.clone();
-                if collectives {
-                    name = format!("{name} {}", r.collective);
-                }
-                let first = rows[0];
-                if types {
-                    name = format!("{name} {}", first.dtype.name());
-                }
-                if ops {
-                    name = format!("{name} {}", first.redop.map_or("none", |o| o.name()));
-                }
-                if roots && first.root >= 0 {
-                    name = format!("{name} root {}", first.root);
-                }
+                let name = naming.name(run, rows[0]);
                 let colour = series.len() / 2;
                 for (placement, marker, dash, cell) in [
                     (
@@ -81,7 +48,7 @@ impl Plot for CollectiveRun {
                 ] {
                     series.push(Series {
                         label: format!("{name}, {placement}"),
-                        points: by_size(&rows, |x| value(cell(x))),
+                        points: by_size(&rows, |x| value(metric, cell(x))),
                         colour,
                         dash,
                         marker,
@@ -108,6 +75,7 @@ impl Plot for CollectiveRun {
             v.dedup();
             v
         };
+        let (title, scale) = y_axis(metric);
         Ok(Figure {
             title: format!(
                 "{} {} against message size, {}",
@@ -126,6 +94,67 @@ impl Plot for CollectiveRun {
             }],
             columns: 1,
         })
+    }
+}
+
+/// The y axis' title and scale for `metric`.
+fn y_axis(metric: Metric) -> (&'static str, Scale) {
+    match metric {
+        Metric::BusBw => ("bus bandwidth (GB/s)", Scale::Linear),
+        Metric::AlgBw => ("algorithm bandwidth (GB/s)", Scale::Linear),
+        Metric::Time => ("time per operation (µs)", Scale::Log10),
+        Metric::P50 => ("per-iteration median time (µs)", Scale::Log10),
+        Metric::P99 => ("per-iteration 99th percentile time (µs)", Scale::Log10),
+    }
+}
+
+/// `metric` of one half of a row.
+fn value(metric: Metric, c: &Cell) -> f64 {
+    match metric {
+        Metric::BusBw => c.busbw_gbps,
+        Metric::AlgBw => c.algbw_gbps,
+        Metric::Time => c.time_us,
+        Metric::P50 => c.iterations.median,
+        Metric::P99 => c.iterations.p99,
+    }
+}
+
+/// What a line's name says besides its run: whatever differs between the
+/// lines drawn (the collective, the type, the op, the root).
+struct Naming {
+    collectives: bool,
+    types: bool,
+    ops: bool,
+    roots: bool,
+}
+
+impl Naming {
+    fn of(runs: &[Source<'_, CollectiveRun>]) -> Naming {
+        let many = |f: &dyn Fn(&CollectiveRun) -> usize| runs.iter().any(|r| f(r.record) > 1);
+        Naming {
+            collectives: distinct(runs, |r| r.record.collective.clone()) > 1,
+            types: many(&|r| distinct(&r.results, |x| x.dtype.name().to_string())),
+            ops: many(&|r| distinct(&r.results, |x| x.redop.map_or("none", |o| o.name()).to_string())),
+            roots: many(&|r| distinct(&r.results, |x| x.root.to_string())),
+        }
+    }
+
+    /// The name of `run`'s line whose first row is `first`.
+    fn name(&self, run: &Source<'_, CollectiveRun>, first: &SizeRecord) -> String {
+        let mut name = run.label.clone();
+        if self.collectives {
+            name = format!("{name} {}", run.record.collective);
+        }
+        if self.types {
+            name = format!("{name} {}", first.dtype.name());
+        }
+        if self.ops {
+            name = format!("{name} {}", first.redop.map_or("none", |o| o.name()));
+        }
+        if self.roots && first.root >= 0 {
+            name = format!("{name} root {}", first.root);
+        }
+        name
     }
 }
 

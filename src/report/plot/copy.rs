@@ -14,11 +14,10 @@ impl Plot for CopyRun {
     }
 
     fn figure(runs: &[Source<'_, Self>], options: &Options) -> Result<Figure> {
-        type Pick = fn(&LatencyRow) -> f64;
-        let stats: Vec<(&str, Dash, Marker, Pick)> = {
-            let min: (&str, Dash, Marker, Pick) = ("min", Dash::Dotted, Marker::None, |r| r.host.min);
-            let median: (&str, Dash, Marker, Pick) = ("median", Dash::Solid, Marker::Circle, |r| r.host.median);
-            let p99: (&str, Dash, Marker, Pick) = ("p99", Dash::Dashed, Marker::Triangle, |r| r.host.p99);
+        let stats: Vec<Stat> = {
+            let min: Stat = ("min", Dash::Dotted, Marker::None, |r| r.host.min);
+            let median: Stat = ("median", Dash::Solid, Marker::Circle, |r| r.host.median);
+            let p99: Stat = ("p99", Dash::Dashed, Marker::Triangle, |r| r.host.p99);
             match options.metric {
                 None | Some(Metric::Time) => vec![min, median, p99],
                 Some(Metric::P50) => vec![median],
@@ -36,53 +35,7 @@ impl Plot for CopyRun {
         for run in runs {
             panels.extend(heat_maps(run, &chosen, named));
         }
-        // Latency: a panel per table, every run's lines in it.
-        let mut tables: Vec<(String, String, String)> = Vec::new();
-        for run in runs {
-            for t in run.record.tests.iter().filter(|t| chosen(t)) {
-                for s in &t.latency {
-                    let k = (t.name.clone(), s.label.clone(), s.placement.clone());
-                    if !tables.contains(&k) {
-                        tables.push(k);
-                    }
-                }
-            }
-        }
-        for (test, label, placement) in &tables {
-            let mut series = Vec::new();
-            for (i, run) in runs.iter().enumerate() {
-                let Some(s) = run
-                    .record
-                    .tests
-                    .iter()
-                    .filter(|t| &t.name == test)
-                    .flat_map(|t| &t.latency)
-                    .find(|s| &s.label == label && &s.placement == placement)
-                else {
-                    continue;
-                };
-                for (k, (stat, dash, marker, pick)) in stats.iter().enumerate() {
-                    series.push(Series {
-                        label: format!("{}, {stat}", run.label),
-                        points: s.rows.iter().map(|r| (r.size as f64, pick(r))).collect(),
-                        // One run: a colour per statistic; several: per run.
-                        colour: if runs.len() == 1 { k } else { i },
-                        dash: *dash,
-                        marker: *marker,
-                        reference: false,
-                    });
-                }
-            }
-            panels.push(Panel {
-                title: format!("{test}: {label}, {placement}"),
-                chart: Chart::Lines(Lines {
-                    x: Axis::new("copy size (bytes; K, M binary)", Scale::Bytes),
-                    y: Axis::new("time per copy, host clock (µs)", Scale::Log10),
-                    series,
-                    references: Vec::new(),
-                }),
-            });
-        }
+        panels.extend(latency_panels(runs, &chosen, &stats));
         if panels.is_empty() {
             let asked = options.tests.as_ref().map_or("any test".to_string(), |t| t.join(","));
             return Err(Error::Usage(format!(
@@ -94,6 +47,63 @@ impl Plot for CopyRun {
         let whose = if named { super::hosts(runs, |r| &r.header) } else { runs[0].label.clone() };
         Ok(Figure { title: format!("Copy bandwidth and latency, {whose}"), panels, columns })
     }
+}
+
+/// A latency statistic drawn: its name, its line and markers, where it is
+/// in a row.
+type Stat = (&'static str, Dash, Marker, fn(&LatencyRow) -> f64);
+
+/// Latency: a panel per table of the tests `chosen`, every run's lines of
+/// the statistics `stats` in it.
+fn latency_panels(runs: &[Source<'_, CopyRun>], chosen: &dyn Fn(&TestRecord) -> bool, stats: &[Stat]) -> Vec<Panel> {
+    let mut panels = Vec::new();
+    let mut tables: Vec<(String, String, String)> = Vec::new();
+    for run in runs {
+        for t in run.record.tests.iter().filter(|t| chosen(t)) {
+            for s in &t.latency {
+                let k = (t.name.clone(), s.label.clone(), s.placement.clone());
+                if !tables.contains(&k) {
+                    tables.push(k);
+                }
+            }
+        }
+    }
+    for (test, label, placement) in &tables {
+        let mut series = Vec::new();
+        for (i, run) in runs.iter().enumerate() {
+            let Some(s) = run
+                .record
+                .tests
+                .iter()
+                .filter(|t| &t.name == test)
+                .flat_map(|t| &t.latency)
+                .find(|s| &s.label == label && &s.placement == placement)
+            else {
+                continue;
+            };
+            for (k, (stat, dash, marker, pick)) in stats.iter().enumerate() {
+                series.push(Series {
+                    label: format!("{}, {stat}", run.label),
+                    points: s.rows.iter().map(|r| (r.size as f64, pick(r))).collect(),
+                    // One run: a colour per statistic; several: per run.
+                    colour: if runs.len() == 1 { k } else { i },
+                    dash: *dash,
+                    marker: *marker,
+                    reference: false,
+                });
+            }
+        }
+        panels.push(Panel {
+            title: format!("{test}: {label}, {placement}"),
+            chart: Chart::Lines(Lines {
+                x: Axis::new("copy size (bytes; K, M binary)", Scale::Bytes),
+                y: Axis::new("time per copy, host clock (µs)", Scale::Log10),
+                series,
+                references: Vec::new(),
+            }),
+        });
+    }
+    panels
 }
 
 /// What a matrix row is: the direction its flows took.

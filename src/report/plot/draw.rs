@@ -570,6 +570,8 @@ fn categories(names: &[String], reversed: bool) -> Ticked {
     Ticked { lo: 0.0, hi: n.max(1) as f64, ticks }
 }
 
+/// A bar chart: a group of bars per category, the references dashed
+/// behind them, each bar's value over it where it fits.
 fn bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, b: &Bars) -> Drawn {
     let py = |v: f64| place(b.y.scale, v);
     let ys: Vec<f64> = b
@@ -613,16 +615,7 @@ fn bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, b: &Bars) -> Drawn {
             .filter_map(|(i, s)| s.values.get(g).copied().flatten().map(|v| (i, v)))
             .collect();
         if present.is_empty() {
-            chart
-                .draw_series(std::iter::once(
-                    EmptyElement::at((g as f64 + 0.5, base))
-                        + Text::new(
-                            "not run",
-                            (0, -14),
-                            font(VALUE_PT).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom)),
-                        ),
-                ))
-                .map_err(e)?;
+            not_run(&mut chart, g, base)?;
             continue;
         }
         let slot = 0.8 / present.len() as f64;
@@ -641,7 +634,33 @@ fn bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, b: &Bars) -> Drawn {
             }
         }
     }
-    // Values over the bars, each on white so that a reference line behind stays out of it.
+    value_labels(&mut chart, labels)
+}
+
+/// "not run" over the slot of group `g`, whose bars are all absent.
+fn not_run<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<Ticked, Ticked>>,
+    g: usize,
+    base: f64,
+) -> Drawn {
+    chart
+        .draw_series(std::iter::once(
+            EmptyElement::at((g as f64 + 0.5, base))
+                + Text::new(
+                    "not run",
+                    (0, -14),
+                    font(VALUE_PT).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                ),
+        ))
+        .map(|_| ())
+        .map_err(e)
+}
+
+/// Values over the bars, each on white so that a reference line behind stays out of it.
+fn value_labels<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<Ticked, Ticked>>,
+    labels: Vec<((f64, f64), String)>,
+) -> Drawn {
     for (at, label) in labels {
         let w = text_width(&label, VALUE_PT) as i32;
         let hgt = (VALUE_PT / 1.24) as i32;

@@ -321,6 +321,74 @@ fn references_of(run: &str, register: &str, g: &RegisterRun) -> Vec<Reference> {
     v.into_iter().map(|(l, value)| Reference { label: format!("{run} {register}, {l}"), value, colour: None }).collect()
 }
 
+/// Registers of one kind (`name`): a line per wire and global operation
+/// (gate solid, swap dotted), a colour per wire.
+fn wire_series(name: &str, of_kind: &[&RegisterRun], what: Quantity, colour: &mut usize) -> Vec<Series> {
+    let mut series = Vec::new();
+    let of_gates: Vec<(&RegisterRun, Vec<Gate>)> = of_kind.iter().map(|g| (*g, gates(g))).collect();
+    let wires = groups(of_gates.iter().flat_map(|(_, gs)| gs.iter().map(|x| x.transport.as_str())), |_| true);
+    for w in &wires {
+        for (p, dash, marker) in
+            [(GlobalOp::Gate, Dash::Solid, Marker::Circle), (GlobalOp::Swap, Dash::Dotted, Marker::Triangle)]
+        {
+            let points: Vec<(f64, f64)> = of_gates
+                .iter()
+                .filter_map(|(g, gs)| {
+                    gs.iter().find(|x| &x.transport == w && x.pattern == p).map(|x| (g.qubits as f64, value(x, what)))
+                })
+                .collect();
+            if !points.is_empty() {
+                let label = format!("{name} {w}, {}", pattern_name(p));
+                series.push(Series { label, points, colour: *colour, dash, marker, reference: false });
+            }
+        }
+        *colour += 1;
+    }
+    series
+}
+
+/// Registers of one kind (`name`), bandwidth: the local gate's line (the
+/// next colour) and the references' dashed lines (three colours from
+/// `references`).
+fn local_and_references(name: &str, of_kind: &[&RegisterRun], colour: &mut usize, references: usize) -> Vec<Series> {
+    let mut series = Vec::new();
+    let local: Vec<(f64, f64)> =
+        of_kind.iter().filter(|g| !g.local_rates().is_empty()).map(|g| (g.qubits as f64, mean_local(g))).collect();
+    if !local.is_empty() {
+        series.push(Series {
+            label: format!("{name} {LOCAL}"),
+            points: local,
+            colour: *colour,
+            dash: Dash::Solid,
+            marker: Marker::Square,
+            reference: false,
+        });
+        *colour += 1;
+    }
+    type Pick = fn(&RegisterRun) -> Option<f64>;
+    let refs: [(&str, Pick); 3] = [
+        ("host link (pinned, both directions)", |g| g.references.host_link_gbps),
+        ("nccl-tests sendrecv", |g| g.references.nccl_sendrecv_gbps),
+        ("local copy (read + write)", |g| Some(g.references.local_copy_gbps).filter(|v| *v > 0.0)),
+    ];
+    for (k, (label, pick)) in refs.into_iter().enumerate() {
+        let points: Vec<(f64, f64)> = of_kind.iter().filter_map(|g| pick(g).map(|v| (g.qubits as f64, v))).collect();
+        if !points.is_empty() {
+            series.push(Series {
+                label: format!("{name} {label}"),
+                points,
+                colour: references + k,
+                dash: Dash::Dashed,
+                marker: Marker::None,
+                reference: true,
+            });
+        }
+    }
+    series
+}
+
+/// A line per wire and global operation of each run's registers, by
+/// register size; for bandwidth also the local gate and the references.
 fn lines(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
     let mut series = Vec::new();
     let (mut colour, mut references) = (0, 0);
@@ -340,76 +408,15 @@ fn lines(runs: &[Source<'_, ExchangeRun>], what: Quantity) -> Chart {
             }
         }
         for (memory, precision) in &kinds {
-            let of_kind: Vec<&&RegisterRun> =
-                regs.iter().filter(|g| &g.memory == memory && g.precision.name() == *precision).collect();
+            let of_kind: Vec<&RegisterRun> =
+                regs.iter().copied().filter(|g| &g.memory == memory && g.precision.name() == *precision).collect();
             let mut name = format!("{} {precision} precision", run.label);
             if memories {
                 name.push_str(&format!(" {memory} memory"));
             }
-            let of_gates: Vec<(&&RegisterRun, Vec<Gate>)> = of_kind.iter().map(|g| (*g, gates(g))).collect();
-            let wires = groups(of_gates.iter().flat_map(|(_, gs)| gs.iter().map(|x| x.transport.as_str())), |_| true);
-            for w in &wires {
-                for (p, dash, marker) in
-                    [(GlobalOp::Gate, Dash::Solid, Marker::Circle), (GlobalOp::Swap, Dash::Dotted, Marker::Triangle)]
-                {
-                    let points: Vec<(f64, f64)> = of_gates
-                        .iter()
-                        .filter_map(|(g, gs)| {
-                            gs.iter()
-                                .find(|x| &x.transport == w && x.pattern == p)
-                                .map(|x| (g.qubits as f64, value(x, what)))
-                        })
-                        .collect();
-                    if !points.is_empty() {
-                        series.push(Series {
-                            label: format!("{name} {w}, {}", pattern_name(p)),
-                            points,
-                            colour,
-                            dash,
-                            marker,
-                            reference: false,
-                        });
-                    }
-                }
-                colour += 1;
-            }
+            series.extend(wire_series(&name, &of_kind, what, &mut colour));
             if matches!(what, Quantity::Bandwidth) {
-                let local: Vec<(f64, f64)> = of_kind
-                    .iter()
-                    .filter(|g| !g.local_rates().is_empty())
-                    .map(|g| (g.qubits as f64, mean_local(g)))
-                    .collect();
-                if !local.is_empty() {
-                    series.push(Series {
-                        label: format!("{name} {LOCAL}"),
-                        points: local,
-                        colour,
-                        dash: Dash::Solid,
-                        marker: Marker::Square,
-                        reference: false,
-                    });
-                    colour += 1;
-                }
-                type Pick = fn(&RegisterRun) -> Option<f64>;
-                let refs: [(&str, Pick); 3] = [
-                    ("host link (pinned, both directions)", |g| g.references.host_link_gbps),
-                    ("nccl-tests sendrecv", |g| g.references.nccl_sendrecv_gbps),
-                    ("local copy (read + write)", |g| Some(g.references.local_copy_gbps).filter(|v| *v > 0.0)),
-                ];
-                for (k, (label, pick)) in refs.into_iter().enumerate() {
-                    let points: Vec<(f64, f64)> =
-                        of_kind.iter().filter_map(|g| pick(g).map(|v| (g.qubits as f64, v))).collect();
-                    if !points.is_empty() {
-                        series.push(Series {
-                            label: format!("{name} {label}"),
-                            points,
-                            colour: references + k,
-                            dash: Dash::Dashed,
-                            marker: Marker::None,
-                            reference: true,
-                        });
-                    }
-                }
+                series.extend(local_and_references(&name, &of_kind, &mut colour, references));
                 references += 3;
             }
         }

@@ -50,54 +50,9 @@ impl Plot for RdmaRun {
                 }
                 continue;
             }
-            let at = |pick: fn(&LatRow) -> f64| -> Vec<(f64, f64)> {
-                rows.iter()
-                    .filter_map(|x| match x {
-                        Row::Lat(l) => Some((l.bytes as f64, pick(l))),
-                        // A -D row has an average only: no median, no p99.
-                        Row::Bw(_) | Row::LatDuration(_) => None,
-                    })
-                    .collect()
-            };
-            if median {
-                latency.push(line(
-                    format!("{label}, median"),
-                    at(|l| l.t_typical_us),
-                    colour,
-                    Dash::Solid,
-                    Marker::Circle,
-                ));
-            }
-            if p99 {
-                latency.push(line(format!("{label}, p99"), at(|l| l.t_p99_us), colour, Dash::Dashed, Marker::Triangle));
-            }
+            latency.extend(latency_lines(&label, &rows, colour, median, p99));
         }
-        let x = || Axis::new("message size (bytes; K, M binary)", Scale::Bytes);
-        let mut panels = Vec::new();
-        if !bandwidth.is_empty() {
-            let values: Vec<f64> = bandwidth.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
-            let unit = if gbits { "Gb/s" } else { "MiB/s" };
-            panels.push(Panel {
-                title: "bandwidth tests".into(),
-                chart: Chart::Lines(Lines {
-                    x: x(),
-                    y: Axis::new(format!("BW average ({unit})"), super::bandwidth_scale(values)),
-                    series: bandwidth,
-                    references: Vec::new(),
-                }),
-            });
-        }
-        if !latency.is_empty() {
-            panels.push(Panel {
-                title: "latency tests (half the round trip for write and send, the whole one for read)".into(),
-                chart: Chart::Lines(Lines {
-                    x: x(),
-                    y: Axis::new("latency (µs)", Scale::Log10),
-                    series: latency,
-                    references: Vec::new(),
-                }),
-            });
-        }
+        let panels = panels(bandwidth, latency, gbits);
         if panels.is_empty() {
             let what = if bw { "bandwidth" } else { "latency" };
             return Err(Error::Usage(format!("nothing to draw: the rdma records hold no {what} test")));
@@ -109,6 +64,58 @@ impl Plot for RdmaRun {
             columns,
         })
     }
+}
+
+/// A latency link's lines: its median and its 99th percentile, as asked.
+fn latency_lines(label: &str, rows: &[&Row], colour: usize, median: bool, p99: bool) -> Vec<Series> {
+    let at = |pick: fn(&LatRow) -> f64| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter_map(|x| match x {
+                Row::Lat(l) => Some((l.bytes as f64, pick(l))),
+                // A -D row has an average only: no median, no p99.
+                Row::Bw(_) | Row::LatDuration(_) => None,
+            })
+            .collect()
+    };
+    let mut lines = Vec::new();
+    if median {
+        lines.push(line(format!("{label}, median"), at(|l| l.t_typical_us), colour, Dash::Solid, Marker::Circle));
+    }
+    if p99 {
+        lines.push(line(format!("{label}, p99"), at(|l| l.t_p99_us), colour, Dash::Dashed, Marker::Triangle));
+    }
+    lines
+}
+
+/// The bandwidth tests' panel and the latency tests', those with lines.
+fn panels(bandwidth: Vec<Series>, latency: Vec<Series>, gbits: bool) -> Vec<Panel> {
+    let x = || Axis::new("message size (bytes; K, M binary)", Scale::Bytes);
+    let mut panels = Vec::new();
+    if !bandwidth.is_empty() {
+        let values: Vec<f64> = bandwidth.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
+        let unit = if gbits { "Gb/s" } else { "MiB/s" };
+        panels.push(Panel {
+            title: "bandwidth tests".into(),
+            chart: Chart::Lines(Lines {
+                x: x(),
+                y: Axis::new(format!("BW average ({unit})"), super::bandwidth_scale(values)),
+                series: bandwidth,
+                references: Vec::new(),
+            }),
+        });
+    }
+    if !latency.is_empty() {
+        panels.push(Panel {
+            title: "latency tests (half the round trip for write and send, the whole one for read)".into(),
+            chart: Chart::Lines(Lines {
+                x: x(),
+                y: Axis::new("latency (µs)", Scale::Log10),
+                series: latency,
+                references: Vec::new(),
+            }),
+        });
+    }
+    panels
 }
 
 /// A link in a legend: the test, the devices, and what is not perftest's default.
