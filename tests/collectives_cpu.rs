@@ -267,9 +267,7 @@ fn launcher_without_mpi_support_is_refused() {
 
 #[test]
 fn a_missing_argument_is_named_in_one_line() {
-    for (args, want) in
-        [(&["exchange"][..], "not provided: --qubits <N|A..B>"), (&["plot"][..], "not provided: <FILE.json>...")]
-    {
+    for (args, want) in [(&["exchange"][..], "--qubits N (or A..B)"), (&["plot"][..], "not provided: <FILE.json>...")] {
         let o = qbench(args);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");

@@ -279,7 +279,7 @@ fn a_check_exports_each_step_each_node_and_each_verdict() {
     assert!((end - 1_796_287_478.0 - 0.091_082_247).abs() < 1e-6, "{end}");
 
     // A check on one H200 node: every step's status, the node ready.
-    let (rec, families) = exported("results/h200-check-quick.json");
+    let (rec, families) = exported("results/h200/check/h200-check-quick.json");
     let AnyRecord::Check(run) = &rec else { panic!("not a check") };
     assert_eq!(family(&families, "qbench_check_status").samples.len(), run.rows.len());
     let ready = family(&families, "qbench_check_ready");
@@ -291,7 +291,7 @@ fn a_check_exports_each_step_each_node_and_each_verdict() {
 /// with what makes the row (size, type, placement; class, qubits, wire).
 #[test]
 fn a_collective_and_an_exchange_export_their_rows() {
-    let (rec, families) = exported("results/h200x2-allreduce-16M-1G.json");
+    let (rec, families) = exported("results/h200x2/h200x2-allreduce-16M-1G.json");
     let AnyRecord::Collective(run) = &rec else { panic!("not a collective") };
     let busbw = family(&families, "qbench_collective_busbw_gbps");
     assert_eq!(busbw.samples.len(), 2 * run.results.len());
@@ -300,7 +300,7 @@ fn a_collective_and_an_exchange_export_their_rows() {
     let in_place = busbw.value(&[("size", size.as_str()), ("placement", "in-place")]);
     assert_eq!(in_place, Some(last.in_place.busbw_gbps));
 
-    let (rec, families) = exported("results/h200-exchange-qft-30q.json");
+    let (rec, families) = exported("results/h200/quest/h200-exchange-qft-30q.json");
     let AnyRecord::Exchange(run) = &rec else { panic!("not an exchange") };
     let time = family(&families, "qbench_exchange_time_s");
     let r = &run.registers[0];
