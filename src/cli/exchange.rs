@@ -124,8 +124,12 @@ impl ExchangeArgs {
         let ops = GlobalOp::parse_list(&self.pattern)?;
         let records = if self.plan { self.records()? } else { Vec::new() };
         let from_records = |f: &dyn Fn(&ExchangeRun) -> Vec<String>| -> Vec<String> {
-            let mut out: Vec<String> = records.iter().flat_map(|(_, r)| f(r)).collect();
-            out.dedup();
+            let mut out: Vec<String> = Vec::new();
+            for name in records.iter().flat_map(|(_, r)| f(r)) {
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            }
             out
         };
         let circuit = match &self.circuit {

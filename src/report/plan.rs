@@ -124,6 +124,11 @@ fn figures(f: &PlanFigures) -> String {
         format!("  {:<26} {} {per} + bytes at {:.0} GB/s\n", x.name, seconds(x.alpha_s), x.gbps)
     };
     s += &line(&f.local, "a step");
+    let _ = writeln!(s, "  {:<26} {} a step besides its work", "in a circuit", seconds(f.step_s));
+    if !f.dispatch.is_empty() {
+        let d: Vec<String> = f.dispatch.iter().map(|d| format!("{} on {}", seconds(d.seconds), d.ranks)).collect();
+        let _ = writeln!(s, "{}", super::fit::hanging(&format!("  {:<26} ", "starting a step"), &d.join(", "), Some(WIDTH)));
+    }
     for w in &f.wires {
         s += &line(w, "a message");
     }

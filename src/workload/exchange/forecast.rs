@@ -103,7 +103,13 @@ fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Resu
     let mut out = Vec::new();
     for &g in ask.gpus {
         let layout = Layout::new(ask.qubits, g, ask.precision)?;
-        let sharing = ask.sharing.min(g).max(1);
+        // Host ranks are threads of one process: past the cores they share them.
+        let sharing = match m.host {
+            true => ask.sharing.max(g.div_ceil(m.gpus_per_node.max(1))),
+            false => ask.sharing,
+        }
+        .min(g)
+        .max(1);
         let devices = g.div_ceil(sharing);
         let at = Placement { layout, sharing, devices_per_node: m.gpus_per_node.min(devices).max(1) };
         let nodes = devices.div_ceil(m.gpus_per_node.max(1));
@@ -312,7 +318,10 @@ mod tests {
             source: "test".into(),
             gpu_memory: 141_000_000_000,
             gpus_per_node: 8,
+            host: false,
             local: Rate { alpha_s: 10e-6, gbps: 4200.0 },
+            step_s: 10e-6,
+            dispatch: Vec::new(),
             unknown: Vec::new(),
             wires: vec![WireFigures {
                 name: "nccl".into(),

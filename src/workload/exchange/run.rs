@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::interrupt;
 use crate::libs::Library;
-use crate::record::exchange::{ExchangeRun, KIND, References, RegisterRun, Unavailable};
+use crate::record::exchange::{Dispatch, ExchangeRun, KIND, References, RegisterRun, Unavailable};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::statevec::circuit::Circuit;
@@ -54,8 +54,32 @@ struct Settings<'a> {
     rounds: u32,
 }
 
+/// Thread counts whose step dispatch a host register measures.
+const DISPATCH_RANKS: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// What starting an empty step on k threads of this process costs, as a
+/// host register starts each step (threads started and joined, then the
+/// processes' maximum of its time), for k up to four threads a core.
+fn dispatch(world: &dyn crate::world::World) -> Vec<Dispatch> {
+    let cores = crate::host::cores();
+    DISPATCH_RANKS
+        .iter()
+        .filter(|&&k| k <= 4 * cores)
+        .map(|&k| {
+            let times: Vec<f64> = (0..64)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    crate::threads::per_rank(k, |_| ());
+                    world.max_f64(&[t0.elapsed().as_secs_f64()])[0]
+                })
+                .collect();
+            Dispatch { ranks: k, seconds: crate::stats::Summary::of(&times).median }
+        })
+        .collect()
+}
+
 /// The references: what the hardware under this register can do.
-fn references(reg: &mut dyn Register, s: &Settings) -> Result<(References, f64)> {
+fn references(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<(References, f64)> {
     let chunk = reg.layout().chunk_bytes();
     let copy = sample(s.warmup, s.iters, || reg.local_copy())?;
     let copy_bytes = reg.copy_bytes();
@@ -74,6 +98,7 @@ fn references(reg: &mut dyn Register, s: &Settings) -> Result<(References, f64)>
         host_link_gbps: link.map(|t| link_bytes as f64 / t.median / 1e9),
         host_link_bytes: link.map(|_| link_bytes),
         nccl_sendrecv_gbps: sendrecv.map(|t| chunk as f64 / t.median / 1e9),
+        step_dispatch: if memory == Memory::Host { dispatch(reg.world()) } else { Vec::new() },
     };
     // A whole chunk's copy, where only part of one was copied.
     Ok((refs, copy.median * chunk as f64 / copy_bytes as f64))
@@ -85,7 +110,7 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
     let n = layout.qubits;
     interrupt::step(format!("{n} qubits in {} memory: references", memory.name()));
     reg.init(&ProductState::new(n))?;
-    let (references, copy_s) = references(reg, s)?;
+    let (references, copy_s) = references(reg, memory, s)?;
     let mut classes = Vec::new();
     let timing = (s.warmup, s.iters);
     for p in classes::local(&layout) {

@@ -6,12 +6,14 @@
 //! price. Each record says what it ran on: ranks sharing a device, devices
 //! per node, nodes.
 
-use super::{ClassTable, Level, LevelRate, Machine, Rate, WireFigures, traffic};
+use super::{ClassTable, Level, LevelRate, Machine, Placement, Rate, WireFigures, price, traffic};
 use crate::error::{Error, Result};
 use crate::record::RankInfo;
 use crate::record::exchange::{ClassTime, ExchangeRun, RegisterRun};
 use crate::statevec::circuit::hadamard;
+use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Layout};
+use crate::statevec::schedule::{Schedule, compile};
 use crate::statevec::step::{Class, Step};
 use crate::stats::Summary;
 use num_complex::Complex64;
@@ -225,7 +227,12 @@ impl Machine {
             unknown.push("a device's memory (the records do not say it): every count is taken to fit".into());
         }
         let top = regs.iter().max_by_key(|m| m.reg.chunk_bytes * m.shape.sharing as u64).expect("not empty");
-        let per_node = (top.shape.devices / top.shape.nodes).max(1);
+        // Host ranks' devices are the node's cores.
+        let cores = runs.iter().find_map(|(_, r)| r.host_cores);
+        let per_node = match (memory, cores) {
+            ("host", Some(c)) => c,
+            _ => (top.shape.devices / top.shape.nodes).max(1),
+        };
         let names: Vec<String> = runs.iter().map(|(f, _)| f.clone()).collect();
         let device = runs.iter().find_map(|(_, r)| r.devices.first()).map_or("GPU", |d| d.name.as_str());
         let shapes: Vec<String> = regs
@@ -234,19 +241,70 @@ impl Machine {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        Ok(Machine {
+        let mut m = Machine {
             source: format!("measured: {} ({})", names.join(", "), shapes.join("; ")),
             gpu_memory: device_memory.unwrap_or(u64::MAX),
             gpus_per_node: per_node,
+            host: memory == "host",
             local,
+            step_s: local.alpha_s,
+            dispatch: dispatch(&regs),
             unknown,
             wires,
             tables: regs
                 .iter()
                 .map(|m| ClassTable { classes: m.classes.clone(), layout: m.layout, sharing: m.shape.sharing })
                 .collect(),
-        })
+        };
+        if let Some(s) = step_cost(&m, &regs) {
+            m.step_s = s;
+        }
+        Ok(m)
     }
+}
+
+/// The records' step dispatch, the median of each thread count's.
+fn dispatch(regs: &[Measured]) -> Vec<(usize, f64)> {
+    let mut by: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+    for d in regs.iter().flat_map(|m| &m.reg.references.step_dispatch) {
+        by.entry(d.ranks).or_default().push(d.seconds);
+    }
+    by.into_iter().map(|(k, s)| (k, Summary::of(&s).median)).collect()
+}
+
+/// What a step costs within the records' circuits besides what the model
+/// prices from the classes: the per-step α that makes the model meet the
+/// circuits measured, fitted on relative errors (small registers, where it
+/// dominates, weigh as much as large ones); None where no circuit of the
+/// records can be priced.
+fn step_cost(m: &Machine, regs: &[Measured]) -> Option<f64> {
+    let bare = Machine { step_s: 0.0, ..m.clone() };
+    let (mut xr, mut xx) = (0.0, 0.0);
+    for r in regs {
+        let at = Placement {
+            layout: r.layout,
+            sharing: r.shape.sharing,
+            devices_per_node: (r.shape.devices / r.shape.nodes).max(1),
+        };
+        for c in &r.reg.circuits {
+            let Ok(circuit) = CircuitSpec::parse(&c.circuit).and_then(|s| s.build(r.layout.qubits)) else { continue };
+            let wire = match &c.transport {
+                Some(w) => match bare.wire(w) {
+                    Some(w) => Some(w),
+                    None => continue,
+                },
+                None => None,
+            };
+            let steps = compile(&circuit, &r.layout, c.schedule.unwrap_or(Schedule::Quest));
+            let Ok(p) = price(&steps, &at, &bare, wire) else { continue };
+            let (x, y) = ((steps.len() * r.shape.sharing) as f64, c.time.median);
+            if y > 0.0 {
+                xr += x * (y - p.seconds) / (y * y);
+                xx += x * x / (y * y);
+            }
+        }
+    }
+    (xx > 0.0).then(|| (xr / xx).max(0.0))
 }
 
 /// The local pass: every local class, its device's bytes against its time.

@@ -1,5 +1,6 @@
 //! Every step launches its kernel and waits for it: α per step on its
-//! device, and ranks that share a device take turns on it.
+//! device (as circuits show it, where measured), and ranks that share a
+//! device take turns on it.
 
 use super::{Machine, Part, Placement, Term, WireFigures};
 use crate::statevec::step::Step;
@@ -14,6 +15,6 @@ impl Term for Launch {
         Part::Serial
     }
     fn seconds(&self, _step: &Step, at: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
-        Some(m.local.alpha_s * at.sharing as f64)
+        Some(m.step_s * at.sharing as f64)
     }
 }

@@ -9,13 +9,14 @@
 
 pub mod described;
 pub mod fit;
+mod dispatch;
 mod launch;
 mod memory;
 pub mod settings;
 mod transfer;
 mod update;
 
-use crate::record::exchange::{ClassTime, Figure, PlanFigures};
+use crate::record::exchange::{ClassTime, Dispatch, Figure, PlanFigures};
 use crate::statevec::layout::Layout;
 use crate::statevec::step::{Class, Step};
 use serde::{Deserialize, Serialize};
@@ -103,10 +104,21 @@ pub struct Machine {
     pub source: String,
     /// Bytes of one device's memory.
     pub gpu_memory: u64,
+    /// Devices in a node: GPUs, or cores where `host`.
     pub gpus_per_node: usize,
+    /// Host ranks: threads of one process on one node's cores, which take
+    /// turns on a core when there are more of them.
+    pub host: bool,
     /// A device's local pass: α per step (its launch and the wait for it),
-    /// β its memory's read + write bandwidth.
+    /// β its memory's read + write bandwidth, as the gate classes show them.
     pub local: Rate,
+    /// What a step costs besides its work within a circuit, where steps of
+    /// different kinds follow each other (the classes time one kind again
+    /// and again): `local.alpha_s` unless circuits were measured.
+    pub step_s: f64,
+    /// What starting a step on k ranks of one process costs (host ranks'
+    /// threads), (k, seconds); empty where nothing is started per step.
+    pub dispatch: Vec<(usize, f64)>,
     /// What was not known and is priced at nothing (a latency no source
     /// states): said beside every answer that depends on it.
     pub unknown: Vec<String>,
@@ -125,6 +137,8 @@ impl Machine {
             gpu_memory: self.gpu_memory,
             gpus_per_node: self.gpus_per_node,
             local: figure("local pass".into(), &self.local),
+            step_s: self.step_s,
+            dispatch: self.dispatch.iter().map(|&(ranks, seconds)| Dispatch { ranks, seconds }).collect(),
             wires: self
                 .wires
                 .iter()
@@ -207,7 +221,8 @@ pub trait Term: Sync {
 }
 
 /// Every term of a step's price: a new term is a file and a line here.
-pub const TERMS: &[&dyn Term] = &[&launch::Launch, &memory::Memory, &transfer::Transfer, &update::Update];
+pub const TERMS: &[&dyn Term] =
+    &[&launch::Launch, &dispatch::Dispatch, &memory::Memory, &transfer::Transfer, &update::Update];
 
 /// Why a step could not be priced.
 #[derive(Debug, Clone, PartialEq)]
@@ -322,7 +337,10 @@ mod tests {
             source: "test".into(),
             gpu_memory: 141 << 30,
             gpus_per_node: 8,
+            host: false,
             local: Rate { alpha_s: launch_us * 1e-6, gbps: 4000.0 },
+            step_s: launch_us * 1e-6,
+            dispatch: Vec::new(),
             unknown: Vec::new(),
             wires: vec![WireFigures { name: "nccl".into(), levels, piece_amps: None, overlaps: false }],
             tables: Vec::new(),
