@@ -358,9 +358,12 @@ fn a_plan_answers_for_gpus_this_node_does_not_have() {
     assert!(text.contains("every figure above is projected, not measured: from profile h200x8-ndr"), "{text}");
     assert!(text.contains("CUDAQ_GLOBAL_INDEX_BITS=3") && text.contains("mpirun -np 8"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
-    // A plan must say what it projects from; the cpu profile states no machine.
-    let o = common::qbench(&["exchange", "--plan", "--qubits", "30"]);
-    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    // Without a source, this node measured first, and said; the cpu profile
+    // states no machine.
+    let v = json(&common::qbench(&["exchange", "--plan", "--qubits", "14", "-g", "1,2", "--json"]));
+    let from = v["plan_figures"]["source"].as_str().unwrap();
+    assert!(from.starts_with("measured: this node, measured now"), "{from}");
+    assert!(v["forecasts"].as_array().unwrap().iter().all(|r| r["source"] == from), "{v}");
     let o = plan("30", &["--profile", "cpu"]);
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
 }

@@ -50,7 +50,8 @@ pub struct ExchangePlan {
 /// What `--plan` prices from and what it prices.
 #[derive(Debug, Clone)]
 pub struct Forecasting {
-    pub machine: Machine,
+    /// None: this node's figures, measured briefly first.
+    pub machine: Option<Machine>,
     /// The wires asked for by name; empty: every wire the machine has figures for.
     pub wires: Vec<String>,
     /// Ranks on each device (`--ranks-per-gpu`).

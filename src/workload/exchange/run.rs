@@ -204,8 +204,9 @@ fn not_held(layout: &Layout, memory: Memory, reason: String) -> RegisterRun {
     }
 }
 
-fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
-    let mut out = ExchangeRun {
+/// The record of `plan` before anything is measured.
+fn record_of(plan: &ExchangePlan) -> ExchangeRun {
+    ExchangeRun {
         header: Header::start(KIND, plan.fault),
         devices: Vec::new(),
         library: None,
@@ -221,7 +222,11 @@ fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRu
         plan_figures: None,
         host_cores: plan.memories.contains(&Memory::Host).then(crate::host::cores),
         unavailable: plan.unavailable.clone(),
-    };
+    }
+}
+
+fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
+    let mut out = record_of(plan);
     obs.started(&out);
     let result = exchange(plan, session, obs, &mut out);
     Outcome::new(out, result)
@@ -250,12 +255,17 @@ fn exchange(
     out: &mut ExchangeRun,
 ) -> Result<()> {
     if let Some(f) = &plan.forecast {
-        // --plan: nothing measured, every count projected.
+        // --plan: every count projected, from the figures given or this
+        // node's, measured briefly first.
+        let machine = match &f.machine {
+            Some(m) => m.clone(),
+            None => this_node(plan, session)?,
+        };
         obs.begin(out);
-        out.device_memory = Some(f.machine.gpu_memory);
-        out.plan_figures = Some(Box::new(f.machine.figures()));
+        out.device_memory = Some(machine.gpu_memory);
+        out.plan_figures = Some(Box::new(machine.figures()));
         for &n in &plan.qubits {
-            project(plan, out, n, &plan.ngpus, &f.wires, f.sharing, &f.machine)?;
+            project(plan, out, n, &plan.ngpus, &f.wires, f.sharing, &machine)?;
         }
         return Ok(());
     }
@@ -287,6 +297,41 @@ fn exchange(
         decision::decide(&out.registers, &m.memory_of, &plan.circuits, decision::sharing(&out.devices), &plan.against);
     m.held_some(out)?;
     m.project_unmeasured(out)
+}
+
+/// This node's figures for `--plan` without a source: three register sizes
+/// on one and two ranks with a QFT each, on its GPUs where the GPU
+/// libraries load, else in host memory.
+fn this_node(plan: &ExchangePlan, session: &Session) -> Result<Machine> {
+    let gpu = crate::libs::missing(&gpu_libraries(&[Wire::Nccl])).is_none();
+    let (memory, wire, qubits) = match gpu {
+        true => (Memory::Gpu, Wire::Nccl, vec![16, 22, 28]),
+        false => (Memory::Host, Wire::Cpu, vec![12, 16, 20]),
+    };
+    if gpu {
+        session.need(&gpu_libraries(&[wire]))?;
+    }
+    let brief = ExchangePlan {
+        qubits: qubits.clone(),
+        ngpus: vec![1, 2],
+        memories: vec![memory],
+        wires: vec![wire],
+        iters: 3,
+        warmup: 1,
+        circuits: vec![crate::statevec::circuit::CircuitSpec::Qft],
+        rounds: 1,
+        one_rank_too: false,
+        fault: None,
+        forecast: None,
+        unavailable: Vec::new(),
+        ..plan.clone()
+    };
+    let mut scratch = record_of(&brief);
+    interrupt::step("measuring this node for the plan");
+    exchange(&brief, session, &mut crate::record::Quiet, &mut scratch)?;
+    let sizes: Vec<String> = qubits.iter().map(u32::to_string).collect();
+    let what = format!("this node, measured now ({} qubits on 1 and 2 {} ranks)", sizes.join(", "), memory.name());
+    Machine::of_runs(&[(what, scratch)])
 }
 
 /// A measuring run as it goes: what it has begun and held, and the counts

@@ -220,6 +220,15 @@ impl Machine {
         if memory == "host" && wires.iter().all(|w| w.name != "cpu") {
             wires.push(host_copy_wire(&regs, local));
         }
+        if memory == "host" {
+            // Threads that take turns on a core copy through the same memory
+            // as threads on cores of their own.
+            for w in &mut wires {
+                if let (None, Some(&node)) = (w.at(Level::Device), w.at(Level::Node)) {
+                    w.levels.insert(0, LevelRate { level: Level::Device, ..node });
+                }
+            }
+        }
         // Records from before they kept it do not say the devices' memory.
         let device_memory = runs.iter().filter_map(|(_, r)| r.device_memory).min();
         let mut unknown = Vec::new();
