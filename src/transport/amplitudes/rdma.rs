@@ -22,9 +22,11 @@ use crate::world::World;
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
-pub struct Write;
+/// The `rdma` wire: WRITEs straight from the register's own memory (where
+/// the rdma-staged wire goes through pinned host slots).
+pub struct Direct;
 
-impl WireImpl for Write {
+impl WireImpl for Direct {
     fn name(&self) -> &'static str {
         "rdma"
     }
@@ -62,7 +64,7 @@ pub fn unavailable(world: &dyn World, local: usize) -> Option<String> {
     }
 }
 
-impl HostWire for Write {
+impl HostWire for Direct {
     fn unavailable(&self, _: &Layout, world: &dyn World, local: usize) -> Option<String> {
         unavailable(world, local)
     }
@@ -90,7 +92,7 @@ impl HostWire for Write {
     }
 }
 
-impl GpuWire for Write {
+impl GpuWire for Direct {
     fn unavailable(&self, reg: &GpuRegister) -> Option<String> {
         unavailable(reg.world, reg.local()).or_else(|| gpudirect_unavailable(reg))
     }
