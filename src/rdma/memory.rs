@@ -8,7 +8,7 @@
 //! buffers). The GPU paths have not run on hardware: no machine here has an
 //! adapter next to a GPU.
 
-use super::plan::{GpuDevice, GpuReg, Memory, MemoryAsk};
+use super::plan::{BufferMemory, GpuDevice, GpuReg, MemoryAsk};
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceBuffer, Gpu, cuda_err};
 use cudarc::driver::sys::{CUdevice_attribute, CUmemRangeHandleType, cudaError_enum};
@@ -79,10 +79,10 @@ pub enum Region {
 }
 
 impl Region {
-    pub fn new(memory: Memory, len: usize) -> Result<Region> {
+    pub fn new(memory: BufferMemory, len: usize) -> Result<Region> {
         match memory {
-            Memory::Host => Ok(Region::Host { buf: HostBuffer::new(len)?, len }),
-            Memory::CudaDmabuf { gpu } | Memory::CudaPeermem { gpu } => {
+            BufferMemory::Host => Ok(Region::Host { buf: HostBuffer::new(len)?, len }),
+            BufferMemory::CudaDmabuf { gpu } | BufferMemory::CudaPeermem { gpu } => {
                 crate::gpu::require_gpus(gpu as usize + 1)?;
                 let gpu = Gpu::open(gpu as usize)?;
                 // Whole pages: dma-buf exports page-aligned ranges.
@@ -210,20 +210,20 @@ pub fn access() -> AccessFlags {
 /// The memory asked for, on a GPU of this process: the ordinal of a PCI
 /// address (cuDeviceGetByPCIBusId, as perftest's --use_cuda_bus_id), and
 /// for `--gpu_reg auto` dma-buf when the GPU can export it, else nvidia_peermem.
-pub fn resolve(ask: &MemoryAsk) -> Result<Memory> {
-    let MemoryAsk::Gpu { device, reg } = ask else { return Ok(Memory::Host) };
+pub fn resolve(ask: &MemoryAsk) -> Result<BufferMemory> {
+    let MemoryAsk::Gpu { device, reg } = ask else { return Ok(BufferMemory::Host) };
     let gpu = match device {
         GpuDevice::Index(i) => *i,
         GpuDevice::BusId(id) => ordinal_of(id)?,
     };
     crate::gpu::require_gpus(gpu as usize + 1)?;
     Ok(match reg {
-        GpuReg::Dmabuf => Memory::CudaDmabuf { gpu },
-        GpuReg::Peermem => Memory::CudaPeermem { gpu },
+        GpuReg::Dmabuf => BufferMemory::CudaDmabuf { gpu },
+        GpuReg::Peermem => BufferMemory::CudaPeermem { gpu },
         GpuReg::Auto => {
             let g = Gpu::open(gpu as usize)?;
             let dmabuf = g.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
-            if dmabuf { Memory::CudaDmabuf { gpu } } else { Memory::CudaPeermem { gpu } }
+            if dmabuf { BufferMemory::CudaDmabuf { gpu } } else { BufferMemory::CudaPeermem { gpu } }
         }
     })
 }
@@ -254,7 +254,7 @@ pub fn peermem_loaded() -> bool {
 }
 
 /// Registers the whole of `region` with `pd`.
-pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> Result<Arc<MemoryRegion>> {
+pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: BufferMemory) -> Result<Arc<MemoryRegion>> {
     let len = region.bytes().max(1);
     match (region.gpu(), memory) {
         (None, _) => {
@@ -268,7 +268,7 @@ pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> 
                 ))
             })
         }
-        (Some(ctx), Memory::CudaDmabuf { gpu }) => {
+        (Some(ctx), BufferMemory::CudaDmabuf { gpu }) => {
             let len = len.next_multiple_of(PAGE);
             let supported = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).unwrap_or(0) != 0;
             if !supported {

@@ -162,10 +162,11 @@ impl Sizes {
     }
 }
 
-/// Where the buffers live.
+/// Where a side's buffers live, and how the adapter registers them: what a
+/// [`MemoryAsk`] resolves to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Memory {
+pub enum BufferMemory {
     Host,
     /// GPU memory registered from a dma-buf file descriptor.
     CudaDmabuf {
@@ -177,9 +178,9 @@ pub enum Memory {
     },
 }
 
-impl Memory {
+impl BufferMemory {
     pub fn is_gpu(self) -> bool {
-        !matches!(self, Memory::Host)
+        !matches!(self, BufferMemory::Host)
     }
 }
 
@@ -230,7 +231,7 @@ pub enum GpuReg {
 }
 
 /// Where the buffers are asked to live; GPU memory is resolved into a
-/// [`Memory`] when the run starts (`rdma::memory::resolve`), where the
+/// [`BufferMemory`] when the run starts (`rdma::memory::resolve`), where the
 /// driver can name the GPU of a bus id and say whether it exports dma-buf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryAsk {

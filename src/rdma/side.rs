@@ -13,10 +13,10 @@
 use super::data::{self, Side};
 use super::device::PortChoice;
 use super::figures::{self, BwFigures, BwTimes};
-use super::handshake::{Endpoint, Figures, Message, Phase, Report, Step};
+use super::handshake::{Endpoint, Figures, Message, Phase, Report, StepMarker};
 use super::memory::Region;
 use super::oob::{self, Channel, Wait, unexpected};
-use super::plan::{Memory, Plan, Test, TestParams, Timing, Verb};
+use super::plan::{BufferMemory, Plan, Test, TestParams, Timing, Verb};
 use super::verbs::{Adapter, Caps, Link, Op, Request, Route};
 use crate::error::{Error, Result};
 use crate::interrupt;
@@ -38,7 +38,7 @@ pub enum Progress {
 /// resolved on this process's GPUs).
 pub struct Place<'a> {
     pub choice: &'a PortChoice,
-    pub memory: Memory,
+    pub memory: BufferMemory,
 }
 
 /// Runs every test of `plan` as `side`, through `channel` to the peer,
@@ -80,7 +80,7 @@ fn run_tests(
 
 /// Swaps a step marker; the peer must be at the same step.
 fn step(channel: &mut dyn Channel, phase: Phase, test: Test, size: u64, wait: Wait) -> Result<()> {
-    let mine = Step { phase, test, size };
+    let mine = StepMarker { phase, test, size };
     match channel.exchange(&Message::Step(mine), wait)? {
         Message::Step(theirs) if theirs == mine => Ok(()),
         Message::Step(theirs) => Err(Error::Runtime(format!(

@@ -183,7 +183,7 @@ mod links {
     use crate::rdma::handshake::Message;
     use crate::rdma::memory::{self, Region};
     use crate::rdma::oob::{self, Channel, Wait};
-    use crate::rdma::plan::{GpuDevice, GpuReg, Memory, MemoryAsk};
+    use crate::rdma::plan::{BufferMemory, GpuDevice, GpuReg, MemoryAsk};
     use crate::rdma::verbs::{self, Adapter, Caps, Link, Op, Request};
     use crate::world::{PEER_TIMEOUT, World};
     use std::collections::HashMap;
@@ -252,7 +252,7 @@ mod links {
         fn link(&self, i: usize) -> Result<Link> {
             let span = &self.spans[i];
             let (memory, ctx) = match &span.gpu {
-                None => (Memory::Host, None),
+                None => (BufferMemory::Host, None),
                 Some((gpu, ctx)) => {
                     let ask = MemoryAsk::Gpu { device: GpuDevice::Index(*gpu), reg: GpuReg::Auto };
                     (memory::resolve(&ask)?, Some(Arc::clone(ctx)))
