@@ -6,7 +6,7 @@
 //! line, exit 2. A global phase (rz's e^{-iθ/2}) is dropped: it changes no
 //! measurement, and a mirrored circuit undoes it anyway.
 
-use super::circuit::{Circuit, Gate, hadamard};
+use super::circuit::{Circuit, Gate, hadamard, is_h};
 use super::state::ProductState;
 use crate::error::{Error, Result};
 use num_complex::Complex64;
@@ -500,7 +500,7 @@ fn u3(theta: f64, phi: f64, lambda: f64) -> [Complex64; 4] {
     let e = |a: f64| Complex64::from_polar(1.0, a);
     let m = [Complex64::new(c, 0.0), -e(lambda) * s, e(phi) * s, e(phi + lambda) * c];
     // H as OpenQASM writes it, u2(0, π), is H itself: keep its fast kernels.
-    if m.iter().zip(hadamard()).all(|(a, h)| (a - h).norm() < 1e-15) {
+    if is_h(&m) {
         return hadamard();
     }
     m

@@ -4,7 +4,6 @@
 //! target on a global qubit). The schedules (schedule.rs) make circuits
 //! into steps; transport::amplitudes::step runs them.
 
-use super::circuit::hadamard;
 use super::layout::Layout;
 use num_complex::Complex64;
 use serde::{Deserialize, Serialize};
@@ -80,11 +79,6 @@ impl Class {
     }
 }
 
-/// Whether `m` is H, which has kernels of its own.
-pub fn is_h(m: &[Complex64; 4]) -> bool {
-    m.iter().zip(hadamard()).all(|(a, h)| (a - h).norm() < 1e-15)
-}
-
 impl Step {
     /// The step for a gate whose every qubit is where `layout` says
     /// (physical): local or global by position.
@@ -135,6 +129,7 @@ impl Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::statevec::circuit::hadamard;
     use crate::statevec::layout::Precision;
 
     #[test]

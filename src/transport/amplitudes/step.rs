@@ -9,8 +9,9 @@
 use super::{Local, Part, Register, Seconds, Wire};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
+use crate::statevec::circuit::is_h;
 use crate::statevec::layout::Layout;
-use crate::statevec::step::{Step, is_h};
+use crate::statevec::step::Step;
 
 /// What a step took: its exchange (None for a local step) and the local
 /// work around it, slowest rank's seconds each.

@@ -11,9 +11,9 @@
 use super::projection::{self, Table};
 use crate::error::{Error, Result};
 use crate::record::exchange::{ClassTime, ExchangeRun, Forecast, RegisterRun};
-use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::schedule::{Schedule, compile};
+use crate::statevec::spec::CircuitSpec;
 use crate::statevec::step::{Class, Step};
 
 /// A profile's `[machine]`: the figures a forecast for such a machine
