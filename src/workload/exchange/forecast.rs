@@ -14,7 +14,7 @@ use crate::record::exchange::{ClassTime, ExchangeRun, Forecast, RegisterRun};
 use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::schedule::{Schedule, compile};
 use crate::statevec::spec::CircuitSpec;
-use crate::statevec::step::{Class, Step};
+use crate::statevec::step::{Class, PhysicalGate};
 
 /// A profile's `[machine]`: the figures a forecast for such a machine
 /// prices from, with where they come from.
@@ -165,7 +165,7 @@ pub fn bytes_per_gpu(layout: &Layout, schedule: Schedule) -> u64 {
 
 /// The bytes a memory-bound step moves on a rank, read and written: what
 /// it touches, in whole 32-byte sectors.
-fn traffic(step: &Step, layout: &Layout) -> f64 {
+fn traffic(step: &PhysicalGate, layout: &Layout) -> f64 {
     let l = layout.local_qubits();
     let chunk = layout.chunk_bytes() as f64;
     let b = layout.precision.bytes() as f64;
@@ -185,7 +185,7 @@ fn traffic(step: &Step, layout: &Layout) -> f64 {
 
 /// A step's seconds from the machine figures: the traffic of the local
 /// work at the HBM's copy rate, an exchange's bytes over `link`.
-fn model(step: &Step, layout: &Layout, m: &Machine, link: Option<f64>) -> Option<f64> {
+fn model(step: &PhysicalGate, layout: &Layout, m: &Machine, link: Option<f64>) -> Option<f64> {
     let hbm = m.hbm_gbps * 1e9;
     let chunk = layout.chunk_bytes() as f64;
     if step.is_local() {
@@ -207,7 +207,7 @@ fn model(step: &Step, layout: &Layout, m: &Machine, link: Option<f64>) -> Option
 /// The wire's bandwidth for a step on `layout`: within a node where the
 /// partner is (its global qubit indexes a rank of the same node), across
 /// nodes otherwise.
-fn link_for(step: &Step, layout: &Layout, m: &Machine, link: &Link) -> Option<f64> {
+fn link_for(step: &PhysicalGate, layout: &Layout, m: &Machine, link: &Link) -> Option<f64> {
     let l = layout.local_qubits();
     let node_bits = m.gpus_per_node.max(1).trailing_zeros();
     let across = step.qubits().iter().any(|&q| q >= l && q - l >= node_bits);
@@ -215,7 +215,7 @@ fn link_for(step: &Step, layout: &Layout, m: &Machine, link: &Link) -> Option<f6
 }
 
 /// The seconds of `steps` on `layout` over `link` (None on one GPU).
-fn seconds(steps: &[Step], layout: &Layout, m: &Machine, link: Option<&Link>) -> Option<f64> {
+fn seconds(steps: &[PhysicalGate], layout: &Layout, m: &Machine, link: Option<&Link>) -> Option<f64> {
     steps
         .iter()
         .map(|s| {
@@ -366,9 +366,9 @@ mod tests {
         let l = Layout::new(30, 1, Precision::Double).unwrap();
         let chunk = l.chunk_bytes() as f64;
         let p = num_complex::Complex64::new(0.0, 1.0);
-        assert_eq!(traffic(&Step::H(3), &l), 2.0 * chunk);
-        assert_eq!(traffic(&Step::Phase { qubits: vec![5, 4], phase: p }, &l), chunk / 2.0);
+        assert_eq!(traffic(&PhysicalGate::H(3), &l), 2.0 * chunk);
+        assert_eq!(traffic(&PhysicalGate::Phase { qubits: vec![5, 4], phase: p }, &l), chunk / 2.0);
         // Every other 16-byte amplitude: each 32-byte sector still moves.
-        assert_eq!(traffic(&Step::Phase { qubits: vec![5, 0], phase: p }, &l), chunk);
+        assert_eq!(traffic(&PhysicalGate::Phase { qubits: vec![5, 0], phase: p }, &l), chunk);
     }
 }
