@@ -518,6 +518,7 @@ struct Loop<'a> {
 /// of a timed loop.
 struct BwState {
     timed: bool,
+    /// Whether this side posts requests, and whether it receives the peer's sends.
     sending: bool,
     receiving: bool,
     qps: usize,
@@ -537,6 +538,7 @@ struct BwState {
     /// size), per queue pair.
     rcnt: Vec<u64>,
     rposted: Vec<u64>,
+    /// Requests completed and messages received, on every queue pair.
     tot_c: u64,
     tot_r: u64,
     /// Timed: the peer's end marker came on each queue pair; this side's were sent.
