@@ -8,7 +8,7 @@ use qbench::statevec::circuit::{self, Gate, hadamard};
 use qbench::statevec::layout::{Layout, Precision};
 use qbench::statevec::schedule::{Schedule, compile};
 use qbench::statevec::state::ProductState;
-use qbench::statevec::step::Step;
+use qbench::statevec::step::PhysicalGate;
 use qbench::transport::amplitudes::host_memory::HostRegister;
 use qbench::transport::amplitudes::{Register, Wire, step};
 use qbench::world::Solo;
@@ -87,17 +87,17 @@ fn largest_difference(reg: &HostRegister<f64>, ranks: usize, v: &[Complex64]) ->
 fn run(qubits: u32, ranks: usize, fault: Option<Fault>) -> f64 {
     let (mut reg, mut v) = register(qubits, ranks);
     let l = reg.layout().local_qubits();
-    let mut go = |s: Step| step::run(&mut reg, &s, Some(Wire::Cpu), fault).unwrap();
+    let mut go = |s: PhysicalGate| step::run(&mut reg, &s, Some(Wire::Cpu), fault).unwrap();
     for q in [0, l / 2, l - 1] {
-        go(Step::H(q));
+        go(PhysicalGate::H(q));
         reference_h(&mut v, q);
     }
     for t in l..qubits {
-        go(Step::GlobalU { t, m: hadamard() });
+        go(PhysicalGate::GlobalU { t, m: hadamard() });
         reference_h(&mut v, t);
-        go(Step::GlobalSwap { t, q: l - 1 });
+        go(PhysicalGate::GlobalSwap { t, q: l - 1 });
         v = reference_swap(&v, t, l - 1);
-        go(Step::GlobalSwap { t, q: 0 });
+        go(PhysicalGate::GlobalSwap { t, q: 0 });
         v = reference_swap(&v, t, 0);
     }
     largest_difference(&reg, ranks, &v)
@@ -148,10 +148,10 @@ fn the_wrong_partner_and_the_wrong_half_are_caught() {
         reg.init(&model).unwrap();
         let t = 7;
         if fault == Fault::WrongPartner {
-            step::run(&mut reg, &Step::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), Some(fault)).unwrap();
+            step::run(&mut reg, &PhysicalGate::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), Some(fault)).unwrap();
             model.h(t);
         } else {
-            step::run(&mut reg, &Step::GlobalSwap { t, q: 6 }, Some(Wire::Cpu), Some(fault)).unwrap();
+            step::run(&mut reg, &PhysicalGate::GlobalSwap { t, q: 6 }, Some(Wire::Cpu), Some(fault)).unwrap();
             model.swap(t, 6);
         }
         assert!(reg.count_wrong(&model, 0.0).unwrap() > 0, "{fault:?}");
@@ -166,9 +166,9 @@ fn a_correct_run_checks_clean_in_single_precision() {
     let mut model = ProductState::new(12);
     reg.init(&model).unwrap();
     for t in 10..12 {
-        step::run(&mut reg, &Step::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), None).unwrap();
+        step::run(&mut reg, &PhysicalGate::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), None).unwrap();
         model.h(t);
-        step::run(&mut reg, &Step::GlobalSwap { t, q: 9 }, Some(Wire::Cpu), None).unwrap();
+        step::run(&mut reg, &PhysicalGate::GlobalSwap { t, q: 9 }, Some(Wire::Cpu), None).unwrap();
         model.swap(t, 9);
     }
     assert_eq!(reg.count_wrong(&model, 0.0).unwrap(), 0);

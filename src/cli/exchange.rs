@@ -4,9 +4,9 @@
 use super::{OutputArgs, size_arg};
 use crate::error::{Error, Result};
 use crate::record::exchange::ExchangeRun;
-use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::statevec::schedule::Schedule;
+use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::Wire;
 use crate::workload::exchange::decision::Against;
 use crate::workload::exchange::model::Machine;

@@ -10,7 +10,8 @@
 use super::model::{self, Level, Machine, Placement, Unpriced, WireFigures, settings};
 use crate::error::Result;
 use crate::record::exchange::{Forecast, PlanAnswer, Share};
-use crate::statevec::circuit::{Circuit, CircuitSpec, Gate};
+use crate::statevec::circuit::{Circuit, Gate};
+use crate::statevec::spec::CircuitSpec;
 use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::schedule::{Schedule, compile};
 

@@ -7,9 +7,9 @@ use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
 use crate::record::exchange::Unavailable;
-use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::statevec::schedule::Schedule;
+use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::{Memory, Wire};
 
 /// `qbench exchange`.

@@ -318,7 +318,7 @@ fn this_node(plan: &ExchangePlan, session: &Session) -> Result<Machine> {
         wires: vec![wire],
         iters: 3,
         warmup: 1,
-        circuits: vec![crate::statevec::circuit::CircuitSpec::Qft],
+        circuits: vec![crate::statevec::spec::CircuitSpec::Qft],
         rounds: 1,
         one_rank_too: false,
         fault: None,

@@ -4,7 +4,7 @@
 //! proportion; past the largest, as the largest). Nothing for GPUs.
 
 use super::{Machine, Part, Placement, Term, WireFigures};
-use crate::statevec::step::Step;
+use crate::statevec::step::PhysicalGate;
 
 pub struct Dispatch;
 
@@ -30,7 +30,7 @@ impl Term for Dispatch {
     fn part(&self) -> Part {
         Part::Serial
     }
-    fn seconds(&self, _step: &Step, at_: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
+    fn seconds(&self, _step: &PhysicalGate, at_: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
         Some(if m.host { at(&m.dispatch, at_.layout.ranks()) } else { 0.0 })
     }
 }

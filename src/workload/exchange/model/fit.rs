@@ -11,10 +11,10 @@ use crate::error::{Error, Result};
 use crate::record::RankInfo;
 use crate::record::exchange::{ClassTime, ExchangeRun, RegisterRun};
 use crate::statevec::circuit::hadamard;
-use crate::statevec::circuit::CircuitSpec;
+use crate::statevec::spec::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Layout};
 use crate::statevec::schedule::{Schedule, compile};
-use crate::statevec::step::{Class, Step};
+use crate::statevec::step::{Class, PhysicalGate};
 use crate::stats::Summary;
 use num_complex::Complex64;
 
@@ -77,19 +77,19 @@ impl RunShape {
 
 /// The step a class was timed as (its matrix or phase does not change
 /// what it moves).
-pub fn step_of(c: &ClassTime) -> Option<Step> {
+pub fn step_of(c: &ClassTime) -> Option<PhysicalGate> {
     let q = |i: usize| c.qubits.get(i).copied();
     let phase = Complex64::new(0.0, 1.0);
     Some(match c.class {
-        Class::H => Step::H(q(0)?),
-        Class::U => Step::U { q: q(0)?, m: hadamard() },
-        Class::Phase => Step::Phase { qubits: c.qubits.clone(), phase },
-        Class::Swap => Step::Swap(q(0)?, q(1)?),
-        Class::Cx => Step::Cx { c: q(0)?, t: q(1)? },
-        Class::GlobalGate => Step::GlobalU { t: q(0)?, m: hadamard() },
-        Class::GlobalSwap => Step::GlobalSwap { t: q(0)?, q: q(1)? },
-        Class::GlobalSwap2 => Step::GlobalSwap2(q(0)?, q(1)?),
-        Class::GlobalCx => Step::GlobalCx { c: q(0)?, t: q(1)? },
+        Class::H => PhysicalGate::H(q(0)?),
+        Class::U => PhysicalGate::U { q: q(0)?, m: hadamard() },
+        Class::Phase => PhysicalGate::Phase { qubits: c.qubits.clone(), phase },
+        Class::Swap => PhysicalGate::Swap(q(0)?, q(1)?),
+        Class::Cx => PhysicalGate::Cx { c: q(0)?, t: q(1)? },
+        Class::GlobalGate => PhysicalGate::GlobalU { t: q(0)?, m: hadamard() },
+        Class::GlobalSwap => PhysicalGate::GlobalSwap { t: q(0)?, q: q(1)? },
+        Class::GlobalSwap2 => PhysicalGate::GlobalSwap2(q(0)?, q(1)?),
+        Class::GlobalCx => PhysicalGate::GlobalCx { c: q(0)?, t: q(1)? },
     })
 }
 
@@ -340,8 +340,8 @@ fn wire_rates(regs: &[Measured]) -> Vec<WireFigures> {
         for c in m.classes.iter().filter(|c| c.class.exchanges()) {
             let (Some(wire), Some(ex), Some(step)) = (&c.transport, &c.exchange, step_of(c)) else { continue };
             let bits: Vec<u32> = match step {
-                Step::GlobalSwap2(a, b) => vec![a - l, b - l],
-                Step::GlobalU { t, .. } | Step::GlobalSwap { t, .. } | Step::GlobalCx { t, .. } => vec![t - l],
+                PhysicalGate::GlobalSwap2(a, b) => vec![a - l, b - l],
+                PhysicalGate::GlobalU { t, .. } | PhysicalGate::GlobalSwap { t, .. } | PhysicalGate::GlobalCx { t, .. } => vec![t - l],
                 _ => continue,
             };
             let level = bits.iter().map(|&j| level_in_run(m.devices, m.layout.ranks(), j)).max().unwrap_or(Level::Node);

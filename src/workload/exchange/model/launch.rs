@@ -3,7 +3,7 @@
 //! device take turns on it.
 
 use super::{Machine, Part, Placement, Term, WireFigures};
-use crate::statevec::step::Step;
+use crate::statevec::step::PhysicalGate;
 
 pub struct Launch;
 
@@ -14,7 +14,7 @@ impl Term for Launch {
     fn part(&self) -> Part {
         Part::Serial
     }
-    fn seconds(&self, _step: &Step, at: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
+    fn seconds(&self, _step: &PhysicalGate, at: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
         Some(m.step_s * at.sharing as f64)
     }
 }

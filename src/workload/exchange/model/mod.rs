@@ -18,7 +18,7 @@ mod update;
 
 use crate::record::exchange::{ClassTime, Dispatch, Figure, PlanFigures};
 use crate::statevec::layout::Layout;
-use crate::statevec::step::{Class, Step};
+use crate::statevec::step::{Class, PhysicalGate};
 use serde::{Deserialize, Serialize};
 
 /// Where an exchange's partner sits, from nearest to farthest.
@@ -188,12 +188,12 @@ impl Placement {
     }
 
     /// The farthest level an exchanging step's messages cross.
-    pub fn level(&self, step: &Step) -> Level {
+    pub fn level(&self, step: &PhysicalGate) -> Level {
         let l = self.layout.local_qubits();
         let bit = |q: u32| self.level_of_bit(q - l);
         match step {
-            Step::GlobalU { t, .. } | Step::GlobalSwap { t, .. } | Step::GlobalCx { t, .. } => bit(*t),
-            Step::GlobalSwap2(a, b) => bit(*a).max(bit(*b)),
+            PhysicalGate::GlobalU { t, .. } | PhysicalGate::GlobalSwap { t, .. } | PhysicalGate::GlobalCx { t, .. } => bit(*t),
+            PhysicalGate::GlobalSwap2(a, b) => bit(*a).max(bit(*b)),
             _ => Level::Device,
         }
     }
@@ -217,7 +217,7 @@ pub trait Term: Sync {
     fn part(&self) -> Part;
     /// Its seconds for `step` placed at `at` over `wire` (None for a local
     /// step); None when the machine has no figure for it.
-    fn seconds(&self, step: &Step, at: &Placement, m: &Machine, wire: Option<&WireFigures>) -> Option<f64>;
+    fn seconds(&self, step: &PhysicalGate, at: &Placement, m: &Machine, wire: Option<&WireFigures>) -> Option<f64>;
 }
 
 /// Every term of a step's price: a new term is a file and a line here.
@@ -254,7 +254,7 @@ pub struct Price {
 
 /// The price of `steps` placed at `at` over `wire` (None on one rank).
 pub fn price(
-    steps: &[Step],
+    steps: &[PhysicalGate],
     at: &Placement,
     m: &Machine,
     wire: Option<&WireFigures>,
@@ -289,7 +289,7 @@ pub fn price(
 
 /// The bytes a memory-bound step moves on a rank, read and written: what
 /// it touches, in whole 32-byte sectors.
-pub fn traffic(step: &Step, layout: &Layout) -> f64 {
+pub fn traffic(step: &PhysicalGate, layout: &Layout) -> f64 {
     let l = layout.local_qubits();
     let chunk = layout.chunk_bytes() as f64;
     let b = layout.precision.bytes() as f64;
@@ -308,7 +308,7 @@ pub fn traffic(step: &Step, layout: &Layout) -> f64 {
 /// The bytes the update around an exchange moves on a rank: reading both
 /// halves of a pair and writing one (a gate), or packing and placing half a
 /// chunk (a swap, a CNOT).
-pub fn update_traffic(step: &Step, layout: &Layout) -> f64 {
+pub fn update_traffic(step: &PhysicalGate, layout: &Layout) -> f64 {
     let chunk = layout.chunk_bytes() as f64;
     let packed = step.qubits().iter().any(|&q| q + 1 < layout.local_qubits());
     match step.class() {
@@ -353,8 +353,8 @@ mod tests {
         let levels: Vec<Level> = (0..6).map(|j| at.level_of_bit(j)).collect();
         assert_eq!(levels, [Level::Device, Level::Node, Level::Node, Level::Fabric, Level::Fabric, Level::Fabric]);
         let l = at.layout.local_qubits();
-        assert_eq!(at.level(&Step::GlobalU { t: l + 2, m: hadamard() }), Level::Node);
-        assert_eq!(at.level(&Step::GlobalSwap2(l, l + 5)), Level::Fabric);
+        assert_eq!(at.level(&PhysicalGate::GlobalU { t: l + 2, m: hadamard() }), Level::Node);
+        assert_eq!(at.level(&PhysicalGate::GlobalSwap2(l, l + 5)), Level::Fabric);
     }
 
     #[test]
@@ -365,20 +365,20 @@ mod tests {
         let w = m.wire("nccl");
         // 14 qubits: 256 KiB, every step about its launch.
         let small = at(14, 2);
-        let h = price(&[Step::H(0)], &small, &m, None).unwrap().seconds;
+        let h = price(&[PhysicalGate::H(0)], &small, &m, None).unwrap().seconds;
         assert!((h - 5e-6).abs() < 0.2e-6, "{h}");
-        let g = price(&[Step::GlobalU { t: 13, m: hadamard() }], &small, &m, w).unwrap();
+        let g = price(&[PhysicalGate::GlobalU { t: 13, m: hadamard() }], &small, &m, w).unwrap();
         assert!(g.seconds > 25e-6 && g.seconds < 27e-6, "{g:?}");
         assert_eq!(g.levels, vec![(Level::Node, g.seconds)]);
         // 33 qubits on 2: 64 GiB each way at 400 GB/s, latencies nothing.
         let big = at(33, 2);
-        let g = price(&[Step::GlobalU { t: 32, m: hadamard() }], &big, &m, w).unwrap().seconds;
+        let g = price(&[PhysicalGate::GlobalU { t: 32, m: hadamard() }], &big, &m, w).unwrap().seconds;
         let bytes = big.layout.chunk_bytes() as f64;
         assert!((g - (bytes / 400e9 + 3.0 * bytes / 4000e9)).abs() / g < 1e-3, "{g}");
         // No fabric figure: a step across nodes has no price.
         let far =
             Placement { layout: Layout::new(30, 16, Precision::Double).unwrap(), sharing: 1, devices_per_node: 8 };
-        let e = price(&[Step::GlobalU { t: 29, m: hadamard() }], &far, &m, w).unwrap_err();
+        let e = price(&[PhysicalGate::GlobalU { t: 29, m: hadamard() }], &far, &m, w).unwrap_err();
         assert_eq!(e, Unpriced::NoWire { wire: "nccl".into(), level: Level::Fabric });
     }
 
@@ -387,9 +387,9 @@ mod tests {
         let l = Layout::new(30, 1, Precision::Double).unwrap();
         let chunk = l.chunk_bytes() as f64;
         let p = num_complex::Complex64::new(0.0, 1.0);
-        assert_eq!(traffic(&Step::H(3), &l), 2.0 * chunk);
-        assert_eq!(traffic(&Step::Phase { qubits: vec![5, 4], phase: p }, &l), chunk / 2.0);
+        assert_eq!(traffic(&PhysicalGate::H(3), &l), 2.0 * chunk);
+        assert_eq!(traffic(&PhysicalGate::Phase { qubits: vec![5, 4], phase: p }, &l), chunk / 2.0);
         // Every other 16-byte amplitude: each 32-byte sector still moves.
-        assert_eq!(traffic(&Step::Phase { qubits: vec![5, 0], phase: p }, &l), chunk);
+        assert_eq!(traffic(&PhysicalGate::Phase { qubits: vec![5, 0], phase: p }, &l), chunk);
     }
 }
