@@ -47,6 +47,25 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// Bytes for people: one decimal in the largest binary unit that holds
+/// them ("96.0 GiB", "8.0 EiB", "512 B").
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    let mut unit = None;
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = Some(u);
+    }
+    match unit {
+        Some(u) => format!("{v:.1} {u}"),
+        None => format!("{bytes} B"),
+    }
+}
+
 /// How sizes grow between -b and -e: by a factor (-f > 1) or by a step (-i).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -453,3 +453,38 @@ fn a_simulators_one_gpu_time_is_priced_spread_from_a_record_of_one_rank() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Registers past what a count can hold, and records whose figures cannot
+/// be measurements, are one line and exit 2; 59 qubits in double is still
+/// a register (8 EiB), which no count here holds.
+#[test]
+fn a_plan_refuses_what_cannot_be_counted_or_measured() {
+    let plan = |args: &[&str]| common::qbench(&[&["exchange", "--plan", "--profile", "h200x8-ndr"][..], args].concat());
+    for q in ["60", "2..4294967295", "64"] {
+        let o = plan(&["--qubits", q, "-g", "1"]);
+        let err = common::stderr(&o);
+        assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{q}: {err}");
+        assert!(err.contains("past any machine"), "{err}");
+    }
+    let o = plan(&["--qubits", "59", "-g", "1", "--json"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["forecasts"][0]["fits"], false, "{v}");
+    assert_eq!(v["forecasts"][0]["bytes_per_gpu"], 1u64 << 63, "{v}");
+    assert!(v["forecasts"][0]["verdict"].as_str().unwrap().contains("8.0 EiB"), "{v}");
+    // A record whose time is negative is named, file and place.
+    let dir = std::env::temp_dir().join(format!("qbench-poisoned-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = dir.join("one.json");
+    let o =
+        common::qbench(&["exchange", "--transport", "cpu", "--qubits", "10", "-n", "1", "-J", rec.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    v["registers"][0]["classes"][0]["time_s"] = serde_json::json!(-1.0);
+    std::fs::write(&rec, v.to_string()).unwrap();
+    let o = common::qbench(&["exchange", "--plan", "--from", rec.to_str().unwrap(), "--qubits", "12"]);
+    let err = common::stderr(&o);
+    assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("registers[0].classes[0].time_s is -1"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -14,6 +14,7 @@ use crate::statevec::circuit::{Circuit, Gate};
 use crate::statevec::spec::CircuitSpec;
 use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::schedule::{Schedule, compile};
+use crate::units::human_bytes;
 
 /// Bytes one GPU holds for a register of `layout` under a schedule: the
 /// chunk, and QuEST's exchange buffer as large (the swap schedule half of
@@ -144,10 +145,6 @@ fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Resu
     Ok(out)
 }
 
-fn gib(b: u64) -> String {
-    format!("{:.1} GiB", b as f64 / f64::powi(2.0, 30))
-}
-
 /// The forecast rows of every circuit, and each circuit's answer.
 pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer>)> {
     let mut forecasts = Vec::new();
@@ -172,7 +169,7 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
                 let t = seconds(r);
                 let verdict = match (&r.price, r.fits, t, best) {
                     (_, false, _, _) => {
-                        format!("does not fit: a GPU would hold {} of its {}", gib(r.bytes), gib(m.gpu_memory))
+                        format!("does not fit: a GPU would hold {} of its {}", human_bytes(r.bytes), human_bytes(m.gpu_memory))
                     }
                     (Err(why), ..) => why.clone(),
                     (Ok(_), true, Some(t), Some(b)) if t <= b => "fastest".into(),

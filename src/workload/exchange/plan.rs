@@ -92,6 +92,11 @@ pub fn parse_qubits(text: &str) -> Result<Vec<u32>> {
     if a > b {
         return Err(bad());
     }
+    if b > 63 {
+        return Err(Error::Usage(format!(
+            "--qubits {text}: 2^{b} amplitudes is past any machine (at most 59 qubits in double precision, 60 in single)"
+        )));
+    }
     Ok((a..=b).collect())
 }
 

@@ -205,8 +205,13 @@ fn measured<'a>(runs: &'a [(String, ExchangeRun)], memory: &str) -> Result<Vec<M
 
 impl Machine {
     /// The machine of exchange records' registers: their GPU registers,
-    /// or their host ones where they hold none.
+    /// or their host ones where they hold none. Every figure is checked
+    /// first: a time that is not a positive number is the record's fault,
+    /// named with its file and place.
     pub fn of_runs(runs: &[(String, ExchangeRun)]) -> Result<Machine> {
+        for (file, run) in runs {
+            sound(file, run)?;
+        }
         let gpu = runs.iter().any(|(_, r)| r.registers.iter().any(|g| g.memory == "gpu" && !classes_of(g).is_empty()));
         let memory = if gpu { "gpu" } else { "host" };
         let regs = measured(runs, memory)?;
@@ -270,6 +275,42 @@ impl Machine {
         }
         Ok(m)
     }
+}
+
+/// Err naming the first figure of `run` that cannot be a measurement.
+fn sound(file: &str, run: &ExchangeRun) -> Result<()> {
+    let bad = |at: String, v: f64| {
+        Err(Error::Usage(format!("--from {file}: {at} is {v}: not a measured time or rate, so nothing can be planned from it")))
+    };
+    let time = |v: f64| v.is_finite() && v >= 0.0;
+    if run.device_memory == Some(0) {
+        return bad("device_memory".into(), 0.0);
+    }
+    for (i, g) in run.registers.iter().enumerate() {
+        let r = g.references.local_copy_gbps;
+        if !(r.is_finite() && r >= 0.0) {
+            return bad(format!("registers[{i}].references.local_copy_gbps"), r);
+        }
+        for (j, c) in g.classes.iter().enumerate() {
+            let ex = c.exchange.map_or(0.0, |e| e.median);
+            for (what, v) in [("time_s", c.time_s), ("update.median", c.update.median), ("exchange.median", ex)] {
+                if !time(v) {
+                    return bad(format!("registers[{i}].classes[{j}].{what}"), v);
+                }
+            }
+        }
+        for (j, c) in g.circuits.iter().enumerate() {
+            if !time(c.time.median) {
+                return bad(format!("registers[{i}].circuits[{j}].time.median"), c.time.median);
+            }
+        }
+        for (j, l) in g.local_gates.iter().enumerate() {
+            if !time(l.time.median) {
+                return bad(format!("registers[{i}].local_gates[{j}].time.median"), l.time.median);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The records' step dispatch, the median of each thread count's.
