@@ -5,7 +5,7 @@
 use super::{OutputArgs, size_arg};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
-use crate::record::collective::{Average, Register, TransportKind};
+use crate::record::collective::{Average, Registration, TransportKind};
 use crate::units::Step;
 use crate::workload::collective::Kind;
 use crate::workload::collective::plan::{CollectivePlan, Options};
@@ -210,7 +210,7 @@ impl CollArgs {
             per_iter_timing: self.per_iter_timing == 1,
             per_iter_skip: self.per_iter_skip,
             memory_report: self.memory == 1,
-            register: Register::from_code(self.local_register).unwrap_or_default(),
+            register: Registration::from_code(self.local_register).unwrap_or_default(),
             cta_policy: self.cta_policy.map(i32::from),
         })
     }

@@ -6,7 +6,7 @@
 
 use super::rows::{self, Rows};
 use super::{Table, cfmt};
-use crate::record::collective::{Cell, CollectiveRun, Config, Register, SizeRecord, TransportKind};
+use crate::record::collective::{Cell, CollectiveRun, Config, Registration, SizeRecord, TransportKind};
 use crate::units::Step;
 use std::fmt::Write;
 
@@ -102,11 +102,11 @@ fn modes(run: &CollectiveRun) -> String {
         }
         s.push_str(" \n");
     }
-    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Register::None) {
+    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Registration::None) {
         let how = match b.register {
-            Register::None => "not registered",
-            Register::Local => "registered with each communicator (ncclCommRegister)",
-            Register::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
+            Registration::None => "not registered",
+            Registration::Local => "registered with each communicator (ncclCommRegister)",
+            Registration::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
         };
         let _ = writeln!(s, "# Buffers: {}, {how} (-R {})", b.allocator, c.register.code());
     }
@@ -334,7 +334,7 @@ impl Rows for CollectiveRun {
 mod tests {
     use super::*;
     use crate::dtype::{DataType, RedOp};
-    use crate::record::collective::{Average, Config, Register, TransportKind};
+    use crate::record::collective::{Average, Config, Registration, TransportKind};
     use crate::record::{Header, LibraryInfo, RankInfo};
     use crate::stats::Summary;
 
@@ -414,7 +414,7 @@ mod tests {
                 per_iter_timing: false,
                 per_iter_skip: 0,
                 memory_report: false,
-                register: Register::None,
+                register: Registration::None,
                 cta_policy: None,
             },
             library: Some(LibraryInfo {

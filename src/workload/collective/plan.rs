@@ -7,7 +7,7 @@ use super::{Kind, OpUse};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
-use crate::record::collective::{Average, Config, Register, TransportKind};
+use crate::record::collective::{Average, Config, Registration, TransportKind};
 use crate::record::split::Split;
 use crate::units::{Step, sweep};
 
@@ -50,7 +50,7 @@ pub struct Options {
     pub per_iter_timing: bool,
     pub per_iter_skip: u32,
     pub memory_report: bool,
-    pub register: Register,
+    pub register: Registration,
     pub cta_policy: Option<i32>,
 }
 
@@ -82,7 +82,7 @@ impl Default for Options {
             per_iter_timing: false,
             per_iter_skip: 0,
             memory_report: false,
-            register: Register::None,
+            register: Registration::None,
             cta_policy: None,
         }
     }
@@ -253,7 +253,7 @@ fn nccl_tests_modes(c: &Options, transport: TransportKind) -> Result<()> {
     if transport == TransportKind::Cpu {
         let gpu_only = [
             (c.unalign > 0, "-u (misaligned GPU buffers)"),
-            (c.register != Register::None, "-R (registration with NCCL communicators)"),
+            (c.register != Registration::None, "-R (registration with NCCL communicators)"),
             (c.memory_report, "-M (GPU memory report)"),
             (c.cta_policy.is_some(), "-x (NCCL's CTA policy)"),
         ];
