@@ -6,7 +6,7 @@ use super::{OutputArgs, size_arg};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::record::collective::{Average, Registration, TransportKind};
-use crate::units::Step;
+use crate::units::Growth;
 use crate::workload::collective::Kind;
 use crate::workload::collective::plan::{CollectivePlan, Options};
 use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
@@ -190,7 +190,7 @@ impl CollArgs {
             ngpus: self.ngpus as usize,
             minbytes: self.minbytes,
             maxbytes: self.maxbytes,
-            step: if self.stepfactor > 1 { Step::Factor(self.stepfactor) } else { Step::Bytes(self.stepbytes) },
+            step: if self.stepfactor > 1 { Growth::Factor(self.stepfactor) } else { Growth::Bytes(self.stepbytes) },
             warmup_iters: self.warmup_iters,
             iters: self.iters,
             agg_iters: self.agg_iters,

@@ -7,7 +7,7 @@ use super::{Header, LibraryInfo, RankInfo, Streamed};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
-use crate::units::Step;
+use crate::units::Growth;
 use serde::{Deserialize, Serialize};
 
 pub const KIND: &str = "collective";
@@ -94,7 +94,7 @@ pub struct Config {
     pub ngpus: usize,
     pub minbytes: u64,
     pub maxbytes: u64,
-    pub step: Step,
+    pub step: Growth,
     pub warmup_iters: u32,
     pub iters: u32,
     pub agg_iters: u32,

@@ -7,7 +7,7 @@
 use super::rows::{self, Rows};
 use super::{Table, cfmt};
 use crate::record::collective::{Cell, CollectiveRun, Config, Registration, SizeRecord, TransportKind};
-use crate::units::Step;
+use crate::units::Growth;
 use std::fmt::Write;
 
 impl Table for CollectiveRun {
@@ -37,8 +37,8 @@ fn header(run: &CollectiveRun) -> String {
     }
     let _ = writeln!(s, "# Collective test starting: {}", run.program);
     let (step, how) = match c.step {
-        Step::Factor(f) => (f, "factor"),
-        Step::Bytes(b) => (b, "bytes"),
+        Growth::Factor(f) => (f, "factor"),
+        Growth::Bytes(b) => (b, "bytes"),
     };
     let _ = writeln!(
         s,
@@ -394,7 +394,7 @@ mod tests {
                 ngpus: 2,
                 minbytes: 16 << 20,
                 maxbytes: 1 << 30,
-                step: Step::Factor(2),
+                step: Growth::Factor(2),
                 warmup_iters: 1,
                 iters: 20,
                 agg_iters: 1,

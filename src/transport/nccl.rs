@@ -358,7 +358,7 @@ pub fn library_info() -> Result<LibraryInfo> {
 
 /// A rank's send or receive buffer: from ncclMemAlloc where NCCL has it
 /// (2.19 and later), as nccl-tests allocates, else from cuMemAlloc.
-enum Memory {
+enum Allocation {
     Nccl { ptr: u64, ctx: Arc<CudaContext> },
     Cuda(DeviceBuffer),
 }
@@ -370,10 +370,10 @@ const WINDOW_VERSION: i64 = 22700;
 /// NCCL_WIN_COLL_SYMMETRIC.
 const WIN_COLL_SYMMETRIC: c_int = 1;
 
-impl Memory {
-    fn alloc(gpu: &Gpu, bytes: u64, nccl_alloc: bool) -> Result<Memory> {
+impl Allocation {
+    fn alloc(gpu: &Gpu, bytes: u64, nccl_alloc: bool) -> Result<Allocation> {
         if !nccl_alloc {
-            return gpu.alloc(bytes).map(Memory::Cuda);
+            return gpu.alloc(bytes).map(Allocation::Cuda);
         }
         gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
         let mut ptr = std::ptr::null_mut();
@@ -384,20 +384,20 @@ impl Memory {
             crate::units::format_size(bytes),
             gpu.ordinal
         )))?;
-        Ok(Memory::Nccl { ptr: ptr as u64, ctx: gpu.ctx.clone() })
+        Ok(Allocation::Nccl { ptr: ptr as u64, ctx: gpu.ctx.clone() })
     }
 
     fn ptr(&self) -> u64 {
         match self {
-            Memory::Nccl { ptr, .. } => *ptr,
-            Memory::Cuda(b) => b.ptr(),
+            Allocation::Nccl { ptr, .. } => *ptr,
+            Allocation::Cuda(b) => b.ptr(),
         }
     }
 }
 
-impl Drop for Memory {
+impl Drop for Allocation {
     fn drop(&mut self) {
-        if let Memory::Nccl { ptr, ctx } = self {
+        if let Allocation::Nccl { ptr, ctx } = self {
             let _ = ctx.bind_to_thread();
             // SAFETY: the pointer came from ncclMemAlloc and is freed once;
             // every registration of it was undone before (Nccl::deregister).
@@ -423,8 +423,8 @@ type WindowDeregisterFn = unsafe extern "C" fn(sys::ncclComm_t, *mut c_void) -> 
 struct Rank {
     gpu: Gpu,
     kernels: PatternKernels,
-    send: Option<Memory>,
-    recv: Option<Memory>,
+    send: Option<Allocation>,
+    recv: Option<Allocation>,
     /// The registrations of `send` and `recv`, undone before they are freed.
     registered: Vec<Registered>,
     wrong: DeviceBuffer,
@@ -1017,8 +1017,8 @@ impl Transport for Nccl {
         for r in &mut self.ranks {
             r.send = None;
             r.recv = None;
-            r.send = Some(Memory::alloc(&r.gpu, padded, nccl_alloc)?);
-            r.recv = Some(Memory::alloc(&r.gpu, padded, nccl_alloc)?);
+            r.send = Some(Allocation::alloc(&r.gpu, padded, nccl_alloc)?);
+            r.recv = Some(Allocation::alloc(&r.gpu, padded, nccl_alloc)?);
         }
         self.allocated = bytes;
         self.register(bytes)?;

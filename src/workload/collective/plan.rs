@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::record::collective::{Average, Config, Registration, TransportKind};
 use crate::record::split::Split;
-use crate::units::{Step, sweep};
+use crate::units::{Growth, sweep};
 
 /// What a collective run asks for, in nccl-tests' terms, before it is
 /// checked: what a subcommand's options say, or what a readiness step
@@ -24,7 +24,7 @@ pub struct Options {
     pub minbytes: u64,
     pub maxbytes: u64,
     /// -f or -i: how the sizes grow.
-    pub step: Step,
+    pub step: Growth,
     pub warmup_iters: u32,
     pub iters: u32,
     pub agg_iters: u32,
@@ -62,7 +62,7 @@ impl Default for Options {
             ngpus: 1,
             minbytes: 32 << 20,
             maxbytes: 32 << 20,
-            step: Step::Bytes(1 << 20),
+            step: Growth::Bytes(1 << 20),
             warmup_iters: 1,
             iters: 20,
             agg_iters: 1,
