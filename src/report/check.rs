@@ -228,9 +228,10 @@ impl Rows for CheckRun {
 pub fn history(dir: &str, h: &History, trends: &[Trend]) -> String {
     let runs = h.nodes.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
     let n = h.nodes.len();
-    let mut s = format!("# qbench check history: {dir}, {n} node{}, up to {runs} runs of each", if n == 1 { "" } else { "s" });
+    let plural = |k: usize| if k == 1 { "" } else { "s" };
+    let mut s = format!("# qbench check history: {dir}, {n} node{}, up to {runs} run{} of each", plural(n), plural(runs));
     if h.unreadable > 0 {
-        s.push_str(&format!(" ({} lines unreadable, skipped)", h.unreadable));
+        s.push_str(&format!(" ({} line{} unreadable, skipped)", h.unreadable, plural(h.unreadable)));
     }
     s.push('\n');
     let flagged: Vec<&Trend> = trends.iter().filter(|t| t.flag != Flag::Steady).collect();
