@@ -31,6 +31,9 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
         Command::Rdma(a) => measure(&a.plan()?, &a.out.plan(), ui),
         Command::Osu(c) => measure(&c.args.plan(c.benchmark)?, &c.args.out.plan(), ui),
         Command::Show(a) => {
+            if let Some(text) = a.history.render() {
+                return write_stdout(&text?);
+            }
             for file in &a.files {
                 write_stdout(&crate::report::render_any(&crate::record::read(file)?))?;
             }
