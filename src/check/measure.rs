@@ -5,7 +5,7 @@
 
 use super::judge::bound;
 use super::profile::{Profile, Step};
-use super::steps::Scope;
+use super::steps::{Judged, Scope};
 use crate::error::{Error, Result};
 use crate::record::check::{Row, Status, host_of};
 use crate::session::Session;
@@ -32,6 +32,7 @@ fn row(step: &Step, node: &str, found: String, status: Status, fix: String) -> R
         fix,
         attempts: 1,
         missing: false,
+        pairs: None,
     }
 }
 
@@ -130,7 +131,8 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
                 return Ok(speak(vec![r]));
             }
         };
-        let mut rows: Vec<Row> = taken.iter().map(|t| judged(step, cx.profile, name, t, attempts)).collect();
+        let node = |t: &Taken| if t.judged.as_ref().is_some_and(|j| j.of_job) { "all" } else { name };
+        let mut rows: Vec<Row> = taken.iter().map(|t| judged(step, cx.profile, node(t), t, attempts)).collect();
         if let (true, Some(n)) = (alone, cx.shared_gpus) {
             for r in &mut rows {
                 r.found = format!("{} (once for the node: {n} processes share its GPUs)", r.found);
@@ -140,7 +142,9 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
         let left = attempts <= step.retries;
         let in_time = Instant::now() < cx.deadline;
         let retry = failing && left && in_time;
-        // A retry of a step across processes is rank 0's decision for all.
+        // A retry of a step across processes is rank 0's decision for all;
+        // a pairwise pass runs again when any process wants it to.
+        let retry = if scope == Scope::Pairs { super::any(session, retry) } else { retry };
         if if across { super::agree(session, retry) } else { retry } {
             continue;
         }
@@ -165,13 +169,15 @@ struct Taken {
     samples: Vec<f64>,
     median: f64,
     wrong: u64,
+    /// The judgement across the job of the sample nearest the median.
+    judged: Option<Box<Judged>>,
 }
 
 /// Measures the step `n` times; each figure's samples in order (the k-th
 /// figure of every sample together), their median, and every wrong
 /// element seen. A process under `slow` takes every figure as a million times worse.
 fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Taken>> {
-    let mut runs: Vec<Vec<(Option<String>, f64, u64)>> = Vec::new();
+    let mut runs: Vec<Vec<(Option<String>, f64, u64, Option<Box<Judged>>)>> = Vec::new();
     for _ in 0..n {
         let figures = step.kind().measure(&step.metric, session)?;
         for (k, f) in figures.into_iter().enumerate() {
@@ -183,18 +189,19 @@ fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Take
             if runs.len() <= k {
                 runs.push(Vec::new());
             }
-            runs[k].push((f.place, value, f.wrong));
+            runs[k].push((f.place, value, f.wrong, f.judged));
         }
     }
     Ok(runs
         .into_iter()
         .map(|run| {
-            let samples: Vec<f64> = run.iter().map(|(_, v, _)| *v).collect();
+            let samples: Vec<f64> = run.iter().map(|(_, v, _, _)| *v).collect();
             let median = median(&samples);
             let nearest = run.iter().min_by(|a, b| (a.1 - median).abs().total_cmp(&(b.1 - median).abs()));
             Taken {
-                place: nearest.and_then(|(p, _, _)| p.clone()),
-                wrong: run.iter().map(|(_, _, w)| w).sum(),
+                place: nearest.and_then(|(p, _, _, _)| p.clone()),
+                judged: nearest.and_then(|(_, _, _, j)| j.clone()),
+                wrong: run.iter().map(|(_, _, w, _)| w).sum(),
                 samples,
                 median,
             }
@@ -226,10 +233,17 @@ fn judged(step: &Step, profile: &Profile, node: &str, f: &Taken, attempts: u32) 
         status = Status::Fail;
         found = format!("{found}, {} wrong (the data delivered is not what was sent)", f.wrong);
     }
+    if let Some(j) = &f.judged {
+        status = status.max(j.status);
+    }
     let mut r = row(step, node, found, status, String::new());
     if status != Status::Pass {
         r.fix = step.fix.clone().unwrap_or_else(|| "below what a ready node of this kind measures".into());
     }
+    if let Some(j) = f.judged.as_ref().filter(|j| !j.fix.is_empty()) {
+        r.fix = j.fix.clone();
+    }
+    r.pairs = f.judged.as_ref().and_then(|j| j.pass.clone()).map(Box::new);
     r.place = f.place.clone();
     r.measured = Some(f.median);
     r.samples = f.samples.clone();
