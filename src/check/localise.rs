@@ -199,7 +199,8 @@ pub struct Suspects {
     uplinks: Vec<usize>,
     /// Slow pairs that none of the above explains.
     paths: Vec<(usize, usize)>,
-    /// Nodes whose every slow pair a suspect explains: partners to re-pair with.
+    /// Nodes that passed, partners to re-pair with: neither lost nor slow
+    /// with every partner (an end of a slow path is fast with the others).
     cleared: Vec<bool>,
 }
 
@@ -267,8 +268,7 @@ pub fn suspects(f: &Fabric, pairs: &[Pair], slow_below: f64) -> Suspects {
     }
     s.paths = pairs.iter().filter(|p| s.slow(f, p) && !s.explained(f, p)).map(|p| (p.a, p.b)).collect();
     for n in 0..f.nodes() {
-        let suspect = s.nodes.contains(&n) || s.lost.contains(&n) || s.paths.iter().any(|&(a, b)| a == n || b == n);
-        s.cleared[n] = !suspect && !at[n].is_empty();
+        s.cleared[n] = !s.nodes.contains(&n) && !s.lost.contains(&n) && !at[n].is_empty();
     }
     s
 }
@@ -279,9 +279,11 @@ struct Test {
     with: Vec<usize>,
 }
 
-/// The second pass's tests: each suspect with nodes that passed, within
-/// its rack and across racks whose uplinks are not suspected; a suspected
-/// path measured again, and each of its ends with a node that passed.
+/// The second pass's tests: each suspect node with nodes that passed,
+/// within its rack and across racks whose uplinks are not suspected; two
+/// nodes of a suspected rack with nodes that passed in other racks; each
+/// suspected path measured again, and each end of one with a node that
+/// passed (once, however many paths it ends).
 fn tests(f: &Fabric, s: &Suspects) -> Vec<Test> {
     let cleared_in = |r: usize, not: &[usize]| -> Vec<usize> {
         f.members(r).filter(|n| s.cleared[*n] && !not.contains(n)).collect()
@@ -290,24 +292,30 @@ fn tests(f: &Fabric, s: &Suspects) -> Vec<Test> {
         (0..f.nodes()).filter(|&n| s.cleared[n] && f.rack[n] != r && !s.uplinks.contains(&f.rack[n])).collect()
     };
     let mut out = Vec::new();
-    let with_passed = |x: usize, out: &mut Vec<Test>, not: &[usize]| {
+    // `x` with nodes that passed: within its rack, and across racks where
+    // its own uplink is not suspected (`both`), or the first of the two.
+    let with_passed = |x: usize, out: &mut Vec<Test>, not: &[usize], both: bool| {
         let r = f.rack[x];
         let within = cleared_in(r, not);
         let across = if s.uplinks.contains(&r) { Vec::new() } else { outside(r) };
-        out.extend([within, across].into_iter().filter(|w| !w.is_empty()).map(|with| Test { x, with }));
+        let tests = [within, across].into_iter().filter(|w| !w.is_empty()).map(|with| Test { x, with });
+        out.extend(tests.take(if both { 2 } else { 1 }));
     };
     for &n in s.lost.iter().chain(&s.nodes) {
-        with_passed(n, &mut out, &[]);
+        with_passed(n, &mut out, &[], true);
     }
     for &r in &s.uplinks {
         for x in cleared_in(r, &[]).into_iter().take(2) {
             out.push(Test { x, with: outside(r) });
         }
     }
-    for &(a, b) in &s.paths {
-        out.push(Test { x: a, with: vec![b] });
-        with_passed(a, &mut out, &[b]);
-        with_passed(b, &mut out, &[a]);
+    out.extend(s.paths.iter().map(|&(a, b)| Test { x: a, with: vec![b] }));
+    let mut ends: Vec<usize> = s.paths.iter().flat_map(|&(a, b)| [a, b]).collect();
+    ends.sort_unstable();
+    ends.dedup();
+    for x in ends {
+        let not: Vec<usize> = s.paths.iter().filter_map(|&(a, b)| (a == x).then_some(b).or((b == x).then_some(a))).collect();
+        with_passed(x, &mut out, &not, false);
     }
     out
 }
@@ -385,10 +393,44 @@ impl Verdict {
         self.findings.iter().find(|x| matches!(x.fault, Fault::Node(n) | Fault::Lost(n) if n == node))
     }
 
-    /// The findings of the fabric: uplinks and paths.
-    pub fn of_fabric(&self) -> impl Iterator<Item = &Finding> {
-        self.findings.iter().filter(|x| matches!(x.fault, Fault::Uplink(_) | Fault::Path(..)))
+    /// What the findings of the fabric say: each uplink's words; a path's,
+    /// but where three or more slow paths leave one rack (one of the links
+    /// between its leaf and the spines, which carries a share of the pairs
+    /// leaving it), once for the rack.
+    pub fn fabric_says(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut paths: Vec<(usize, usize)> = Vec::new();
+        for x in &self.findings {
+            match x.fault {
+                Fault::Uplink(_) => out.push(x.says.clone()),
+                Fault::Path(a, b) => paths.push((a, b)),
+                _ => {}
+            }
+        }
+        let racks = &self.pass.racks;
+        while let Some(r) = busiest_rack(racks, &paths) {
+            let leaves = |&(a, b): &(usize, usize)| racks[a] != racks[b] && (&racks[a] == r || &racks[b] == r);
+            let (group, rest): (Vec<_>, Vec<_>) = paths.into_iter().partition(leaves);
+            paths = rest;
+            let slow: Vec<&Pair> =
+                self.pass.pairs.iter().filter(|p| p.pass == 2 && group.contains(&(p.a, p.b))).collect();
+            out.push(format!(
+                "{} slow paths leaving rack {r} ({} GB/s) while its other pairs leaving it are fast: one of the links between its leaf and the spines",
+                group.len(),
+                typical(&slow),
+            ));
+        }
+        let says = |&(a, b): &(usize, usize)| self.findings.iter().find(|x| x.fault == Fault::Path(a, b));
+        out.extend(paths.iter().filter_map(says).map(|x| x.says.clone()));
+        out
     }
+}
+
+/// The rack that three or more of `paths` leave, the most of them.
+fn busiest_rack<'a>(racks: &'a [String], paths: &[(usize, usize)]) -> Option<&'a String> {
+    let leaves = |r: &String, a: usize, b: usize| racks[a] != racks[b] && (&racks[a] == r || &racks[b] == r);
+    let ends = |r: &String| paths.iter().filter(|&&(a, b)| leaves(r, a, b)).count();
+    racks.iter().map(|r| (ends(r), r)).filter(|(k, _)| *k >= 3).max_by_key(|(k, _)| *k).map(|(_, r)| r)
 }
 
 /// Runs the passes: the first with `measure` (the rounds, the pass's
@@ -439,10 +481,17 @@ fn judge(f: &Fabric, s: &Suspects, first: &[Pair], second: &[Pair]) -> (Vec<Find
     for &r in &s.uplinks {
         let out = |p: &&Pair| f.across(p) && (f.rack[p.a] == r || f.rack[p.b] == r) && !s.by_node(p);
         let again: Vec<Pair> = second.iter().filter(out).copied().collect();
-        if !again.is_empty() && again.iter().all(|p| s.slow(f, p)) {
+        if again.is_empty() {
+            cleared.push(format!("uplink of rack {}: not re-paired (no node that passed to pair it with)", f.racks[r]));
+        } else if again.iter().all(|p| s.slow(f, p)) {
             found.push(Finding { fault: Fault::Uplink(r), says: uplink_says(f, s, r, first, &again) });
         } else {
-            cleared.push(format!("uplink of rack {}: not slow with the nodes that passed", f.racks[r]));
+            let slow = again.iter().filter(|p| s.slow(f, p)).count();
+            cleared.push(format!(
+                "uplink of rack {}: slow with {slow} of the {} nodes that passed it was re-paired with, not all",
+                f.racks[r],
+                again.len()
+            ));
         }
     }
     for &(a, b) in &s.paths {
@@ -599,6 +648,23 @@ mod tests {
         assert_eq!(faults(&f, &speed), [Fault::Node(5), Fault::Uplink(3), Fault::Path(40, 41)]);
         let healthy = |_: usize, _: usize| Some(1.0);
         assert_eq!(faults(&f, &healthy), []);
+    }
+
+    #[test]
+    fn paths_leaving_one_rack_are_said_once_for_it() {
+        let f = fabric(64, 8);
+        // Half of the pairs leaving rack r2 (n16..n23) slow: one of its links
+        // to two spines, a pair's spine a hash of its ends (as ECMP's).
+        let speed = |a: usize, b: usize| {
+            let leaves = f.rack[a] != f.rack[b] && (f.rack[a] == 2 || f.rack[b] == 2);
+            Some(if leaves && crate::pattern::mix((a * 64 + b) as u64) % 2 == 0 { 0.1 } else { 1.0 })
+        };
+        let v = localise(&f, Schedule::Hypercube, 0.5, |r, pass| Ok(measured(r, pass, &speed))).unwrap();
+        assert!(v.findings.iter().all(|x| matches!(x.fault, Fault::Path(..))), "{:?}", v.findings);
+        let says = v.fabric_says();
+        assert_eq!(says.len(), 1, "{says:?}");
+        let paths = v.findings.len();
+        assert!(paths >= 3 && says[0].starts_with(&format!("{paths} slow paths leaving rack r2 (0.100 GB/s)")), "{says:?}");
     }
 
     #[test]

@@ -161,7 +161,7 @@ fn figures(v: &Verdict, pass: &Pass) -> Vec<Figure> {
     let mut out =
         vec![Figure { place: Some(format!("rank {me} with {with}")), value, wrong: pass.wrong, judged: accused }];
     if me == 0 {
-        let fabric_says: Vec<String> = v.of_fabric().map(|x| x.says.clone()).collect();
+        let fabric_says = v.fabric_says();
         let mut fix = fabric_says.join("; ");
         if !fix.is_empty() {
             fix.push_str(": check the switch ports, cables and uplinks named (port error counters)");
