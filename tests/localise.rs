@@ -141,7 +141,11 @@ impl Model {
         let fabric = self.fabric();
         localise::localise(&fabric, schedule, 0.5, |rounds: &[Round], pass| {
             let each = rounds.iter().enumerate().flat_map(|(k, r)| r.iter().map(move |&(a, b)| (k, a, b)));
-            Ok(each.collect::<Vec<_>>().into_iter().map(|(round, a, b)| Pair { a, b, pass, round, gbps: self.measure(a, b) }).collect())
+            Ok(each
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|(round, a, b)| Pair { a, b, pass, round, gbps: self.measure(a, b) })
+                .collect())
         })
         .expect("the model measures every pair")
     }
@@ -274,4 +278,3 @@ fn table() {
     let path = std::env::var("QBENCH_LOCALISE_TABLE").expect("QBENCH_LOCALISE_TABLE names the table's file");
     std::fs::write(&path, out).expect("write the table");
 }
-

@@ -217,11 +217,15 @@ fn the_pairwise_pass_names_the_slow_node_with_its_evidence_and_records_every_pai
     let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = record["rows"].as_array().unwrap();
     let pairs: Vec<&serde_json::Value> = rows.iter().filter(|r| r["kind"] == "pairs").collect();
-    let failed: Vec<&str> = pairs.iter().filter(|r| r["status"] == "FAIL").map(|r| r["node"].as_str().unwrap()).collect();
+    let failed: Vec<&str> =
+        pairs.iter().filter(|r| r["status"] == "FAIL").map(|r| r["node"].as_str().unwrap()).collect();
     assert!(failed.len() == 1 && failed[0].ends_with(":4"), "{failed:?}");
     let fix = pairs.iter().find(|r| r["status"] == "FAIL").unwrap()["fix"].as_str().unwrap();
     let evidence = format!("network of {}: ", failed[0]);
-    assert!(fix.starts_with(&evidence) && fix.contains(" GB/s with 3 of 3 partners (1 re-paired), the pass's median "), "{fix}");
+    assert!(
+        fix.starts_with(&evidence) && fix.contains(" GB/s with 3 of 3 partners (1 re-paired), the pass's median "),
+        "{fix}"
+    );
     let job = pairs.iter().find(|r| r["node"] == "all").expect("the pass's row");
     assert_eq!(job["status"], "PASS", "{job}");
     let pass = &job["pairs"];
@@ -229,6 +233,16 @@ fn the_pairwise_pass_names_the_slow_node_with_its_evidence_and_records_every_pai
     let measured = pass["pairs"].as_array().unwrap();
     assert_eq!(measured.len(), 3 + 2 + 2 + 1, "{pass}");
     assert!(measured.iter().all(|p| p["gbps"].as_f64().is_some_and(|g| g > 0.0)), "{pass}");
+    // The pass drawn as a heat map of every pair, under the steps.
+    let svg = dir.join("check.svg");
+    let o = Command::new(env!("CARGO_BIN_EXE_qbench"))
+        .args(["plot", json.to_str().unwrap(), "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("GB/s of each pair measured, nodes in rack order"), "no pair map");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -131,8 +131,7 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
                 return Ok(speak(vec![r]));
             }
         };
-        let node = |t: &Taken| if t.judged.as_ref().is_some_and(|j| j.of_job) { "all" } else { name };
-        let mut rows: Vec<Row> = taken.iter().map(|t| judged(step, cx.profile, node(t), t, attempts)).collect();
+        let mut rows: Vec<Row> = taken.iter().map(|t| judged(step, cx.profile, name, t, attempts)).collect();
         if let (true, Some(n)) = (alone, cx.shared_gpus) {
             for r in &mut rows {
                 r.found = format!("{} (once for the node: {n} processes share its GPUs)", r.found);
@@ -142,8 +141,7 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
         let left = attempts <= step.retries;
         let in_time = Instant::now() < cx.deadline;
         let retry = failing && left && in_time;
-        // A retry of a step across processes is rank 0's decision for all;
-        // a pairwise pass runs again when any process wants it to.
+        // Across processes rank 0 decides; a pairwise pass retries when any process would.
         let retry = if scope == Scope::Pairs { super::any(session, retry) } else { retry };
         if if across { super::agree(session, retry) } else { retry } {
             continue;
@@ -236,6 +234,7 @@ fn judged(step: &Step, profile: &Profile, node: &str, f: &Taken, attempts: u32) 
     if let Some(j) = &f.judged {
         status = status.max(j.status);
     }
+    let node = if f.judged.as_ref().is_some_and(|j| j.of_job) { "all" } else { node };
     let mut r = row(step, node, found, status, String::new());
     if status != Status::Pass {
         r.fix = step.fix.clone().unwrap_or_else(|| "below what a ready node of this kind measures".into());
