@@ -46,15 +46,6 @@ impl Fabric {
         &self.names[node]
     }
 
-    /// The rack of `node`, as an index.
-    pub fn rack_of(&self, node: usize) -> usize {
-        self.rack[node]
-    }
-
-    pub fn rack_name(&self, rack: usize) -> &str {
-        &self.racks[rack]
-    }
-
     /// The nodes of `rack`, in rank order.
     fn members(&self, rack: usize) -> impl Iterator<Item = usize> + '_ {
         (0..self.nodes()).filter(move |&n| self.rack[n] == rack)
@@ -247,14 +238,10 @@ pub fn suspects(f: &Fabric, pairs: &[Pair], slow_below: f64) -> Suspects {
         at[p.a].push(p);
         at[p.b].push(p);
     }
-    let of = |n: usize| at[n].iter().copied();
-    for n in 0..f.nodes() {
-        if at[n].is_empty() {
-            continue;
-        }
-        if of(n).all(|p| p.gbps.is_none()) {
+    for (n, of) in at.iter().enumerate().filter(|(_, of)| !of.is_empty()) {
+        if of.iter().all(|p| p.gbps.is_none()) {
             s.lost.push(n);
-        } else if of(n).all(|p| s.slow(f, p)) {
+        } else if of.iter().all(|p| s.slow(f, p)) {
             s.nodes.push(n);
         }
     }
@@ -267,9 +254,7 @@ pub fn suspects(f: &Fabric, pairs: &[Pair], slow_below: f64) -> Suspects {
         }
     }
     s.paths = pairs.iter().filter(|p| s.slow(f, p) && !s.explained(f, p)).map(|p| (p.a, p.b)).collect();
-    for n in 0..f.nodes() {
-        s.cleared[n] = !s.nodes.contains(&n) && !s.lost.contains(&n) && !at[n].is_empty();
-    }
+    s.cleared = at.iter().enumerate().map(|(n, of)| !of.is_empty() && !s.nodes.contains(&n) && !s.lost.contains(&n)).collect();
     s
 }
 
@@ -657,7 +642,7 @@ mod tests {
         // to two spines, a pair's spine a hash of its ends (as ECMP's).
         let speed = |a: usize, b: usize| {
             let leaves = f.rack[a] != f.rack[b] && (f.rack[a] == 2 || f.rack[b] == 2);
-            Some(if leaves && crate::pattern::mix((a * 64 + b) as u64) % 2 == 0 { 0.1 } else { 1.0 })
+            Some(if leaves && crate::pattern::mix((a * 64 + b) as u64).is_multiple_of(2) { 0.1 } else { 1.0 })
         };
         let v = localise(&f, Schedule::Hypercube, 0.5, |r, pass| Ok(measured(r, pass, &speed))).unwrap();
         assert!(v.findings.iter().all(|x| matches!(x.fault, Fault::Path(..))), "{:?}", v.findings);

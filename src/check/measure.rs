@@ -5,7 +5,7 @@
 
 use super::judge::bound;
 use super::profile::{Profile, Step};
-use super::steps::{Judged, Scope};
+use super::steps::{Figure, Judged, Scope};
 use crate::error::{Error, Result};
 use crate::record::check::{Row, Status, host_of};
 use crate::session::Session;
@@ -175,7 +175,7 @@ struct Taken {
 /// figure of every sample together), their median, and every wrong
 /// element seen. A process under `slow` takes every figure as a million times worse.
 fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Taken>> {
-    let mut runs: Vec<Vec<(Option<String>, f64, u64, Option<Box<Judged>>)>> = Vec::new();
+    let mut runs: Vec<Vec<Figure>> = Vec::new();
     for _ in 0..n {
         let figures = step.kind().measure(&step.metric, session)?;
         for (k, f) in figures.into_iter().enumerate() {
@@ -187,19 +187,19 @@ fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Take
             if runs.len() <= k {
                 runs.push(Vec::new());
             }
-            runs[k].push((f.place, value, f.wrong, f.judged));
+            runs[k].push(Figure { value, ..f });
         }
     }
     Ok(runs
         .into_iter()
         .map(|run| {
-            let samples: Vec<f64> = run.iter().map(|(_, v, _, _)| *v).collect();
+            let samples: Vec<f64> = run.iter().map(|f| f.value).collect();
             let median = median(&samples);
-            let nearest = run.iter().min_by(|a, b| (a.1 - median).abs().total_cmp(&(b.1 - median).abs()));
+            let nearest = run.iter().min_by(|a, b| (a.value - median).abs().total_cmp(&(b.value - median).abs()));
             Taken {
-                place: nearest.and_then(|(p, _, _, _)| p.clone()),
-                judged: nearest.and_then(|(_, _, _, j)| j.clone()),
-                wrong: run.iter().map(|(_, _, w, _)| w).sum(),
+                place: nearest.and_then(|f| f.place.clone()),
+                judged: nearest.and_then(|f| f.judged.clone()),
+                wrong: run.iter().map(|f| f.wrong).sum(),
                 samples,
                 median,
             }
