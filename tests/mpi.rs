@@ -135,11 +135,11 @@ fn check_across_processes_gives_one_table_with_every_pair() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(out.matches("# qbench check:").count(), 1, "one table, printed by rank 0: {out}");
-    assert_eq!(out.matches("| all ").count(), 3, "the steps across processes, once each: {out}");
+    assert_eq!(out.matches("| all ").count(), 4, "the steps across processes and the pass, once each: {out}");
     for rank in 0..4 {
         assert!(out.contains(&format!("node pairs, MPI sendrecv 1M (rank {rank} with ")), "rank {rank}: {out}");
     }
-    assert!(out.lines().last().unwrap().starts_with("qbench check: READY: 7 PASS"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("qbench check: READY: 8 PASS"), "{out}");
 
     // A profile no process can meet: one verdict, exit 1 from the job.
     let dir = std::env::temp_dir().join(format!("qbench-mpi-check-{}", std::process::id()));
@@ -151,7 +151,7 @@ fn check_across_processes_gives_one_table_with_every_pair() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
-    assert_eq!(err.lines().filter(|l| l.starts_with("qbench: check FAIL ")).count(), 5, "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("qbench: check FAIL ")).count(), 6, "{err}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -197,6 +197,52 @@ fn check_judges_each_rank_by_its_own_node() {
     assert_eq!(out.matches("# qbench check:").count(), 1, "{out}");
     let last = out.lines().last().unwrap_or_default();
     assert!(last.starts_with("qbench check: NOT READY") && last.contains(":2") && !last.contains(":1,"), "{out}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_pairwise_pass_names_the_slow_node_with_its_evidence_and_records_every_pair() {
+    // Six processes (one rack: one host), rank 4 slowed: named with every
+    // partner it had (two in the first pass: 4 XOR 2 and 4 XOR 4 lie past
+    // the six, and a node is not paired with one it met), after one
+    // re-pairing with a node that passed; the others pass and the job's
+    // row holds every pair.
+    let dir = std::env::temp_dir().join(format!("qbench-mpi-pairs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("check.json");
+    let args = ["check", "--profile", "cpu", "--level", "standard", "--samples", "1", "-J", json.to_str().unwrap()];
+    let o = mpirun(6, &args, &[("QBENCH_CORRUPT", "slow:4")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = record["rows"].as_array().unwrap();
+    let pairs: Vec<&serde_json::Value> = rows.iter().filter(|r| r["kind"] == "pairs").collect();
+    let failed: Vec<&str> =
+        pairs.iter().filter(|r| r["status"] == "FAIL").map(|r| r["node"].as_str().unwrap()).collect();
+    assert!(failed.len() == 1 && failed[0].ends_with(":4"), "{failed:?}");
+    let fix = pairs.iter().find(|r| r["status"] == "FAIL").unwrap()["fix"].as_str().unwrap();
+    let evidence = format!("network of {}: ", failed[0]);
+    assert!(
+        fix.starts_with(&evidence) && fix.contains(" GB/s with 3 of 3 partners (1 re-paired), the pass's median "),
+        "{fix}"
+    );
+    let job = pairs.iter().find(|r| r["node"] == "all").expect("the pass's row");
+    assert_eq!(job["status"], "PASS", "{job}");
+    let pass = &job["pairs"];
+    assert_eq!(pass["rounds"], serde_json::json!([3, 1]), "{pass}");
+    let measured = pass["pairs"].as_array().unwrap();
+    assert_eq!(measured.len(), 3 + 2 + 2 + 1, "{pass}");
+    assert!(measured.iter().all(|p| p["gbps"].as_f64().is_some_and(|g| g > 0.0)), "{pass}");
+    // The pass drawn as a heat map of every pair, under the steps.
+    let svg = dir.join("check.svg");
+    let o = Command::new(env!("CARGO_BIN_EXE_qbench"))
+        .args(["plot", json.to_str().unwrap(), "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("GB/s of each pair measured, nodes in rack order"), "no pair map");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -24,10 +24,9 @@ fn run(args: &[&str]) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-#[test]
-fn a_plan_from_one_rank_meets_the_runs_on_two_and_four() {
-    let dir = std::env::temp_dir().join(format!("qbench-plan-cpu-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// One try: the record, the plan made from it and the runs it is held
+/// against; every cell, and whether each is within the tolerance.
+fn attempt(dir: &std::path::Path, counts: &str) -> Vec<(String, bool)> {
     let one = dir.join("one.json");
     let common_args = ["--transport", "cpu", "--circuit", "qft,random:60", "--schedule", "quest", "--rounds", "5"];
     let o = common::qbench(
@@ -35,17 +34,10 @@ fn a_plan_from_one_rank_meets_the_runs_on_two_and_four() {
             .concat(),
     );
     assert!(o.status.success(), "{}", common::stderr(&o));
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let counts: Vec<&str> = ["2", "4"].into_iter().filter(|g| g.parse::<usize>().unwrap() <= cores).collect();
-    if counts.is_empty() {
-        eprintln!("one core: no count of ranks runs side by side, nothing to hold the plan against");
-        return;
-    }
-    let counts = counts.join(",");
     let mut cells = Vec::new();
     for q in ["12", "16"] {
         let measured =
-            run(&[&["exchange", "--qubits", q, "-g", &counts, "-n", "10", "--json"][..], &common_args].concat());
+            run(&[&["exchange", "--qubits", q, "-g", counts, "-n", "10", "--json"][..], &common_args].concat());
         let plan = run(&[
             "exchange",
             "--plan",
@@ -54,7 +46,7 @@ fn a_plan_from_one_rank_meets_the_runs_on_two_and_four() {
             "--qubits",
             q,
             "-g",
-            &counts,
+            counts,
             "--transport",
             "cpu",
             "--schedule",
@@ -72,15 +64,37 @@ fn a_plan_from_one_rank_meets_the_runs_on_two_and_four() {
                 .find(|c| c["circuit"] == f["circuit"])
                 .unwrap_or_else(|| panic!("{f}"));
             let (p, m) = (f["projected_s"].as_f64().unwrap(), m["time"]["median"].as_f64().unwrap());
-            cells.push(format!(
-                "{}({q}) on {ranks}: projected {p:.5} s, measured {m:.5} s, ratio {:.2}",
-                f["circuit"],
-                p / m
-            ));
-            assert!(p / m < TOLERANCE && m / p < TOLERANCE, "{}", cells.join("\n"));
+            let cell =
+                format!("{}({q}) on {ranks}: projected {p:.5} s, measured {m:.5} s, ratio {:.2}", f["circuit"], p / m);
+            cells.push((cell, p / m < TOLERANCE && m / p < TOLERANCE));
         }
     }
-    assert_eq!(cells.len(), 2 * 2 * counts.split(',').count(), "{}", cells.join("\n"));
-    eprintln!("{}", cells.join("\n"));
-    std::fs::remove_dir_all(dir).unwrap();
+    assert_eq!(cells.len(), 2 * 2 * counts.split(',').count());
+    cells
+}
+
+/// Two tries, the second only where the first had a cell out of tolerance:
+/// a model that is wrong is wrong twice, a neighbour's burst on the cores
+/// seldom is.
+#[test]
+fn a_plan_from_one_rank_meets_the_runs_on_two_and_four() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let counts: Vec<&str> = ["2", "4"].into_iter().filter(|g| g.parse::<usize>().unwrap() <= cores).collect();
+    if counts.is_empty() {
+        eprintln!("one core: no count of ranks runs side by side, nothing to hold the plan against");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("qbench-plan-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut said = Vec::new();
+    for t in 1..=2 {
+        let cells = attempt(&dir, &counts.join(","));
+        said.extend(cells.iter().map(|(c, ok)| format!("try {t}: {c}{}", if *ok { "" } else { "  <- out" })));
+        if cells.iter().all(|(_, ok)| *ok) {
+            eprintln!("{}", said.join("\n"));
+            std::fs::remove_dir_all(dir).unwrap();
+            return;
+        }
+    }
+    panic!("the plan missed its measurement twice:\n{}", said.join("\n"));
 }

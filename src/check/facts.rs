@@ -30,6 +30,7 @@ fn row(c: Check, node: &str) -> Row {
         fix: c.fix,
         attempts: 1,
         missing: c.missing,
+        pairs: None,
     }
 }
 

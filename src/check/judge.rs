@@ -117,6 +117,7 @@ mod tests {
             fix: String::new(),
             attempts: 1,
             missing: false,
+            pairs: None,
         }
     }
 

@@ -5,7 +5,7 @@
 
 use super::judge::bound;
 use super::profile::{Profile, Step};
-use super::steps::Scope;
+use super::steps::{Figure, Judged, Scope};
 use crate::error::{Error, Result};
 use crate::record::check::{Row, Status, host_of};
 use crate::session::Session;
@@ -33,6 +33,7 @@ fn row(step: &Step, node: &str, found: String, status: Status, fix: String) -> R
         fix,
         attempts: 1,
         missing: false,
+        pairs: None,
     }
 }
 
@@ -109,7 +110,7 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
     } else {
         cx.session
     };
-    let how = Attempts { name, across, shared: cx.shared_gpus.filter(|_| alone) };
+    let how = Attempts { name, across, pairs: scope == Scope::Pairs, shared: cx.shared_gpus.filter(|_| alone) };
     Ok(speak(attempts(step, cx, session, &how)?))
 }
 
@@ -133,6 +134,8 @@ struct Attempts<'a> {
     name: &'a str,
     /// Across the job: rank 0 decides each retry for every process.
     across: bool,
+    /// A pairwise pass: every process retries when any of them would.
+    pairs: bool,
     /// The processes sharing the node's GPUs, where this one measures alone for them.
     shared: Option<usize>,
 }
@@ -163,7 +166,8 @@ fn attempts(step: &Step, cx: &Context, session: &Session, how: &Attempts) -> Res
         let left = attempts <= step.retries;
         let in_time = Instant::now() < cx.deadline;
         let retry = failing && left && in_time;
-        // A retry of a step across processes is rank 0's decision for all.
+        // Across processes rank 0 decides; a pairwise pass retries when any process would.
+        let retry = if how.pairs { super::any(session, retry) } else { retry };
         if if how.across { super::agree(session, retry) } else { retry } {
             continue;
         }
@@ -188,13 +192,15 @@ struct Taken {
     samples: Vec<f64>,
     median: f64,
     wrong: u64,
+    /// The judgement across the job of the sample nearest the median.
+    judged: Option<Box<Judged>>,
 }
 
 /// Measures the step `n` times; each figure's samples in order (the k-th
 /// figure of every sample together), their median, and every wrong
 /// element seen. A process under `slow` takes every figure as a million times worse.
 fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Taken>> {
-    let mut runs: Vec<Vec<(Option<String>, f64, u64)>> = Vec::new();
+    let mut runs: Vec<Vec<Figure>> = Vec::new();
     for _ in 0..n {
         let figures = step.kind().measure(&step.metric, session)?;
         for (k, f) in figures.into_iter().enumerate() {
@@ -206,18 +212,19 @@ fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Take
             if runs.len() <= k {
                 runs.push(Vec::new());
             }
-            runs[k].push((f.place, value, f.wrong));
+            runs[k].push(Figure { value, ..f });
         }
     }
     Ok(runs
         .into_iter()
         .map(|run| {
-            let samples: Vec<f64> = run.iter().map(|(_, v, _)| *v).collect();
+            let samples: Vec<f64> = run.iter().map(|f| f.value).collect();
             let median = Summary::of(&samples).median;
-            let nearest = run.iter().min_by(|a, b| (a.1 - median).abs().total_cmp(&(b.1 - median).abs()));
+            let nearest = run.iter().min_by(|a, b| (a.value - median).abs().total_cmp(&(b.value - median).abs()));
             Taken {
-                place: nearest.and_then(|(p, _, _)| p.clone()),
-                wrong: run.iter().map(|(_, _, w)| w).sum(),
+                place: nearest.and_then(|f| f.place.clone()),
+                judged: nearest.and_then(|f| f.judged.clone()),
+                wrong: run.iter().map(|f| f.wrong).sum(),
                 samples,
                 median,
             }
@@ -238,10 +245,18 @@ fn judged(step: &Step, profile: &Profile, node: &str, f: &Taken, attempts: u32) 
         status = Status::Fail;
         found = format!("{found}, {} wrong (the data delivered is not what was sent)", f.wrong);
     }
+    if let Some(j) = &f.judged {
+        status = status.max(j.status);
+    }
+    let node = if f.judged.as_ref().is_some_and(|j| j.of_job) { "all" } else { node };
     let mut r = row(step, node, found, status, String::new());
     if status != Status::Pass {
         r.fix = step.fix.clone().unwrap_or_else(|| "below what a ready node of this kind measures".into());
     }
+    if let Some(j) = f.judged.as_ref().filter(|j| !j.fix.is_empty()) {
+        r.fix = j.fix.clone();
+    }
+    r.pairs = f.judged.as_ref().and_then(|j| j.pass.clone()).map(Box::new);
     r.place = f.place.clone();
     r.measured = Some(f.median);
     r.samples = f.samples.clone();

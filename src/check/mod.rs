@@ -7,6 +7,7 @@
 
 mod facts;
 mod judge;
+pub mod localise;
 mod measure;
 pub mod profile;
 pub mod steps;

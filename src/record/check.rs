@@ -75,6 +75,39 @@ pub struct Row {
     pub attempts: u32,
     /// The hardware the step needs is absent (not slow, not down: absent).
     pub missing: bool,
+    /// A pairwise pass's every pair (on its row across the job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<Box<PairPass>>,
+}
+
+/// A pairwise pass across the job: every pair it measured, each rank's
+/// rack, and what each pair was held against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairPass {
+    /// Each rank's rack, in rank order.
+    pub racks: Vec<String>,
+    /// The pass's median (of the pairs within half of the best) within a
+    /// rack and across racks, GB/s: what each pair of that level is held against.
+    pub within_gbps: Option<f64>,
+    pub across_gbps: Option<f64>,
+    /// A pair below this fraction of its level's median is slow.
+    pub slow_below: f64,
+    /// Rounds of the first pass and of the second (the suspects re-paired).
+    pub rounds: [usize; 2],
+    pub pairs: Vec<Pair>,
+}
+
+/// One pair of ranks measured in a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pair {
+    pub a: usize,
+    pub b: usize,
+    /// 1: the first pass; 2: a suspect re-paired.
+    pub pass: u8,
+    pub round: usize,
+    /// The slower end's GB/s; None when no exchange completed (a partner
+    /// that did not answer within the pair's time limit).
+    pub gbps: Option<f64>,
 }
 
 /// The host of a row's node ("n1" of "n1:3"); "all" stays "all".

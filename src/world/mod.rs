@@ -72,6 +72,28 @@ pub trait World {
         // them mutably, so they do not overlap) until the exchange returns.
         unsafe { self.sendrecv_raw(peer, send.as_ptr(), recv.as_mut_ptr(), send.len()) }
     }
+    /// [`World::sendrecv`] waited for at most `limit`, under `tag` (a
+    /// pass's round, so that a late message of an abandoned exchange
+    /// matches no other): false when the partner's part did not come in
+    /// time. The job goes on: the abandoned exchange keeps its buffers
+    /// (MPI may still write into them), and `send` and `recv` are left as
+    /// new buffers of the same contents and length.
+    fn sendrecv_within(
+        &self,
+        peer: usize,
+        send: &mut Vec<u8>,
+        recv: &mut Vec<u8>,
+        _tag: u16,
+        _limit: Duration,
+    ) -> Result<bool> {
+        self.sendrecv(peer, send, recv).map(|()| true)
+    }
+    /// Every process's `mine` (all of one length), in process order,
+    /// waited for at most `limit`: None past it (a process that stopped
+    /// or hangs; the job cannot go on without it).
+    fn all_gather_f64_within(&self, mine: &[f64], _limit: Duration) -> Result<Option<Vec<f64>>> {
+        Ok(Some(gather_f64(self, mine)))
+    }
     /// Whether [`World::sendrecv_raw`] takes GPU memory (a CUDA-aware MPI);
     /// Err says why not.
     fn cuda_aware(&self) -> std::result::Result<(), String>;
@@ -83,7 +105,7 @@ pub trait World {
 }
 
 /// Every process's f64 values, concatenated in process order.
-pub fn gather_f64(world: &dyn World, mine: &[f64]) -> Vec<f64> {
+pub fn gather_f64<W: World + ?Sized>(world: &W, mine: &[f64]) -> Vec<f64> {
     let bytes: Vec<u8> = mine.iter().flat_map(|v| v.to_le_bytes()).collect();
     world
         .all_gather(&bytes)

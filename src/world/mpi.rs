@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 const MAX_MESSAGE: usize = 1 << 30;
 /// The tag of qbench's point-to-point exchanges.
 const TAG: c_int = 0x5142;
+/// Bounded exchanges take tags from here up (MPI promises 32767).
+const BOUNDED_TAGS: c_int = 0x6000;
 
 pub struct Mpi {
     comm: SimpleCommunicator,
@@ -182,6 +184,20 @@ impl Mpi {
     /// Tests `reqs` until all have completed; past [`PEER_TIMEOUT`], or
     /// when interrupted, ends the job.
     fn complete(&self, reqs: &mut [ffi::MPI_Request], peer: usize) {
+        if !self.wait(reqs, PEER_TIMEOUT) {
+            super::fail_job(
+                self,
+                &Error::Runtime(format!(
+                    "process {peer} did not exchange its part within {} s: it stopped or hangs",
+                    PEER_TIMEOUT.as_secs()
+                )),
+            );
+        }
+    }
+
+    /// Tests `reqs` until all have completed (true) or `limit` has passed
+    /// (false, the requests still live); an interruption ends the job.
+    fn wait(&self, reqs: &mut [ffi::MPI_Request], limit: Duration) -> bool {
         // The clock starts at the first poll that finds work left, so that
         // a message done at once (a small one) costs one call.
         let mut started = None;
@@ -190,21 +206,15 @@ impl Mpi {
             // SAFETY: live requests of this process; statuses ignored.
             unsafe { ffi::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut done, ffi::RSMPI_STATUSES_IGNORE) };
             if done != 0 {
-                return;
+                return true;
             }
             let start = *started.get_or_insert_with(Instant::now);
             if let Err(e) = crate::interrupt::check() {
                 super::fail_job(self, &e);
             }
             let waited = start.elapsed();
-            if waited > PEER_TIMEOUT {
-                super::fail_job(
-                    self,
-                    &Error::Runtime(format!(
-                        "process {peer} did not exchange its part within {} s: it stopped or hangs",
-                        PEER_TIMEOUT.as_secs()
-                    )),
-                );
+            if waited > limit {
+                return false;
             }
             // Open MPI moves a large host message between processes only
             // while it is polled (shared-memory fragments), as MPI_Waitall
@@ -326,6 +336,81 @@ impl World for Mpi {
             at += n;
         }
         Ok(())
+    }
+    /// One message each way under tag `BOUNDED_TAGS + tag`; past `limit`
+    /// both requests are cancelled and freed, and the buffers they name
+    /// are leaked rather than freed under an MPI that may still write
+    /// into them.
+    fn sendrecv_within(
+        &self,
+        peer: usize,
+        send: &mut Vec<u8>,
+        recv: &mut Vec<u8>,
+        tag: u16,
+        limit: Duration,
+    ) -> Result<bool> {
+        let len = send.len();
+        if peer >= self.size() || recv.len() != len || len > MAX_MESSAGE || BOUNDED_TAGS + tag as c_int > 32767 {
+            return Err(Error::Runtime(format!(
+                "internal: a bounded exchange of {len} bytes (tag {tag}) with process {peer} of {}",
+                self.size()
+            )));
+        }
+        let (comm, tag) = (self.comm.as_raw(), BOUNDED_TAGS + tag as c_int);
+        // SAFETY: the handles are MPI's own constants.
+        let (byte, null) = unsafe { (ffi::RSMPI_UINT8_T, ffi::RSMPI_REQUEST_NULL) };
+        let mut reqs = [null; 2];
+        // SAFETY: two live vectors of `len` bytes; they are either waited
+        // for below or leaked with their requests.
+        unsafe {
+            ffi::MPI_Irecv(recv.as_mut_ptr().cast::<c_void>(), len as c_int, byte, peer as c_int, tag, comm, &mut reqs[0]);
+            ffi::MPI_Isend(send.as_ptr().cast::<c_void>(), len as c_int, byte, peer as c_int, tag, comm, &mut reqs[1]);
+        }
+        if self.wait(&mut reqs, limit) {
+            return Ok(true);
+        }
+        for r in &mut reqs {
+            // SAFETY: live requests of this process (a cancel of one that
+            // completed does nothing); freed, they are never touched again.
+            unsafe {
+                ffi::MPI_Cancel(r);
+                ffi::MPI_Request_free(r);
+            }
+        }
+        let kept = send.clone();
+        std::mem::replace(send, kept).leak();
+        std::mem::replace(recv, vec![0; len]).leak();
+        Ok(false)
+    }
+    /// MPI_Iallgather, waited for at most `limit`. Past it the collective
+    /// cannot be taken back (MPI forbids cancelling or freeing one): the
+    /// caller ends the job, and the buffers are leaked until it does.
+    fn all_gather_f64_within(&self, mine: &[f64], limit: Duration) -> Result<Option<Vec<f64>>> {
+        let n = mine.len();
+        let mine = mine.to_vec();
+        let mut all = vec![0f64; n * self.size()];
+        // SAFETY: MPI's own constants.
+        let (double, mut req) = unsafe { (ffi::RSMPI_DOUBLE, ffi::RSMPI_REQUEST_NULL) };
+        // SAFETY: `mine` holds n doubles and `all` n for each process; both
+        // live until the request completes, or are leaked below.
+        unsafe {
+            ffi::MPI_Iallgather(
+                mine.as_ptr().cast::<c_void>(),
+                n as c_int,
+                double,
+                all.as_mut_ptr().cast::<c_void>(),
+                n as c_int,
+                double,
+                self.comm.as_raw(),
+                &mut req,
+            )
+        };
+        if self.wait(std::slice::from_mut(&mut req), limit) {
+            return Ok(Some(all));
+        }
+        all.leak();
+        mine.leak();
+        Ok(None)
     }
     /// As QuEST v4's exchangeArrays: the messages of `unit`-byte elements
     /// (a derived datatype, so that a count fits MPI's int), each message's

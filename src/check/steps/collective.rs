@@ -95,6 +95,6 @@ impl StepKind for Keys {
         let run = done(self.plan(g)?.run(session, &mut Quiet))?;
         let r = run.results.first().ok_or_else(|| Error::Runtime("the collective measured no size".into()))?;
         let value = r.out_of_place.figure(metric).ok_or_else(|| Error::Runtime(format!("no metric '{metric}'")))?;
-        Ok(vec![Figure { place: None, value, wrong: run.wrong_elements }])
+        Ok(vec![Figure { place: None, value, wrong: run.wrong_elements, judged: None }])
     }
 }

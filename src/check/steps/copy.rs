@@ -79,11 +79,11 @@ impl StepKind for Keys {
             .rows
             .iter()
             .filter(|r| r.size == size)
-            .map(|r| Figure { place: Some(r.placement.clone()), value: r.total_gbps.median, wrong: r.wrong_words })
+            .map(|r| Figure { place: Some(r.placement.clone()), value: r.total_gbps.median, wrong: r.wrong_words, judged: None })
             .collect();
         for s in &t.latency {
             if let Some(r) = s.rows.iter().find(|r| r.size == size) {
-                out.push(Figure { place: Some(s.placement.clone()), value: r.host.median, wrong: r.wrong_words });
+                out.push(Figure { place: Some(s.placement.clone()), value: r.host.median, wrong: r.wrong_words, judged: None });
             }
         }
         if out.is_empty() {

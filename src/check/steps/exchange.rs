@@ -165,7 +165,7 @@ impl StepKind for Keys {
         if !value.is_finite() {
             return Err(Error::Usage(format!("{} ranks measured no {metric} over {}", r.ranks, names.join(","))));
         }
-        Ok(vec![Figure { place: None, value, wrong: r.wrong() }])
+        Ok(vec![Figure { place: None, value, wrong: r.wrong(), judged: None }])
     }
 }
 

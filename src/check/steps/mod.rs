@@ -7,6 +7,7 @@
 
 use crate::error::Result;
 use crate::libs::Library;
+use crate::record::check::{PairPass, Status};
 use crate::session::Session;
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +19,22 @@ pub struct Figure {
     pub value: f64,
     /// Elements, amplitudes, words or bytes that arrived wrong.
     pub wrong: u64,
+    /// What a judgement across the job (the pairwise pass's) says of it.
+    pub judged: Option<Box<Judged>>,
+}
+
+/// A judgement made across the job, beside the figure's own floor: a node
+/// the pairwise pass names, or the fabric's elements it names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// The row is the job's ("all"), not this process's node.
+    pub of_job: bool,
+    /// At least this status.
+    pub status: Status,
+    /// What is bad and the evidence, and what to do: the row's fix.
+    pub fix: String,
+    /// The pass's every pair, for the record.
+    pub pass: Option<PairPass>,
 }
 
 /// A metric a kind measures.

@@ -106,6 +106,7 @@ impl StepKind for Keys {
                 place: Some(format!("rail {}: ranks {} on {}", rail.group, ranks.join(" "), hosts.join(" "))),
                 value,
                 wrong: cell.wrong.unwrap_or(0) + in_place.wrong.unwrap_or(0),
+                judged: None,
             });
         }
         Ok(figures)

@@ -88,7 +88,7 @@ impl StepKind for Keys {
                     Row::LatDuration(t) => t.t_avg_us,
                 };
                 let place = format!("{}→{}", l.local.device, l.remote.device);
-                Figure { place: Some(place), value, wrong: r.row.data().wrong_bytes }
+                Figure { place: Some(place), value, wrong: r.row.data().wrong_bytes, judged: None }
             })
             .collect();
         if figures.is_empty() {

@@ -2,7 +2,8 @@
 //! by colour and not by a shade of a ratio: a row per measured step, a
 //! column per run (a node now and its baseline, nodes side by side), each
 //! mark measured / expected coloured PASS, WARN, FAIL or SKIP, with the
-//! step's floor (a time's ceiling) as a tick on the same scale.
+//! step's floor (a time's ceiling) as a tick on the same scale; under it
+//! the pairs of a pairwise pass as a heat map (pairs.rs).
 
 use super::figure::{Chart, Figure, Heading, Judged, Mark, Panel};
 use super::{Options, Plot, Source, groups};
@@ -100,12 +101,17 @@ impl Plot for CheckRun {
             tick_label: "floor (ceiling for a time)".into(),
             expected_label: "expected (1)".into(),
         };
+        let mut panels = vec![Panel { title: String::new(), chart: Chart::Judged(judged) }];
+        for run in runs {
+            let who = if runs.len() > 1 { format!("{}: ", run.label) } else { String::new() };
+            panels.extend(super::pairs::panels(run.record, &who));
+        }
         Ok(Figure {
             title: format!(
                 "Readiness: each step against what a ready node measures, {}",
                 super::hosts(runs, |r| &r.header)
             ),
-            panels: vec![Panel { title: String::new(), chart: Chart::Judged(judged) }],
+            panels,
             columns: 1,
         })
     }

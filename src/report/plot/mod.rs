@@ -12,6 +12,7 @@ mod draw;
 mod exchange;
 pub mod figure;
 mod osu;
+mod pairs;
 mod raster;
 mod rdma;
 
