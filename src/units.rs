@@ -66,6 +66,25 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// Seconds in the unit that shows three figures: s, ms or µs.
+pub fn human_seconds(t: f64) -> String {
+    let (v, unit) = if t >= 1.0 {
+        (t, "s")
+    } else if t >= 1e-3 {
+        (t * 1e3, "ms")
+    } else {
+        (t * 1e6, "µs")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
+}
+
 /// How sizes grow between -b and -e: by a factor (-f > 1) or by a step (-i).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -155,5 +174,13 @@ mod tests {
         assert_eq!(sweep(1, 8, Growth::Bytes(0)).unwrap_err().exit_code(), 2);
         assert_eq!(sweep(1, 8, Growth::Factor(1)).unwrap_err().exit_code(), 2);
         assert!(sweep(1, 1 << 40, Growth::Bytes(1)).is_err());
+    }
+
+    #[test]
+    fn times_show_three_figures_in_their_unit() {
+        assert_eq!(human_seconds(1.234), "1.23 s");
+        assert_eq!(human_seconds(0.0123), "12.3 ms");
+        assert_eq!(human_seconds(0.000_045_6), "45.6 µs");
+        assert_eq!(human_seconds(250.0), "250 s");
     }
 }

@@ -414,8 +414,9 @@ fn a_simulators_one_gpu_time_is_priced_spread_from_a_record_of_one_rank() {
         two.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("for the simulator given (0.250 s on one host rank)"), "{text}");
+    let spread: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&two).unwrap()).unwrap();
+    let verdict = spread["decisions"][0]["verdict"].as_str().unwrap();
+    assert!(verdict.starts_with("for the simulator given (250 ms on one host rank)"), "{verdict}");
     let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
     let one_s = recorded["registers"][0]["circuits"]
         .as_array()
@@ -487,4 +488,37 @@ fn a_plan_refuses_what_cannot_be_counted_or_measured() {
     assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{err}");
     assert!(err.contains("registers[0].classes[0].time_s is -1"), "{err}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The default text is the answer: the circuits and the verdict, within 80
+/// columns, the gate classes counted in one line (printed with -v); ranks
+/// past the cores are said beside the verdict; times under a second in ms
+/// or µs.
+#[test]
+fn exchange_text_leads_with_the_answer_within_80_columns() {
+    let qb = env!("CARGO_BIN_EXE_qbench");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // More ranks than cores, so that they share them.
+    let ranks = (cores + 1).next_power_of_two().to_string();
+    let text = |extra: &[&str]| {
+        let o = std::process::Command::new(qb)
+            .args(["exchange", "--qubits", "12", "-g", &ranks, "--transport", "cpu", "-n", "2"])
+            .args(["--circuit", "qft,random:20"])
+            .args(extra)
+            .env_remove("QBENCH_CORRUPT")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let plain = text(&[]);
+    for t in [&plain, &text(&["-v"])] {
+        let wide: Vec<&str> = t.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(wide.is_empty(), "lines past 80 columns: {wide:#?}");
+    }
+    assert!(!plain.contains("\n class ") && plain.contains("-v prints them"), "{plain}");
+    assert!(text(&["-v"]).contains("\n class "));
+    let verdict = &plain[plain.find("== verdict").expect("a verdict")..];
+    assert!(verdict.contains(&format!("warning: {ranks} ranks on {cores} cores")), "{verdict}");
+    assert!(!verdict.contains("0.000 s") && (verdict.contains(" ms") || verdict.contains(" µs")), "{verdict}");
 }

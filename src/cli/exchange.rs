@@ -59,6 +59,9 @@ pub struct ExchangeArgs {
     /// How circuits meet global qubits: quest (exchange for each gate on one), swap (swap it into a local position first), both
     #[arg(long, default_value = "both")]
     pub schedule: String,
+    /// Print the gate classes' table too (every class timed and checked; the record holds it either way)
+    #[arg(short = 'v', long)]
+    pub classes: bool,
     /// Times each circuit runs (the median is reported)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
@@ -188,6 +191,7 @@ impl ExchangeArgs {
             schedules: Schedule::parse_list(&self.schedule)?,
             rounds: self.rounds,
             one_rank_too: true,
+            classes_shown: self.classes,
             against,
             fault: ExchangePlan::fault_for(&ops)?,
             ops,

@@ -477,6 +477,10 @@ pub struct ExchangeRun {
     /// wires where the GPU libraries are missing), with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<Unavailable>,
+    /// How the text shows this run, not kept: the gate classes' table
+    /// (`--classes`), which the record holds either way.
+    #[serde(skip)]
+    pub classes_shown: bool,
 }
 
 impl Streamed for ExchangeRun {

@@ -5,7 +5,8 @@
 use super::Table;
 use super::rows::{Cell, Rows};
 use crate::record::exchange::{Circuit, Decision, ExchangeRun, RegisterRun, Verdict};
-use crate::units::format_size;
+use super::fit::{READ_WIDTH, words};
+use crate::units::{format_size, human_seconds};
 use std::fmt::Write;
 
 /// A summary table with these column names.
@@ -28,13 +29,13 @@ impl Table for ExchangeRun {
         s
     }
     fn part(&self, r: &RegisterRun) -> String {
-        register(r)
+        register(self, r)
     }
     fn tail(&self) -> String {
         match &self.verdict {
             Some(v) => verdict(v),
             None => {
-                decisions(&self.decisions)
+                decisions(&self.decisions, self.registers.iter().rev().find_map(|r| sharing(self, r)))
                     + &super::plan::render(&self.forecasts, &self.plans, self.plan_figures.as_deref())
             }
         }
@@ -60,19 +61,27 @@ fn header(run: &ExchangeRun) -> String {
 
 /// One register: its line, the reference figures, its tables, what
 /// could not run and the data checks.
-fn register(r: &RegisterRun) -> String {
+fn register(run: &ExchangeRun, r: &RegisterRun) -> String {
     let mut s = String::new();
+    let held = match (r.memory == "host", r.ranks) {
+        (true, 1) => "host rank",
+        (true, _) => "host ranks",
+        (false, 1) => "rank in GPU memory",
+        (false, _) => "ranks in GPU memory",
+    };
     let _ = writeln!(
         s,
-        "\n== {} qubits, {} precision ({} B/amplitude), {} ranks in {} memory: {} local qubits, {} per rank",
+        "\n== {} qubits, {} ({} B/amplitude), {} {held}: {} local qubits, {} each",
         r.qubits,
         r.precision.name(),
         r.precision.bytes(),
         r.ranks,
-        r.memory,
         r.local_qubits,
         format_size(r.chunk_bytes)
     );
+    if let Some(shared) = sharing(run, r) {
+        s.push_str(&said(&shared));
+    }
     s.push_str(&references(r));
     if !r.local_gates.is_empty() {
         s.push_str(&local_gates(r));
@@ -80,8 +89,12 @@ fn register(r: &RegisterRun) -> String {
     if !r.global_gates.is_empty() {
         s.push_str(&global_gates(r));
     }
-    if !r.classes.is_empty() {
-        s.push_str(&classes(r));
+    match (r.classes.len(), run.classes_shown) {
+        (0, _) => {}
+        (_, true) => s.push_str(&classes(r)),
+        (n, false) => {
+            let _ = writeln!(s, "gate classes: {n} timed, every amplitude checked (in the record; -v prints them)");
+        }
     }
     if !r.circuits.is_empty() {
         s.push_str(&circuits(r));
@@ -90,6 +103,35 @@ fn register(r: &RegisterRun) -> String {
         let _ = writeln!(s, "unavailable: {}: {}", u.transport, u.reason);
     }
     s + &checks(r)
+}
+
+/// A sentence in lines of the reading width, the lines after the first
+/// indented by two.
+fn said(text: &str) -> String {
+    let mut s = String::new();
+    for (i, line) in words(text, READ_WIDTH - 2).iter().enumerate() {
+        let _ = writeln!(s, "{}{line}", if i == 0 { "" } else { "  " });
+    }
+    s
+}
+
+/// What shares a device on register `r`: ranks past the host's cores
+/// (threads taking turns) or several ranks on one GPU, in words; None where
+/// each rank has its own.
+fn sharing(run: &ExchangeRun, r: &RegisterRun) -> Option<String> {
+    if r.memory == "host" {
+        let cores = run.host_cores.filter(|&c| c < r.ranks)?;
+        return Some(format!(
+            "{} ranks on {cores} cores: they take turns, so the times measure the scheduler too",
+            r.ranks
+        ));
+    }
+    let mut on: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
+    for d in run.devices.iter().filter(|d| d.bus_id != "host") {
+        *on.entry((&d.host, &d.bus_id)).or_default() += 1;
+    }
+    let most = on.into_values().max().filter(|&k| k > 1)?;
+    Some(format!("{most} ranks share each GPU: their kernels take turns on it"))
 }
 
 /// The reference lines: a copy within a rank, the host link, NCCL's
@@ -116,14 +158,14 @@ fn references(r: &RegisterRun) -> String {
     if let (Some(g), Some(b)) = (rf.host_link_gbps, rf.host_link_bytes) {
         let _ = writeln!(
             s,
-            "reference: host link, device→host ∥ host→device pinned, {} each: {g:.1} GB/s per direction",
+            "reference: host link both ways at once (pinned, {} each): {g:.1} GB/s per direction",
             format_size(b)
         );
     }
     if let Some(g) = rf.nccl_sendrecv_gbps {
         let _ = writeln!(
             s,
-            "reference: NCCL sendrecv (ring, as sendrecv_perf) of a whole chunk: {g:.1} GB/s per direction"
+            "reference: NCCL sendrecv of a chunk (as sendrecv_perf): {g:.1} GB/s per direction"
         );
     }
     s
@@ -205,7 +247,8 @@ fn checks(r: &RegisterRun) -> String {
     s
 }
 
-/// The gate classes: each one's time against a chunk copy within a rank.
+/// The gate classes: each one's time against a chunk copy within a rank,
+/// its widest columns wrapped to the reading width.
 fn classes(r: &RegisterRun) -> String {
     let rows = r
         .classes
@@ -218,95 +261,77 @@ fn classes(r: &RegisterRun) -> String {
                 qubits.join(","),
                 c.transport.clone().unwrap_or_else(|| "-".into()),
                 if c.bytes > 0 { format_size(c.bytes) } else { "-".into() },
-                c.exchange.map_or("-".into(), |e| ms(e.median)),
-                c.exchange.map_or("-".into(), |e| format!("{:.1}", c.bytes as f64 / e.median / 1e9)),
-                ms(c.update.median),
-                ms(c.time_s),
+                c.exchange.map_or("-".into(), |e| human_seconds(e.median)),
+                human_seconds(c.update.median),
                 format!("×{:.2}", c.vs_copy),
-                c.wrong.to_string(),
             ]
         })
         .collect();
+    let head = ["class", "qubits", "wire", "bytes", "exchange", "update", "vs copy"];
+    let t = super::table(head.iter().map(|h| h.to_string()), rows);
     format!(
-        "\ngate classes (g: a global qubit), each timed and every amplitude checked; vs copy: the time of a chunk copy within a rank\n{}\n",
-        table(
-            &[
-                "class",
-                "qubits",
-                "transport",
-                "bytes/rank",
-                "exchange ms",
-                "GB/s/dir",
-                "update ms",
-                "total ms",
-                "vs copy",
-                "wrong"
-            ],
-            rows
-        )
+        "\ngate classes (g: a global qubit), each timed and every amplitude checked\n\
+         (the checks below); bytes: sent by each rank; vs copy: the class's time\n\
+         over a chunk's copy within a rank\n{}\n",
+        super::fit::table(t, Some(READ_WIDTH))
     )
 }
 
-/// The circuits run, measured beside their price from the classes above.
+/// The circuits run, measured beside their price from the gate classes.
 fn circuits(r: &RegisterRun) -> String {
     let rows = r
         .circuits
         .iter()
         .map(|c| {
+            let how = match (c.schedule, &c.transport) {
+                (Some(s), Some(w)) => format!("{}/{w}", s.name()),
+                (Some(s), None) => s.name().to_string(),
+                _ => "-".into(),
+            };
             vec![
                 c.circuit.clone(),
-                c.schedule.map_or("-".into(), |s| s.name().to_string()),
-                c.transport.clone().unwrap_or_else(|| "-".into()),
+                how,
                 c.gates.to_string(),
-                c.steps.to_string(),
                 c.exchanges.to_string(),
                 if c.bytes_per_rank > 0 { format_size(c.bytes_per_rank) } else { "-".into() },
-                format!("{:.3}", c.time.median),
-                c.projected_s.map_or("-".into(), |p| format!("{p:.3}")),
+                human_seconds(c.time.median),
+                c.projected_s.map_or("-".into(), human_seconds),
                 c.projected_s.map_or("-".into(), |p| format!("{:.2}", p / c.time.median)),
-                c.wrong.to_string(),
             ]
         })
         .collect();
     format!(
-        "\ncircuits, run end to end (time: the median of the rounds) beside their price from the gate classes (projected)\n{}\n",
-        table(
-            &[
-                "circuit",
-                "schedule",
-                "transport",
-                "gates",
-                "steps",
-                "exchanges",
-                "bytes/rank",
-                "time s",
-                "projected s",
-                "proj/meas",
-                "wrong"
-            ],
-            rows
-        )
+        "\ncircuits run end to end (schedule/wire; time: the median round;\n\
+         bytes: sent by each rank) beside their price from the gate classes (projected)\n{}\n",
+        table(&["circuit", "schedule", "gates", "exch.", "bytes", "time", "projected", "p/m"], rows)
     )
 }
 
-/// Whether spreading pays, circuit by circuit.
-fn decisions(ds: &[Decision]) -> String {
+/// Whether spreading pays, circuit by circuit; `shared` says what shared
+/// the devices of the spread register, where something did.
+fn decisions(ds: &[Decision], shared: Option<String>) -> String {
     if ds.is_empty() {
         return String::new();
     }
     let mut s = String::from("\n== verdict\n");
     for d in ds {
         let one = match d.one_gpu_s {
-            Some(t) if d.gpus > 1 => format!("; one rank {t:.3} s ({})", d.one_gpu_from),
+            Some(t) if d.gpus > 1 => format!("; one rank {} ({})", human_seconds(t), d.one_gpu_from),
             _ => String::new(),
         };
         let ranks = if d.gpus == 1 { "1 rank".to_string() } else { format!("{} ranks", d.gpus) };
-        let _ =
-            writeln!(s, "{}({}) on {ranks}: {:.3} s measured{one} → {}", d.circuit, d.qubits, d.spread_s, d.verdict);
+        s.push_str(&said(&format!(
+            "{}({}) on {ranks}: {} measured{one} → {}",
+            d.circuit,
+            d.qubits,
+            human_seconds(d.spread_s),
+            d.verdict
+        )));
     }
-    s.push_str(
-        "(the times on the spread register are measured; a one-rank time says whether it was measured or projected)\n",
-    );
+    if let Some(shared) = shared.filter(|_| ds.iter().any(|d| d.gpus > 1)) {
+        s.push_str(&said(&format!("warning: {shared}; the verdict holds for this sharing only")));
+    }
+    s.push_str("(the spread times are measured; a one-rank time says how it was had)\n");
     s
 }
 

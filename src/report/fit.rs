@@ -6,6 +6,10 @@
 use tabled::settings::Width;
 use tabled::settings::peaker::Priority;
 
+/// The width text meant to be read whole is wrapped to whatever the
+/// terminal (a plan's lines, an exchange's verdict): 80 columns.
+pub const READ_WIDTH: usize = 80;
+
 /// `table`, its widest columns wrapped (between words where it can) until
 /// it is at most `width` columns wide; as it is when it fits or no width is
 /// given.

@@ -4,31 +4,10 @@
 //! projected with its source.
 
 use crate::record::exchange::{Figure, Forecast, PlanAnswer, PlanFigures};
-use crate::units::human_bytes;
+use crate::units::{human_bytes, human_seconds as seconds};
 use std::fmt::Write;
 
-/// Text is wrapped to this width whatever the terminal: the plan's lines
-/// are read on 80 columns.
-const WIDTH: usize = 80;
-
-/// Seconds in the unit that shows three figures: s, ms or µs.
-pub fn seconds(t: f64) -> String {
-    let (v, unit) = if t >= 1.0 {
-        (t, "s")
-    } else if t >= 1e-3 {
-        (t * 1e3, "ms")
-    } else {
-        (t * 1e6, "µs")
-    };
-    let digits = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{v:.digits$} {unit}")
-}
+use super::fit::READ_WIDTH as WIDTH;
 
 /// One circuit's rows as a table.
 fn rows_table(rows: &[&Forecast]) -> String {
@@ -160,17 +139,4 @@ pub fn render(forecasts: &[Forecast], plans: &[PlanAnswer], from: Option<&PlanFi
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_show_three_figures_in_their_unit() {
-        assert_eq!(seconds(1.234), "1.23 s");
-        assert_eq!(seconds(0.0123), "12.3 ms");
-        assert_eq!(seconds(0.000_045_6), "45.6 µs");
-        assert_eq!(seconds(250.0), "250 s");
-    }
 }

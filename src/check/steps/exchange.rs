@@ -85,6 +85,7 @@ impl Keys {
             schedules: vec![self.schedule()?],
             rounds: self.rounds.unwrap_or(3),
             one_rank_too: false,
+            classes_shown: false,
             against: Default::default(),
             fault: None,
             forecast: None,

@@ -12,6 +12,7 @@ use crate::statevec::layout::{Layout, largest_register};
 use crate::statevec::schedule::{Schedule, compile};
 use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::Memory;
+use crate::units::human_seconds as secs;
 
 /// What the verdict holds a spread run against besides this run's own
 /// registers.
@@ -149,7 +150,7 @@ pub fn decide(
                     Ok(l) => (
                         one_rank_price(top, &l, spec),
                         format!(
-                            "projected: this register's local classes × {} (a chunk {} times larger)",
+                            "scaled, not measured: this register's local classes × {} (a chunk {} times larger)",
                             top.ranks, top.ranks
                         ),
                     ),
@@ -165,9 +166,9 @@ pub fn decide(
 
 /// A circuit measured on one rank: nothing to spread, its time stated.
 fn on_one(best: &CircuitRun, top: &RegisterRun, unit: &str, simulator: Option<f64>) -> Decision {
-    let mut verdict = format!("{} gates in {:.3} s on one {unit} (measured)", best.gates, best.time.median);
+    let mut verdict = format!("{} gates in {} on one {unit} (measured)", best.gates, secs(best.time.median));
     if let Some(s) = simulator {
-        verdict += &format!("; the simulator given takes {s:.3} s, ×{:.2} qbench's kernels", s / best.time.median);
+        verdict += &format!("; the simulator given takes {}, ×{:.2} qbench's kernels", secs(s), s / best.time.median);
     }
     Decision {
         circuit: best.circuit.clone(),
@@ -225,24 +226,25 @@ fn on_many(
             top.qubits
         ),
     };
+    let (exchange_t, local_t, spread_t) = (secs(exchange), secs(local), secs(spread));
     let verdict = match (&priced, speedup, simulator) {
         (Some(p), _, _) => format!(
-            "for the simulator given ({:.3} s on one {unit}), {} ({:.3} s spread, the exchanges {exchange:.3} s of it; {how})",
-            p.one_gpu_s,
+            "for the simulator given ({} on one {unit}), {} ({} spread, the exchanges {exchange_t} of it; {how})",
+            secs(p.one_gpu_s),
             words(p.speedup),
-            p.spread_s
+            secs(p.spread_s)
         ),
         (None, Some(x), _) => format!(
-            "with qbench's kernels, {} (the exchanges add {exchange:.3} s to {local:.3} s of local steps; {how}); \
+            "with qbench's kernels, {} (the exchanges add {exchange_t} to {local_t} of local steps; {how}); \
              --simulator-time prices a simulator's own",
             words(x)
         ),
         (None, None, Some(_)) => format!(
-            "{spread:.3} s on {ranks} {unit}s ({how}), the exchanges {exchange:.3} s of it; the simulator given cannot be \
+            "{spread_t} on {ranks} {unit}s ({how}), the exchanges {exchange_t} of it; the simulator given cannot be \
              priced without qbench's own one-{unit} time ({from})"
         ),
         (None, None, None) => format!(
-            "{spread:.3} s on {ranks} {unit}s ({how}), the exchanges {exchange:.3} s of it; no one-{unit} time to compare ({from})"
+            "{spread_t} on {ranks} {unit}s ({how}), the exchanges {exchange_t} of it; no one-{unit} time to compare ({from})"
         ),
     };
     Decision {
@@ -347,7 +349,7 @@ mod tests {
         assert!((p.spread_s / 9.093 - 1.0).abs() < 0.1, "QuEST measured 9.093 s spread: {}", p.spread_s);
         assert!((d.speedup.unwrap() - 1.39 / 9.06).abs() < 1e-9);
         assert!(
-            d.verdict.starts_with("for the simulator given (2.459 s on one GPU), spreading costs ×3.98"),
+            d.verdict.starts_with("for the simulator given (2.46 s on one GPU), spreading costs ×3.98"),
             "{}",
             d.verdict
         );
@@ -383,6 +385,7 @@ mod tests {
             plan_figures: None,
             host_cores: None,
             unavailable: Vec::new(),
+            classes_shown: false,
         };
         let against = Against { one_gpu_runs: vec![("one.json".into(), record)], ..against };
         let d = &decide(&regs, &GPU, &[CircuitSpec::Qft], 2, &against)[0];

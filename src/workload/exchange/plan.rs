@@ -37,6 +37,8 @@ pub struct ExchangePlan {
     /// Also run a spread register on one rank, where one holds it, so that
     /// the verdict compares with circuits measured there.
     pub one_rank_too: bool,
+    /// `--classes`: the text shows the gate classes' table.
+    pub classes_shown: bool,
     pub fault: Option<Fault>,
     /// `--plan`: measure nothing, project every count from these figures.
     pub forecast: Option<Forecasting>,

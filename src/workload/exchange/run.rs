@@ -222,6 +222,7 @@ fn record_of(plan: &ExchangePlan) -> ExchangeRun {
         plan_figures: None,
         host_cores: plan.memories.contains(&Memory::Host).then(crate::host::cores),
         unavailable: plan.unavailable.clone(),
+        classes_shown: plan.classes_shown,
     }
 }
 
