@@ -10,9 +10,13 @@ use crate::progress::{Progress, Progressive};
 use crate::report::{Rows, Table};
 use crate::session::Session;
 use crate::ui::Ui;
+/// Whole lines on stderr, for the binary.
+pub use crate::ui::say;
 use crate::workload::Job;
-/// The panic hook's one line (and, under MPI, the end of the job), for the binary.
-pub use crate::world::panicked;
+/// The panic hook's one line (and, under MPI, the end of the job), and an
+/// error met before the job's world started said once for the job, for
+/// the binary.
+pub use crate::world::{before_start, panicked};
 
 /// Runs a parsed command with the terminal settings of `ui`.
 pub fn run(command: Command, ui: &Ui) -> Result<()> {

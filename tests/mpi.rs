@@ -552,6 +552,33 @@ fn osu_needs_the_processes_its_test_names() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("an even number of processes (pairs), not 3"));
 }
 
+/// An error every process meets is said once, by the lowest rank, on a
+/// line of its own (no rank's words spliced into another's): a process
+/// count OSU's test cannot take, with the count to launch instead; a bad
+/// command line; a library no node has.
+#[test]
+fn an_error_every_process_meets_is_said_once() {
+    let once = |o: &Output, code: i32, said: &str| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{err}");
+        assert_eq!(err.matches("qbench: ").count(), 1, "once: {err}");
+        assert!(err.lines().any(|l| l.starts_with("qbench: ") && l.contains(said)), "{said}: {err}");
+    };
+    let o = mpirun(3, &["osu_latency", "-m", "8"], &[]);
+    once(
+        &o,
+        2,
+        "osu_latency needs exactly two processes, not 3: launch it with -np 2 (mpirun -np 2 qbench osu_latency)",
+    );
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("start it under"));
+    once(&mpirun(3, &["osu_mbw_mr", "-m", "8"], &[]), 2, "launch it with -np 4");
+    once(&mpirun(3, &["allreduce", "--transport", "cpu", "-b", "1X"], &[]), 2, "invalid size '1X'");
+    once(&mpirun(2, &["exchange", "--qubits", "12", "--transport", "mpi", "--memory", "host"], &[]), 2, "--memory");
+    if !std::path::Path::new("/dev/nvidia0").exists() {
+        once(&mpirun(3, &["allreduce", "-b", "1M", "-e", "1M"], &[]), 3, "CUDA driver");
+    }
+}
+
 #[test]
 fn blocking_modes_and_per_iteration_columns_span_the_processes() {
     for z in ["1", "2", "3"] {
