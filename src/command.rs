@@ -36,7 +36,11 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
         Command::Osu(c) => measure(&c.args.plan(c.benchmark)?, &c.args.out.plan(), ui),
         Command::Show(a) => {
             for file in &a.files {
-                write_stdout(&crate::report::render_any(&crate::record::read(file)?))?;
+                let text = match crate::probe::reread(file, ui.width)? {
+                    Some(report) => report,
+                    None => crate::report::render_any(&crate::record::read(file)?),
+                };
+                write_stdout(&text)?;
             }
             Ok(())
         }
