@@ -32,7 +32,7 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
             ui.width,
         )),
         Command::Copy(a) => measure(&a.plan()?, &a.out.plan(), ui),
-        Command::Rdma(a) => measure(&a.plan()?, &a.out.plan(), ui),
+        Command::Rdma(c) => measure(&c.args.plan()?, &c.args.out.plan(), ui),
         Command::Osu(c) => measure(&c.args.plan(c.benchmark)?, &c.args.out.plan(), ui),
         Command::Show(a) => {
             for file in &a.files {

@@ -141,7 +141,7 @@ fn processes(benchmark: Benchmark, n: usize) -> Result<()> {
     match (wrong, n) {
         (None, _) => Ok(()),
         (Some(need), 1) => Err(Error::Usage(format!(
-            "{program} needs {need}: start it under mpirun or srun (mpirun -np {fit} qbench {program})"
+            "{program} needs {need}, not 1: start it under mpirun or srun (mpirun -np {fit} qbench {program})"
         ))),
         (Some(need), _) => Err(Error::Usage(format!(
             "{program} needs {need}, not {n}: launch it with -np {fit} (mpirun -np {fit} qbench {program})"
