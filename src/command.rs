@@ -35,6 +35,9 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
         Command::Rdma(c) => measure(&c.args.plan()?, &c.args.out.plan(), ui),
         Command::Osu(c) => measure(&c.args.plan(c.benchmark)?, &c.args.out.plan(), ui),
         Command::Show(a) => {
+            if let Some(text) = a.history.render() {
+                return write_stdout(&text?);
+            }
             for file in &a.files {
                 let text = match crate::probe::reread(file, ui.width)? {
                     Some(report) => report,

@@ -47,17 +47,36 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// Bytes for people: one decimal in the largest binary unit that holds
+/// them ("96.0 GiB", "8.0 EiB", "512 B").
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    let mut unit = None;
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = Some(u);
+    }
+    match unit {
+        Some(u) => format!("{v:.1} {u}"),
+        None => format!("{bytes} B"),
+    }
+}
+
 /// How sizes grow between -b and -e: by a factor (-f > 1) or by a step (-i).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Step {
+pub enum Growth {
     Factor(u64),
     Bytes(u64),
 }
 
 /// The sizes of a sweep from `min` to `max` inclusive, as nccl-tests walks
 /// them: `size *= factor` when the factor is above 1, else `size += step`.
-pub fn sweep(min: u64, max: u64, step: Step) -> Result<Vec<u64>> {
+pub fn sweep(min: u64, max: u64, step: Growth) -> Result<Vec<u64>> {
     if min > max {
         return Err(Error::Usage(format!("minimum size {min} (-b) is larger than maximum size {max} (-e)")));
     }
@@ -66,13 +85,13 @@ pub fn sweep(min: u64, max: u64, step: Step) -> Result<Vec<u64>> {
     loop {
         sizes.push(size);
         let next = match step {
-            Step::Factor(f) if f > 1 => size.checked_mul(f),
-            Step::Factor(_) => return Err(Error::Usage("step factor (-f) must be 2 or more".into())),
-            Step::Bytes(0) if min != max => {
+            Growth::Factor(f) if f > 1 => size.checked_mul(f),
+            Growth::Factor(_) => return Err(Error::Usage("step factor (-f) must be 2 or more".into())),
+            Growth::Bytes(0) if min != max => {
                 return Err(Error::Usage("step bytes (-i) must be above 0 when -b differs from -e".into()));
             }
-            Step::Bytes(0) => None,
-            Step::Bytes(b) => size.checked_add(b),
+            Growth::Bytes(0) => None,
+            Growth::Bytes(b) => size.checked_add(b),
         };
         match next {
             // A zero start with a factor would never grow: nccl-tests steps 0 -> factor.
@@ -122,19 +141,19 @@ mod tests {
 
     #[test]
     fn sweeps_by_factor_and_step() {
-        assert_eq!(sweep(16 << 20, 1 << 30, Step::Factor(2)).unwrap().len(), 7);
-        assert_eq!(sweep(1 << 20, 64 << 20, Step::Factor(2)).unwrap().last(), Some(&(64 << 20)));
-        assert_eq!(sweep(10, 40, Step::Bytes(10)).unwrap(), vec![10, 20, 30, 40]);
-        assert_eq!(sweep(10, 45, Step::Bytes(10)).unwrap(), vec![10, 20, 30, 40]);
-        assert_eq!(sweep(32, 32, Step::Bytes(0)).unwrap(), vec![32]);
-        assert_eq!(sweep(0, 8, Step::Factor(2)).unwrap(), vec![0, 1, 2, 4, 8]);
+        assert_eq!(sweep(16 << 20, 1 << 30, Growth::Factor(2)).unwrap().len(), 7);
+        assert_eq!(sweep(1 << 20, 64 << 20, Growth::Factor(2)).unwrap().last(), Some(&(64 << 20)));
+        assert_eq!(sweep(10, 40, Growth::Bytes(10)).unwrap(), vec![10, 20, 30, 40]);
+        assert_eq!(sweep(10, 45, Growth::Bytes(10)).unwrap(), vec![10, 20, 30, 40]);
+        assert_eq!(sweep(32, 32, Growth::Bytes(0)).unwrap(), vec![32]);
+        assert_eq!(sweep(0, 8, Growth::Factor(2)).unwrap(), vec![0, 1, 2, 4, 8]);
     }
 
     #[test]
     fn sweep_rejects_inverted_and_stuck_ranges() {
-        assert_eq!(sweep(2 << 20, 1 << 20, Step::Factor(2)).unwrap_err().exit_code(), 2);
-        assert_eq!(sweep(1, 8, Step::Bytes(0)).unwrap_err().exit_code(), 2);
-        assert_eq!(sweep(1, 8, Step::Factor(1)).unwrap_err().exit_code(), 2);
-        assert!(sweep(1, 1 << 40, Step::Bytes(1)).is_err());
+        assert_eq!(sweep(2 << 20, 1 << 20, Growth::Factor(2)).unwrap_err().exit_code(), 2);
+        assert_eq!(sweep(1, 8, Growth::Bytes(0)).unwrap_err().exit_code(), 2);
+        assert_eq!(sweep(1, 8, Growth::Factor(1)).unwrap_err().exit_code(), 2);
+        assert!(sweep(1, 1 << 40, Growth::Bytes(1)).is_err());
     }
 }

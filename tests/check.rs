@@ -66,6 +66,54 @@ fn the_cpu_profile_is_ready_on_any_machine() {
     }
 }
 
+/// The prolog level, as a job's Prolog runs it: one sample of each step
+/// the profile marks prolog, and where its seconds went, step by step, in
+/// the record, the table (what `show` prints again) and Prometheus' file.
+#[test]
+fn the_prolog_level_samples_each_path_once_and_says_where_the_time_went() {
+    let dir = scratch("prolog");
+    let (file, prom) = (dir.join("prolog.json"), dir.join("prolog.prom"));
+    let args = ["--profile", "cpu", "--level", "prolog", "-J", file.to_str().unwrap(), "--prometheus"];
+    let o = check(&[&args[..], &[prom.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("# qbench check: profile cpu (built-in cpu), level prolog (10 s)"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("qbench check: READY: 3 PASS"), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|row| row["samples"].as_array().unwrap().len() == 1), "{rows:?}");
+    // The start, the facts, then each step, every one timed on this node.
+    let spent = r["spent"].as_array().unwrap();
+    let steps: Vec<&str> = spent.iter().map(|s| s["step"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rows.iter().map(|row| row["step"].as_str().unwrap()).collect();
+    assert_eq!(steps, [&["start: libraries, MPI", "facts"][..], &names].concat());
+    let seconds: Vec<f64> = spent.iter().map(|s| s["seconds"].as_f64().unwrap()).collect();
+    assert!(seconds.iter().all(|s| *s >= 0.0), "{spent:?}");
+    assert!(seconds[1..].iter().sum::<f64>() <= r["elapsed_s"].as_f64().unwrap() + 0.01, "{spent:?}");
+    assert!(seconds[2..].iter().all(|s| *s > 0.0), "a measured step takes time: {spent:?}");
+    // The table names each of them, one line each within 80 columns.
+    let at = out.find(" where the time went ").unwrap_or_else(|| panic!("{out}"));
+    let table: Vec<&str> = out[at..].lines().take(2 + steps.len()).collect();
+    for (line, step) in table[2..].iter().zip(&steps) {
+        assert!(line.starts_with(&format!(" {step} ")) && line.chars().count() <= 80, "{line}");
+    }
+    let shown = common::qbench(&["show", file.to_str().unwrap()]);
+    assert_eq!(stdout(&shown), out);
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let timed = text.lines().filter(|l| l.starts_with("qbench_check_step_seconds{step=")).count();
+    assert_eq!(timed, steps.len(), "{text}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A profile that gives no prolog level is refused at it, in one line.
+#[test]
+fn a_profile_without_a_prolog_level_refuses_it() {
+    let o = check(&["--profile", "mlx4-fdr", "--level", "prolog"]);
+    let err = common::one_line_error(&o, 2);
+    assert!(err.contains("profile mlx4-fdr has no prolog level") && err.contains("[levels]"), "{err}");
+}
+
 #[test]
 fn without_a_gpu_the_default_profile_is_cpu() {
     let r = json(&check(&["--json"]));
@@ -248,12 +296,12 @@ fn malformed_profiles_are_refused_naming_the_place() {
         (
             "unknown-key.toml",
             cpu.replace("metric = \"algbw\"", "metric = \"algbw\"\nflor = 3"),
-            &["unknown-key.toml:28: step 'all_reduce 16M, host ranks': unknown field `flor`", "(in `flor = 3`)"],
+            &["unknown-key.toml:31: step 'all_reduce 16M, host ranks': unknown field `flor`", "(in `flor = 3`)"],
         ),
         (
             "wrong-type.toml",
             cpu.replace("floor = 0.001", "floor = \"fast\""),
-            &["wrong-type.toml:28:", "(in `floor = \"fast\"`)"],
+            &["wrong-type.toml:31:", "(in `floor = \"fast\"`)"],
         ),
         ("not-toml.toml", "this is [not toml\n".into(), &["not-toml.toml:1:"]),
         ("unknown-kind.toml", cpu.replace("kind = \"exchange\"", "kind = \"teleport\""), &["teleport"]),
@@ -376,7 +424,7 @@ fn profiles_that_would_check_nothing_are_refused_naming_the_place() {
         (
             "negative.toml",
             cpu.replacen("floor = 0.001", "floor = -1", 1),
-            "negative.toml:28: step 'all_reduce 16M, host ranks': floor: -1 is not a positive number",
+            "negative.toml:31: step 'all_reduce 16M, host ranks': floor: -1 is not a positive number",
         ),
         ("nan.toml", cpu.replacen("floor = 0.001", "floor = nan", 1), "floor: NaN is not a positive number"),
         ("inf.toml", cpu.replacen("floor = 0.001", "floor = -inf", 1), "floor: -inf is not a positive number"),

@@ -9,7 +9,7 @@ use qbench::dtype::{DataType, RedOp};
 use qbench::record::Observer;
 use qbench::record::collective::{CollectiveRun, SizeRecord, TransportKind};
 use qbench::session::Session;
-use qbench::units::Step;
+use qbench::units::Growth;
 use qbench::workload::Job;
 use qbench::workload::collective::Kind;
 use qbench::workload::collective::plan::{CollectivePlan, Options};
@@ -72,7 +72,7 @@ fn a_sweep_announces_the_rows_it_measures() {
             ngpus: 4,
             minbytes: 1 << 10,
             maxbytes: 16 << 10,
-            step: Step::Factor(4),
+            step: Growth::Factor(4),
             iters: 2,
             run_cycles: 2,
             datatypes: DataType::parse("all").unwrap(),

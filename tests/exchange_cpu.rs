@@ -8,7 +8,7 @@ use qbench::statevec::circuit::{self, Gate, hadamard};
 use qbench::statevec::layout::{Layout, Precision};
 use qbench::statevec::schedule::{Schedule, compile};
 use qbench::statevec::state::ProductState;
-use qbench::statevec::step::Step;
+use qbench::statevec::step::PhysicalGate;
 use qbench::transport::amplitudes::host_memory::HostRegister;
 use qbench::transport::amplitudes::{Register, Wire, step};
 use qbench::world::Solo;
@@ -87,17 +87,17 @@ fn largest_difference(reg: &HostRegister<f64>, ranks: usize, v: &[Complex64]) ->
 fn run(qubits: u32, ranks: usize, fault: Option<Fault>) -> f64 {
     let (mut reg, mut v) = register(qubits, ranks);
     let l = reg.layout().local_qubits();
-    let mut go = |s: Step| step::run(&mut reg, &s, Some(Wire::Cpu), fault).unwrap();
+    let mut go = |s: PhysicalGate| step::run(&mut reg, &s, Some(Wire::Cpu), fault).unwrap();
     for q in [0, l / 2, l - 1] {
-        go(Step::H(q));
+        go(PhysicalGate::H(q));
         reference_h(&mut v, q);
     }
     for t in l..qubits {
-        go(Step::GlobalU { t, m: hadamard() });
+        go(PhysicalGate::GlobalU { t, m: hadamard() });
         reference_h(&mut v, t);
-        go(Step::GlobalSwap { t, q: l - 1 });
+        go(PhysicalGate::GlobalSwap { t, q: l - 1 });
         v = reference_swap(&v, t, l - 1);
-        go(Step::GlobalSwap { t, q: 0 });
+        go(PhysicalGate::GlobalSwap { t, q: 0 });
         v = reference_swap(&v, t, 0);
     }
     largest_difference(&reg, ranks, &v)
@@ -148,10 +148,10 @@ fn the_wrong_partner_and_the_wrong_half_are_caught() {
         reg.init(&model).unwrap();
         let t = 7;
         if fault == Fault::WrongPartner {
-            step::run(&mut reg, &Step::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), Some(fault)).unwrap();
+            step::run(&mut reg, &PhysicalGate::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), Some(fault)).unwrap();
             model.h(t);
         } else {
-            step::run(&mut reg, &Step::GlobalSwap { t, q: 6 }, Some(Wire::Cpu), Some(fault)).unwrap();
+            step::run(&mut reg, &PhysicalGate::GlobalSwap { t, q: 6 }, Some(Wire::Cpu), Some(fault)).unwrap();
             model.swap(t, 6);
         }
         assert!(reg.count_wrong(&model, 0.0).unwrap() > 0, "{fault:?}");
@@ -166,9 +166,9 @@ fn a_correct_run_checks_clean_in_single_precision() {
     let mut model = ProductState::new(12);
     reg.init(&model).unwrap();
     for t in 10..12 {
-        step::run(&mut reg, &Step::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), None).unwrap();
+        step::run(&mut reg, &PhysicalGate::GlobalU { t, m: hadamard() }, Some(Wire::Cpu), None).unwrap();
         model.h(t);
-        step::run(&mut reg, &Step::GlobalSwap { t, q: 9 }, Some(Wire::Cpu), None).unwrap();
+        step::run(&mut reg, &PhysicalGate::GlobalSwap { t, q: 9 }, Some(Wire::Cpu), None).unwrap();
         model.swap(t, 9);
     }
     assert_eq!(reg.count_wrong(&model, 0.0).unwrap(), 0);
@@ -358,9 +358,12 @@ fn a_plan_answers_for_gpus_this_node_does_not_have() {
     assert!(text.contains("every figure above is projected, not measured: from profile h200x8-ndr"), "{text}");
     assert!(text.contains("CUDAQ_GLOBAL_INDEX_BITS=3") && text.contains("mpirun -np 8"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
-    // A plan must say what it projects from; the cpu profile states no machine.
-    let o = common::qbench(&["exchange", "--plan", "--qubits", "30"]);
-    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    // Without a source, this node measured first, and said; the cpu profile
+    // states no machine.
+    let v = json(&common::qbench(&["exchange", "--plan", "--qubits", "14", "-g", "1,2", "--json"]));
+    let from = v["plan_figures"]["source"].as_str().unwrap();
+    assert!(from.starts_with("measured: this node, measured now"), "{from}");
+    assert!(v["forecasts"].as_array().unwrap().iter().all(|r| r["source"] == from), "{v}");
     let o = plan("30", &["--profile", "cpu"]);
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
 }
@@ -449,4 +452,39 @@ fn a_simulators_one_gpu_time_is_priced_spread_from_a_record_of_one_rank() {
         assert!(err.contains(says) && err.trim().lines().count() == 1, "{args:?}: {err}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Registers past what a count can hold, and records whose figures cannot
+/// be measurements, are one line and exit 2; 59 qubits in double is still
+/// a register (8 EiB), which no count here holds.
+#[test]
+fn a_plan_refuses_what_cannot_be_counted_or_measured() {
+    let plan = |args: &[&str]| common::qbench(&[&["exchange", "--plan", "--profile", "h200x8-ndr"][..], args].concat());
+    for q in ["60", "2..4294967295", "64"] {
+        let o = plan(&["--qubits", q, "-g", "1"]);
+        let err = common::stderr(&o);
+        assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{q}: {err}");
+        assert!(err.contains("past any machine"), "{err}");
+    }
+    let o = plan(&["--qubits", "59", "-g", "1", "--json"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["forecasts"][0]["fits"], false, "{v}");
+    assert_eq!(v["forecasts"][0]["bytes_per_gpu"], 1u64 << 63, "{v}");
+    assert!(v["forecasts"][0]["verdict"].as_str().unwrap().contains("8.0 EiB"), "{v}");
+    // A record whose time is negative is named, file and place.
+    let dir = std::env::temp_dir().join(format!("qbench-poisoned-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = dir.join("one.json");
+    let o =
+        common::qbench(&["exchange", "--transport", "cpu", "--qubits", "10", "-n", "1", "-J", rec.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    v["registers"][0]["classes"][0]["time_s"] = serde_json::json!(-1.0);
+    std::fs::write(&rec, v.to_string()).unwrap();
+    let o = common::qbench(&["exchange", "--plan", "--from", rec.to_str().unwrap(), "--qubits", "12"]);
+    let err = common::stderr(&o);
+    assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("registers[0].classes[0].time_s is -1"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -135,6 +135,8 @@ mod tests {
             nodes: vec!["n".into()],
             rank_nodes: Vec::new(),
             rows,
+            spent: Vec::new(),
+            tolerance: Default::default(),
             verdict: None,
             init: None,
         }

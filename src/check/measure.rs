@@ -9,6 +9,7 @@ use super::steps::Scope;
 use crate::error::{Error, Result};
 use crate::record::check::{Row, Status, host_of};
 use crate::session::Session;
+use crate::stats::Summary;
 use std::time::Instant;
 
 fn row(step: &Step, node: &str, found: String, status: Status, fix: String) -> Row {
@@ -99,16 +100,7 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
     // A step across the job speaks through rank 0.
     let speak = |rows: Vec<Row>| if across && world.rank() != 0 { Vec::new() } else { rows };
     if kind.uses_gpus() && if across { super::any(cx.session, cx.short_of_gpus) } else { cx.short_of_gpus } {
-        let mut r = row(
-            step,
-            name,
-            "not run: fewer GPUs than the profile's facts want (fact: gpu count)".into(),
-            Status::Fail,
-            "a GPU is missing, or this is not the profile of this node: check nvidia-smi, or name the right --profile"
-                .into(),
-        );
-        r.missing = true;
-        return Ok(speak(vec![r]));
+        return Ok(speak(vec![short_of_gpus(step, name)]));
     }
     let solo;
     let session = if alone {
@@ -117,6 +109,37 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
     } else {
         cx.session
     };
+    let how = Attempts { name, across, shared: cx.shared_gpus.filter(|_| alone) };
+    Ok(speak(attempts(step, cx, session, &how)?))
+}
+
+/// The FAIL of a GPU step on a node with fewer GPUs than the profile's facts want.
+fn short_of_gpus(step: &Step, name: &str) -> Row {
+    let mut r = row(
+        step,
+        name,
+        "not run: fewer GPUs than the profile's facts want (fact: gpu count)".into(),
+        Status::Fail,
+        "a GPU is missing, or this is not the profile of this node: check nvidia-smi, or name the right --profile"
+            .into(),
+    );
+    r.missing = true;
+    r
+}
+
+/// How a step's attempts are made and named.
+struct Attempts<'a> {
+    /// The rows' node: this process's, its host's, or "all".
+    name: &'a str,
+    /// Across the job: rank 0 decides each retry for every process.
+    across: bool,
+    /// The processes sharing the node's GPUs, where this one measures alone for them.
+    shared: Option<usize>,
+}
+
+/// Samples the step until it passes, its retries are used or the level's
+/// budget is spent: the last attempt's rows.
+fn attempts(step: &Step, cx: &Context, session: &Session, how: &Attempts) -> Result<Vec<Row>> {
     let samples = cx.samples.unwrap_or_else(|| step.samples(&cx.profile.profile));
     let mut attempts: u32 = 0;
     loop {
@@ -125,13 +148,13 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
             Ok(f) => f,
             Err(e) if e.is_interruption() => return Err(e),
             Err(e) => {
-                let mut r = failed(step, name, &e);
+                let mut r = failed(step, how.name, &e);
                 r.attempts = attempts;
-                return Ok(speak(vec![r]));
+                return Ok(vec![r]);
             }
         };
-        let mut rows: Vec<Row> = taken.iter().map(|t| judged(step, cx.profile, name, t, attempts)).collect();
-        if let (true, Some(n)) = (alone, cx.shared_gpus) {
+        let mut rows: Vec<Row> = taken.iter().map(|t| judged(step, cx.profile, how.name, t, attempts)).collect();
+        if let Some(n) = how.shared {
             for r in &mut rows {
                 r.found = format!("{} (once for the node: {n} processes share its GPUs)", r.found);
             }
@@ -141,7 +164,7 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
         let in_time = Instant::now() < cx.deadline;
         let retry = failing && left && in_time;
         // A retry of a step across processes is rank 0's decision for all.
-        if if across { super::agree(session, retry) } else { retry } {
+        if if how.across { super::agree(session, retry) } else { retry } {
             continue;
         }
         if failing && left && !in_time {
@@ -153,7 +176,7 @@ pub fn run(step: &Step, cx: &Context) -> Result<Vec<Row>> {
                 );
             }
         }
-        return Ok(speak(rows));
+        return Ok(rows);
     }
 }
 
@@ -190,7 +213,7 @@ fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Take
         .into_iter()
         .map(|run| {
             let samples: Vec<f64> = run.iter().map(|(_, v, _)| *v).collect();
-            let median = median(&samples);
+            let median = Summary::of(&samples).median;
             let nearest = run.iter().min_by(|a, b| (a.1 - median).abs().total_cmp(&(b.1 - median).abs()));
             Taken {
                 place: nearest.and_then(|(p, _, _)| p.clone()),
@@ -200,17 +223,6 @@ fn sample(step: &Step, session: &Session, n: u32, slow: bool) -> Result<Vec<Take
             }
         })
         .collect())
-}
-
-/// The median (the mean of the middle two of an even count).
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 fn judged(step: &Step, profile: &Profile, node: &str, f: &Taken, attempts: u32) -> Row {

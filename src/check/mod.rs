@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::interrupt;
 use crate::libs::Library;
-use crate::record::check::{CheckRun, KIND, Row, Status};
+use crate::record::check::{CheckRun, FACTS, KIND, Row, START, Spent, Status};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::workload::Job;
@@ -38,6 +38,8 @@ pub struct CheckPlan {
     pub init: Option<PathBuf>,
     /// Samples every step takes (`--samples`), over the profile's.
     pub samples: Option<u32>,
+    /// `--history DIR`: each node's line of the record appended there.
+    pub history: Option<PathBuf>,
     /// `QBENCH_CORRUPT=slow:RANK`: the rank whose figures are taken as worse.
     pub fault: Option<Fault>,
 }
@@ -46,6 +48,12 @@ impl CheckPlan {
     /// The steps of the plan's level, in the profile's order.
     pub fn steps(&self) -> impl Iterator<Item = &profile::Step> {
         self.profile.steps.iter().filter(|s| s.level <= self.level)
+    }
+
+    /// The tolerance `step` is held to against a baseline and its history:
+    /// its own, else the profile's.
+    pub fn tolerance(&self, step: &profile::Step) -> profile::Tolerance {
+        step.baseline.unwrap_or(self.profile.baseline)
     }
 
     /// Err when the baseline measured none of the steps this check runs:
@@ -125,6 +133,8 @@ fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) ->
         nodes: Vec::new(),
         rank_nodes: Vec::new(),
         rows: Vec::new(),
+        spent: Vec::new(),
+        tolerance: plan.steps().map(|s| (s.name.clone(), plan.tolerance(s))).collect(),
         init: None,
         verdict: None,
     };
@@ -133,7 +143,14 @@ fn run(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>) ->
     if result.is_ok() {
         out.settle();
     }
-    Outcome::new(out, result)
+    let mut outcome = Outcome::new(out, result);
+    // A finished run's lines, each node's by the node's first process.
+    if let (Some(dir), None) = (&plan.history, &outcome.error)
+        && let Err(e) = crate::record::history::append(dir, &outcome.record, session.world().rank())
+    {
+        outcome.error = Some(e);
+    }
+    outcome
 }
 
 fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, out: &mut CheckRun) -> Result<()> {
@@ -157,73 +174,130 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
     out.nodes = out.rank_nodes.clone();
     out.nodes.dedup();
     obs.begin(out);
-    // (position in the run, row): every process's rows, sorted at the end.
-    let mut mine: Vec<(usize, Row)> = Vec::new();
-    mine.extend(facts::judge(&plan.profile.facts, &facts, &node)?.into_iter().map(|r| (0, r)));
+    let mut mine = Mine::default();
+    mine.rows.extend(facts::judge(&plan.profile.facts, &facts, &node)?.into_iter().map(|r| (0, r)));
+    if let Some(age) = process_age(start) {
+        mine.spent.push((0, Spent { step: START.into(), node: node.clone(), seconds: age }));
+    }
+    mine.spent.push((0, Spent { step: FACTS.into(), node: node.clone(), seconds: start.elapsed().as_secs_f64() }));
+    let cx = context(plan, session, &node, &facts, start);
+    run_steps(plan, &cx, start, &mut mine)?;
+    out.elapsed_s = start.elapsed().as_secs_f64();
+    (out.rows, out.spent) = gather(session, mine)?;
+    for r in out.rows.clone() {
+        obs.part(out, &r);
+    }
+    match &plan.init {
+        Some(path) => init(plan, out, &facts, path, world.rank()),
+        None => Ok(()),
+    }
+}
+
+/// What every step runs with on this process: the node, whether it is
+/// short of GPUs or shares them, the samples and the level's deadline.
+fn context<'a>(
+    plan: &'a CheckPlan,
+    session: &'a Session,
+    node: &'a str,
+    facts: &crate::probe::collect::Facts,
+    start: Instant,
+) -> measure::Context<'a> {
+    let world = session.world();
     // More processes on a node than it has GPUs: they would share them.
     let gpus = facts.gpu.gpus.len();
     let sharing = if gpus > 0 && world.local_size() > gpus { world.local_size() } else { 0 };
     let sharing = world.max_f64(&[sharing as f64])[0] as usize;
-    let cx = measure::Context {
+    measure::Context {
         profile: &plan.profile,
         session,
-        node: &node,
+        node,
         short_of_gpus: plan.profile.facts.gpu_count.is_some_and(|n| gpus < n),
         shared_gpus: (sharing > 0).then_some(sharing),
-        samples: plan.samples,
+        samples: plan.samples.or(plan.level.samples()),
         slow: matches!(plan.fault, Some(Fault::Slow(r)) if r == world.rank()),
         deadline: start + std::time::Duration::from_secs(plan.profile.levels.of(plan.level)),
-    };
+    }
+}
+
+/// This process's rows and seconds, each with its position in the run
+/// (0 for the facts, then the steps in order), sorted when gathered.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Mine {
+    rows: Vec<(usize, Row)>,
+    spent: Vec<(usize, Spent)>,
+}
+
+/// Runs the level's steps in order, each judged against its bound and the
+/// baseline, each timed where this process speaks for it; a step that
+/// would start after the level's budget is spent is not run (a WARN).
+fn run_steps(plan: &CheckPlan, cx: &measure::Context, start: Instant, mine: &mut Mine) -> Result<()> {
     let budget = plan.profile.levels.of(plan.level) as f64;
     for (i, step) in plan.steps().enumerate() {
         interrupt::check()?;
         interrupt::step(format!("check: {}", step.name));
-        let spent = start.elapsed().as_secs_f64();
+        let began = Instant::now();
         // Every process must take the same path through steps that span them.
-        let over = agree(session, spent > budget);
+        let over = agree(cx.session, start.elapsed().as_secs_f64() > budget);
         let rows = if plan.sysfs_root.is_some() {
-            vec![measure::skipped(step, &node, "not measured: facts only (--sysfs-root)")]
+            vec![measure::skipped(step, cx.node, "not measured: facts only (--sysfs-root)")]
         } else if over {
-            vec![measure::skipped(
-                step,
-                &node,
-                &format!("not run: the {} level's {budget:.0} s were spent", plan.level.name()),
-            )]
+            let why = format!("not run: the {} level's {budget:.0} s were spent", plan.level.name());
+            vec![measure::skipped(step, cx.node, &why)]
         } else {
-            measure::run(step, &cx)?
+            measure::run(step, cx)?
         };
+        if !rows.is_empty() {
+            let seconds = began.elapsed().as_secs_f64();
+            mine.spent.push((i + 1, Spent { step: step.name.clone(), node: cx.node.into(), seconds }));
+        }
         for mut r in rows {
-            let tolerance = step.baseline.as_ref().unwrap_or(&plan.profile.baseline);
-            judge::baseline(&mut r, plan.baseline.as_ref().map(|(_, b)| b), tolerance);
+            judge::baseline(&mut r, plan.baseline.as_ref().map(|(_, b)| b), &plan.tolerance(step));
             if r.status == Status::Skip && over {
                 r.status = Status::Warn;
                 r.fix = format!("run a higher level, or raise the {} budget in the profile", plan.level.name());
             }
-            mine.push((i + 1, r));
-        }
-    }
-    out.elapsed_s = start.elapsed().as_secs_f64();
-    out.rows = gather_rows(session, mine)?;
-    for r in out.rows.clone() {
-        obs.part(out, &r);
-    }
-    if let Some(path) = &plan.init {
-        let failing: Vec<&str> =
-            out.rows.iter().filter(|r| r.status == Status::Fail).map(|r| r.step.as_str()).collect();
-        if !failing.is_empty() {
-            return Err(Error::Usage(format!(
-                "--init: no profile written: this node is not ready ({}), and a profile of it would expect what is wrong",
-                failing.join(", ")
-            )));
-        }
-        if world.rank() == 0 {
-            out.init = Some(write_profile(path, plan, out, &facts)?);
+            mine.rows.push((i + 1, r));
         }
     }
     Ok(())
 }
 
-/// Rank 0's answer, on every rank.
+/// Seconds from this process's start to `now`: what loading the libraries
+/// and joining the MPI world took before the check began (Linux: the
+/// process's start in clock ticks after boot, the 22nd field of
+/// /proc/self/stat, against /proc/uptime).
+fn process_age(now: Instant) -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command's name (field 2) may hold spaces: count after its ')'.
+    let started: f64 = stat[stat.rfind(')')? + 1..].split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime").ok()?.split_whitespace().next()?.parse().ok()?;
+    // SAFETY: sysconf reads one of the system's constants.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| (uptime - started / hz as f64 - now.elapsed().as_secs_f64()).max(0.0))
+}
+
+/// `--init`: a profile of this node, written by rank 0, refused on a node
+/// that is not ready.
+fn init(
+    plan: &CheckPlan,
+    out: &mut CheckRun,
+    facts: &crate::probe::collect::Facts,
+    path: &PathBuf,
+    rank: usize,
+) -> Result<()> {
+    let failing: Vec<&str> = out.rows.iter().filter(|r| r.status == Status::Fail).map(|r| r.step.as_str()).collect();
+    if !failing.is_empty() {
+        return Err(Error::Usage(format!(
+            "--init: no profile written: this node is not ready ({}), and a profile of it would expect what is wrong",
+            failing.join(", ")
+        )));
+    }
+    if rank == 0 {
+        out.init = Some(write_profile(path, plan, out, facts)?);
+    }
+    Ok(())
+}
+
 /// Whether any process says yes.
 fn any(session: &Session, mine: bool) -> bool {
     session.world().max_f64(&[if mine { 1.0 } else { 0.0 }])[0] > 0.0
@@ -246,17 +320,20 @@ fn gather_strings(session: &Session, mine: &str) -> Result<Vec<String>> {
     Ok(all)
 }
 
-/// Every process's rows in step order, then node order.
-fn gather_rows(session: &Session, mine: Vec<(usize, Row)>) -> Result<Vec<Row>> {
+/// Every process's rows and seconds in step order, then node order.
+fn gather(session: &Session, mine: Mine) -> Result<(Vec<Row>, Vec<Spent>)> {
     let bytes = serde_json::to_vec(&mine).map_err(|e| Error::Runtime(format!("cannot encode the rows: {e}")))?;
-    let mut all: Vec<(usize, Row)> = Vec::new();
+    let mut all = Mine::default();
     for b in session.world().all_gather(&bytes) {
-        let rows: Vec<(usize, Row)> =
+        let theirs: Mine =
             serde_json::from_slice(&b).map_err(|e| Error::Runtime(format!("cannot decode a node's rows: {e}")))?;
-        all.extend(rows);
+        all.rows.extend(theirs.rows);
+        all.spent.extend(theirs.spent);
     }
-    all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.node.cmp(&b.1.node)));
-    Ok(all.into_iter().map(|(_, r)| r).collect())
+    all.rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.node.cmp(&b.1.node)));
+    // The start before the facts, then the steps.
+    all.spent.sort_by_key(|s| (s.0, s.1.step != START, s.1.node.clone()));
+    Ok((all.rows.into_iter().map(|(_, r)| r).collect(), all.spent.into_iter().map(|(_, s)| s).collect()))
 }
 
 /// A profile of this node: its facts and a `[match]` for it, every

@@ -8,6 +8,8 @@
 use super::steps::{BadKey, Keys, StepKind};
 use crate::error::{Error, Result};
 use crate::probe::checks::wanted::Devices;
+/// How far below a baseline a step may fall, as fractions of it.
+pub use crate::record::check::Tolerance;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,10 +25,14 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("mlx4-fdr", include_str!("../../profiles/mlx4-fdr.toml")),
 ];
 
-/// How long a check may run at each level.
+/// How long a check may run at each level. Each level runs the steps of
+/// the levels below it too: a step marked `prolog` runs at every level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
+    /// Before every job (a Slurm Prolog): the facts and one sample of each
+    /// step marked `prolog`, in seconds.
+    Prolog,
     Quick,
     Standard,
     Full,
@@ -35,19 +41,28 @@ pub enum Level {
 impl Level {
     pub fn parse(text: &str) -> Result<Level> {
         match text {
+            "prolog" => Ok(Level::Prolog),
             "quick" => Ok(Level::Quick),
             "standard" => Ok(Level::Standard),
             "full" => Ok(Level::Full),
-            _ => Err(Error::Usage(format!("unknown level '{text}': use quick, standard or full"))),
+            _ => Err(Error::Usage(format!("unknown level '{text}': use prolog, quick, standard or full"))),
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
+            Level::Prolog => "prolog",
             Level::Quick => "quick",
             Level::Standard => "standard",
             Level::Full => "full",
         }
+    }
+
+    /// Samples each step takes at this level where `--samples` does not
+    /// say: one at `prolog` (a short sample of each path), else the step's
+    /// or the profile's.
+    pub fn samples(self) -> Option<u32> {
+        (self == Level::Prolog).then_some(1)
     }
 }
 
@@ -116,18 +131,30 @@ pub struct Match {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Budgets {
+    /// The `prolog` level's, where the profile has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prolog: Option<u64>,
     pub quick: u64,
     pub standard: u64,
     pub full: u64,
 }
 
 impl Budgets {
+    /// The level's budget: a profile without a `prolog` one gives its
+    /// prolog quick's (and `check --level prolog` refuses it first).
     pub fn of(&self, level: Level) -> u64 {
         match level {
+            Level::Prolog => self.prolog.unwrap_or(self.quick),
             Level::Quick => self.quick,
             Level::Standard => self.standard,
             Level::Full => self.full,
         }
+    }
+
+    /// The levels this profile gives a budget.
+    pub fn levels(&self) -> impl Iterator<Item = Level> + '_ {
+        let all = [Level::Prolog, Level::Quick, Level::Standard, Level::Full];
+        all.into_iter().filter(|l| *l != Level::Prolog || self.prolog.is_some())
     }
 }
 
@@ -167,20 +194,6 @@ impl Facts {
     pub fn rdma_devices(&self) -> Result<Devices> {
         Devices::new(self.rdma_devices.as_deref().unwrap_or_default())
             .map_err(|e| Error::Usage(format!("rdma_devices: {e}")))
-    }
-}
-
-/// How far below a baseline a step may fall, as fractions of it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Tolerance {
-    pub warn: f64,
-    pub fail: f64,
-}
-
-impl Default for Tolerance {
-    fn default() -> Tolerance {
-        Tolerance { warn: 0.05, fail: 0.10 }
     }
 }
 
@@ -421,12 +434,13 @@ fn validate(p: &Profile) -> std::result::Result<(), (String, BadKey)> {
     }
     // A level's budget holds what its steps say they cost, every sample
     // and retry taken.
-    for level in [Level::Quick, Level::Standard, Level::Full] {
+    for level in p.levels.levels() {
+        let samples = |s: &Step| f64::from(level.samples().unwrap_or_else(|| s.samples(&p.profile)));
         let cost: f64 = p
             .steps
             .iter()
             .filter(|s| s.level <= level)
-            .filter_map(|s| Some(s.seconds? * f64::from(s.samples(&p.profile)) * f64::from(1 + s.retries)))
+            .filter_map(|s| Some(s.seconds? * samples(s) * f64::from(1 + s.retries)))
             .sum();
         let budget = p.levels.of(level) as f64;
         if cost > budget {
@@ -505,6 +519,33 @@ mod tests {
         assert!(e.message().starts_with("profile z.toml:1"), "{e}");
         assert!(load("/nonexistent/p.toml").unwrap_err().message().contains("cannot read profile"));
         assert!(load("no-such-profile").unwrap_err().message().contains("built-in profile"));
+    }
+
+    /// A prolog budget holds one sample of each step marked prolog; the
+    /// steps of the prolog run at every level; a profile may have none.
+    #[test]
+    fn the_prolog_level_is_one_sample_of_its_steps_within_its_budget() {
+        let cpu = BUILT_IN[0].1;
+        let p = parse(cpu, "cpu.toml").unwrap();
+        assert_eq!(p.levels.levels().collect::<Vec<_>>(), [Level::Prolog, Level::Quick, Level::Standard, Level::Full]);
+        assert!(p.steps.iter().filter(|s| s.level == Level::Prolog).count() >= 3);
+        assert!(Level::Prolog < Level::Quick && Level::parse("prolog").unwrap() == Level::Prolog);
+        assert_eq!((Level::Prolog.samples(), Level::Quick.samples()), (Some(1), None));
+        // Each prolog step costs 3 s a sample: three of them fit 10 s once
+        // each at prolog, five times each (the profile's samples) at quick.
+        let costly = cpu.replace("level = \"prolog\"\n", "level = \"prolog\"\nseconds = 3\n");
+        let cost = |prolog: &str, quick: &str| {
+            parse(&costly.replace("prolog = 10", prolog).replace("quick = 60", quick), "c.toml").map(|_| ())
+        };
+        assert!(cost("prolog = 10", "quick = 60").is_ok());
+        let e = cost("prolog = 8", "quick = 60").unwrap_err();
+        assert!(e.message().contains("c.toml:") && e.message().contains("prolog: its steps cost 9 s"), "{e}");
+        let e = cost("prolog = 10", "quick = 40").unwrap_err();
+        assert!(e.message().contains("quick: its steps cost 45 s"), "{e}");
+        // No prolog budget: the level is not among the profile's.
+        let none = parse(&cpu.replace("prolog = 10\n", ""), "n.toml").unwrap();
+        assert_eq!(none.levels.levels().next(), Some(Level::Quick));
+        assert_eq!(none.levels.of(Level::Prolog), none.levels.quick);
     }
 
     #[test]

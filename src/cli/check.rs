@@ -16,7 +16,7 @@ pub struct CheckArgs {
     /// A built-in profile or a TOML file (default: the built-in profile matching this node's GPUs)
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<String>,
-    /// quick, standard or full: which steps run, within the profile's time budget for the level
+    /// prolog, quick, standard or full: which steps run, within the profile's time budget for the level (prolog: before every job, one sample of each step the profile marks prolog)
     #[arg(long, default_value = "quick")]
     pub level: String,
     /// Hold the measurements against an earlier --save-baseline of this node or one of its kind (a check of the same profile); each step against the same step of the same node, else of a node of the baseline; a baseline that compares nothing is refused
@@ -34,6 +34,9 @@ pub struct CheckArgs {
     /// Samples every step takes, over the profile's `samples`; the median is judged, and a baseline keeps them all
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub samples: Option<u32>,
+    /// Append this run's record to DIR/NODE.jsonl, one JSON line per node, for `qbench show --history DIR` (the directory is made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub history: Option<PathBuf>,
     /// Judge the facts read under this directory instead of / and measure nothing (fixture trees)
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
@@ -62,6 +65,15 @@ impl CheckArgs {
                 profile::choose(&names)?
             }
         };
+        if level == profile::Level::Prolog && profile.levels.prolog.is_none() {
+            return Err(Error::Usage(format!(
+                "profile {} has no prolog level: give it `prolog = SECONDS` under [levels] and `level = \"prolog\"` on the steps a job's Prolog runs, or use --level quick",
+                profile.profile.name
+            )));
+        }
+        if let Some(dir) = &self.history {
+            crate::record::history::prepare(dir)?;
+        }
         let baseline = match &self.baseline {
             None => None,
             Some(path) => match crate::record::read(path)? {
@@ -93,6 +105,7 @@ impl CheckArgs {
             sysfs_root: self.sysfs_root.clone(),
             init: self.init.clone(),
             samples: self.samples,
+            history: self.history.clone(),
             fault,
         };
         plan.check_baseline()?;
@@ -106,5 +119,28 @@ impl CheckArgs {
         output.json_files.extend(self.save_baseline.iter().cloned());
         output.quiet = quiet;
         output
+    }
+}
+
+/// `qbench show --history DIR`: what a check's `--history` gathered.
+#[derive(Args, Debug, Clone)]
+pub struct HistoryArgs {
+    /// Print each check step's trend on each node from the lines `check --history DIR` appended: its last runs, least, median and last figures, flagged DRIFT when it got worse by more than the step's baseline tolerance over them (before its floor is crossed), FAIL when its last run failed
+    #[arg(long, value_name = "DIR", conflicts_with = "files")]
+    pub history: Option<PathBuf>,
+    /// The runs of each node the trends span (the last N lines of each node's file)
+    #[arg(long, value_name = "N", requires = "history", default_value_t = 10,
+          value_parser = clap::value_parser!(u16).range(crate::record::history::MIN_RUNS as i64..=10_000))]
+    pub last: u16,
+}
+
+impl HistoryArgs {
+    /// The trends' text, where `--history` was given.
+    pub fn render(&self) -> Option<Result<String>> {
+        let dir = self.history.as_ref()?;
+        Some(crate::record::history::read(dir, usize::from(self.last)).map(|h| {
+            let trends = crate::record::history::trends(&h);
+            crate::report::check::history(&dir.display().to_string(), &h, &trends)
+        }))
     }
 }

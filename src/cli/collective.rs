@@ -5,8 +5,8 @@
 use super::{OutputArgs, size_arg};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
-use crate::record::collective::{Average, Register, TransportKind};
-use crate::units::Step;
+use crate::record::collective::{Average, Registration, TransportKind};
+use crate::units::Growth;
 use crate::workload::collective::Kind;
 use crate::workload::collective::plan::{CollectivePlan, Options};
 use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
@@ -190,7 +190,7 @@ impl CollArgs {
             ngpus: self.ngpus as usize,
             minbytes: self.minbytes,
             maxbytes: self.maxbytes,
-            step: if self.stepfactor > 1 { Step::Factor(self.stepfactor) } else { Step::Bytes(self.stepbytes) },
+            step: if self.stepfactor > 1 { Growth::Factor(self.stepfactor) } else { Growth::Bytes(self.stepbytes) },
             warmup_iters: self.warmup_iters,
             iters: self.iters,
             agg_iters: self.agg_iters,
@@ -210,7 +210,7 @@ impl CollArgs {
             per_iter_timing: self.per_iter_timing == 1,
             per_iter_skip: self.per_iter_skip,
             memory_report: self.memory == 1,
-            register: Register::from_code(self.local_register).unwrap_or_default(),
+            register: Registration::from_code(self.local_register).unwrap_or_default(),
             cta_policy: self.cta_policy.map(i32::from),
         })
     }

@@ -4,9 +4,9 @@
 use super::{OutputArgs, size_arg};
 use crate::error::{Error, Result};
 use crate::record::exchange::ExchangeRun;
-use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::statevec::schedule::Schedule;
+use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::Wire;
 use crate::workload::exchange::decision::Against;
 use crate::workload::exchange::model::Machine;
@@ -68,7 +68,7 @@ pub struct ExchangeArgs {
     /// Records of `qbench exchange -g 1` on the same register whose circuits are the one-GPU time the verdict compares with (for ranks under mpirun, which do not measure it); taken over one measured here
     #[arg(long, value_name = "RUN.json", num_args = 1.., conflicts_with = "plan")]
     pub one_gpu_from: Vec<std::path::PathBuf>,
-    /// Measure nothing: project every -g count (total ranks) from --profile's machine figures or --from records, every schedule and wire asked for (default: all the source knows)
+    /// Project every -g count (total ranks) from --profile's machine figures or --from records (neither: this node, measured briefly first), every schedule and wire asked for (default: all the source knows)
     #[arg(long)]
     pub plan: bool,
     /// With --plan: a built-in profile or a TOML file whose [machine] figures the projection uses (a file may hold [machine] alone)
@@ -96,13 +96,14 @@ impl ExchangeArgs {
             .collect()
     }
 
-    /// The figures `--plan` projects from: a profile's `[machine]` or records.
-    fn machine(&self, records: &[(String, ExchangeRun)]) -> Result<Machine> {
+    /// The figures `--plan` projects from: a profile's `[machine]` or
+    /// records; None: this node's, measured first.
+    fn machine(&self, records: &[(String, ExchangeRun)]) -> Result<Option<Machine>> {
         if let Some(spec) = &self.profile {
             if let Some((name, text)) = crate::check::profile::BUILT_IN.iter().find(|(n, _)| n == spec) {
                 let (m, _) = MachineFigures::from_toml(text, &format!("profiles/{name}.toml"))
                     .map_err(|e| Error::Usage(format!("profile {name}: {}", e.message())))?;
-                return Ok(Machine::of_figures(&format!("profile {name}"), &m));
+                return Ok(Some(Machine::of_figures(&format!("profile {name}"), &m)));
             }
             let text = crate::input::read(
                 std::path::Path::new(spec),
@@ -110,22 +111,24 @@ impl ExchangeArgs {
                 crate::input::PROFILE_BYTES,
             )?;
             let (m, name) = MachineFigures::from_toml(&text, spec)?;
-            return Ok(Machine::of_figures(&format!("profile {}", name.unwrap_or_else(|| spec.clone())), &m));
+            return Ok(Some(Machine::of_figures(&format!("profile {}", name.unwrap_or_else(|| spec.clone())), &m)));
         }
         if records.is_empty() {
-            return Err(Error::Usage(
-                "--plan projects from something: --profile NAME|FILE (a machine's figures, [machine] alone will do) or --from RUN.json (a measured run)".into(),
-            ));
+            return Ok(None);
         }
-        Machine::of_runs(records)
+        Machine::of_runs(records).map(Some)
     }
 
     pub fn plan(&self) -> Result<ExchangePlan> {
         let ops = GlobalOp::parse_list(&self.pattern)?;
         let records = if self.plan { self.records()? } else { Vec::new() };
         let from_records = |f: &dyn Fn(&ExchangeRun) -> Vec<String>| -> Vec<String> {
-            let mut out: Vec<String> = records.iter().flat_map(|(_, r)| f(r)).collect();
-            out.dedup();
+            let mut out: Vec<String> = Vec::new();
+            for name in records.iter().flat_map(|(_, r)| f(r)) {
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            }
             out
         };
         let circuit = match &self.circuit {

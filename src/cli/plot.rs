@@ -38,6 +38,8 @@ impl PlotArgs {
 #[derive(Args, Debug, Clone)]
 pub struct ShowArgs {
     /// JSON records written by -J or --json, of any kind
-    #[arg(required = true, value_name = "FILE.json")]
+    #[arg(required_unless_present = "history", value_name = "FILE.json")]
     pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub history: super::check::HistoryArgs,
 }

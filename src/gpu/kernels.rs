@@ -7,9 +7,13 @@
 //! same build (docs/kernels-roofline.md). For a GPU newer than the NVRTC at
 //! hand it builds PTX for the newest architecture that NVRTC knows, which
 //! the driver compiles for the GPU when loading it; [`built`] says which of
-//! the two each source's kernels are.
+//! the two each source's kernels are. What NVRTC builds is kept on disk
+//! (`cache.rs`) and loaded from there by later runs.
+
+mod cache;
 
 use super::{Gpu, cuda_err};
+use cache::Key;
 use crate::error::{Error, Result};
 use crate::statevec::layout::SLOW_PARTNER_BYTES;
 use cudarc::driver::sys::CUdevice_attribute as Attr;
@@ -123,15 +127,52 @@ pub(crate) fn nvrtc_facts() -> ((i32, i32), Vec<i32>) {
     (version, archs)
 }
 
+/// NVRTC's options for `target`, `extra` after qbench's own.
+fn options(target: Target, extra: &[&str]) -> Vec<String> {
+    let mut options = vec![target.option(), "--std=c++14".to_string(), format!("-DQB_VECTORS={VECTORS}")];
+    options.extend(extra.iter().map(|o| o.to_string()));
+    options
+}
+
+/// What NVRTC built: machine code, or PTX's text.
+#[derive(Debug, Clone)]
+enum Code {
+    Cubin(Vec<u8>),
+    Ptx(String),
+}
+
+impl Code {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Code::Cubin(b) => b,
+            Code::Ptx(t) => t.as_bytes(),
+        }
+    }
+
+    /// The code of `target` from its bytes; None for PTX that is no text.
+    fn of(target: Target, bytes: Vec<u8>) -> Option<Code> {
+        match target {
+            Target::Cubin(_) => Some(Code::Cubin(bytes)),
+            Target::Ptx(_) => String::from_utf8(bytes).ok().map(Code::Ptx),
+        }
+    }
+
+    fn ptx(self) -> Ptx {
+        match self {
+            Code::Cubin(b) => Ptx::from_binary(b),
+            Code::Ptx(t) => Ptx::from_src(t),
+        }
+    }
+}
+
 /// Compiles `source` for `target` with `extra` options after qbench's own:
 /// its cubin or PTX, and NVRTC's log.
-fn compile(name: &str, source: &str, target: Target, extra: &[&str]) -> Result<(Ptx, String)> {
+fn compile(name: &str, source: &str, target: Target, extra: &[&str]) -> Result<(Code, String)> {
     let fail = |what: String| Error::Runtime(format!("NVRTC could not compile {name}: {what}"));
     let src = CString::new(source).map_err(|_| fail("the source holds a NUL byte".into()))?;
     let cname = CString::new(name).map_err(|_| fail("the name holds a NUL byte".into()))?;
     let prog = nvrtc::create_program(&src, Some(&cname)).map_err(|e| fail(format!("{e:?}")))?;
-    let mut options = vec![target.option(), "--std=c++14".to_string(), format!("-DQB_VECTORS={VECTORS}")];
-    options.extend(extra.iter().map(|o| o.to_string()));
+    let options = options(target, extra);
     // SAFETY: `prog` was just created and is destroyed once, below; `src`
     // and `cname` outlive it. The output buffers are sized by NVRTC's own
     // size calls before each copy.
@@ -148,11 +189,11 @@ fn compile(name: &str, source: &str, target: Target, extra: &[&str]) -> Result<(
                 nvrtc_sys::nvrtcGetCUBIN(prog, bin.as_mut_ptr() as *mut c_char)
                     .result()
                     .map_err(|e| fail(format!("{e:?}")))?;
-                Ok(Ptx::from_binary(bin))
+                Ok(Code::Cubin(bin))
             }
             Target::Ptx(_) => {
                 let text = nvrtc::get_ptx(prog).map_err(|e| fail(format!("{e:?}")))?;
-                Ok(Ptx::from_src(CStr::from_ptr(text.as_ptr()).to_string_lossy().into_owned()))
+                Ok(Code::Ptx(CStr::from_ptr(text.as_ptr()).to_string_lossy().into_owned()))
             }
         });
         let _ = nvrtc::destroy_program(prog);
@@ -160,18 +201,70 @@ fn compile(name: &str, source: &str, target: Target, extra: &[&str]) -> Result<(
     }
 }
 
-/// One source's code for one target, compiled on first use.
+/// One source's code for one target, compiled on first use (for the tests
+/// that compile without a GPU).
+#[cfg(test)]
 pub(crate) fn code(name: &str, source: &str, target: Target) -> Result<Ptx> {
-    /// (source name, target) → its code.
-    type Cache = Vec<((String, Target), Ptx)>;
-    static CACHE: Mutex<Cache> = Mutex::new(Vec::new());
-    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, p)) = cache.iter().find(|(k, _)| k.0 == name && k.1 == target) {
-        return Ok(p.clone());
+    Ok(kept(name, source, target, true)?.0.ptx())
+}
+
+/// (source name, target) → its code, for this process.
+type Kept = Vec<((String, Target), Code)>;
+static CODE: Mutex<Kept> = Mutex::new(Vec::new());
+
+/// One source's code for one target: this process's copy, else the disk
+/// cache's (where `disk`), else NVRTC's, kept in both. The second value
+/// is the disk entry's key where the code came from the disk.
+fn kept(name: &str, source: &str, target: Target, disk: bool) -> Result<(Code, Option<Key>)> {
+    let mut mine = CODE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, c)) = mine.iter().find(|(k, _)| k.0 == name && k.1 == target) {
+        return Ok((c.clone(), None));
     }
-    let p = compile(name, source, target, &[])?.0;
-    cache.push(((name.into(), target), p.clone()));
-    Ok(p)
+    let entry = cache::here().zip(disk_key(name, source, target));
+    let (code, from_disk) = cached_or_compiled(name, source, target, entry.as_ref(), disk)?;
+    mine.push(((name.into(), target), code.clone()));
+    Ok((code, entry.filter(|_| from_disk).map(|(_, k)| k)))
+}
+
+/// The code of the cache entry `entry` (a directory and a key) where it is
+/// whole and `read`, else NVRTC's, then kept in the entry; and whether it
+/// came from the entry. A cache that cannot be read or written costs a
+/// compile, never the run.
+fn cached_or_compiled(
+    name: &str,
+    source: &str,
+    target: Target,
+    entry: Option<&(std::path::PathBuf, Key)>,
+    read: bool,
+) -> Result<(Code, bool)> {
+    let found = entry.filter(|_| read).and_then(|(dir, key)| Code::of(target, cache::load(dir, key)?));
+    if let Some(code) = found {
+        return Ok((code, true));
+    }
+    let code = compile(name, source, target, &[])?.0;
+    if let Some((dir, key)) = entry {
+        let _ = cache::store(dir, key, code.bytes());
+    }
+    Ok((code, false))
+}
+
+/// Forgets `name`'s code for `target` here and on disk (the driver refused it).
+fn forget(name: &str, target: Target, key: &Key) {
+    CODE.lock().unwrap_or_else(PoisonError::into_inner).retain(|(k, _)| !(k.0 == name && k.1 == target));
+    if let Some(dir) = cache::here() {
+        cache::forget(&dir, key);
+    }
+}
+
+/// The disk cache's key of a source's code for a target: None where the
+/// driver is not loaded (NVRTC alone, in tests) or cannot say its version.
+fn disk_key(name: &str, source: &str, target: Target) -> Option<Key> {
+    if !crate::libs::Library::Driver.loadable() {
+        return None;
+    }
+    let driver = super::driver::version().ok()?;
+    let (nvrtc, _) = nvrtc_facts();
+    Some(Key::new(driver, nvrtc, &target.build(nvrtc).to_string(), &options(target, &[]), name, source))
 }
 
 /// (source name, compute capability) → what its loaded kernels were built as.
@@ -272,7 +365,17 @@ fn load_built(
     let (version, archs) = nvrtc_facts();
     let first = target(gpu.compute_capability, &archs, own_code)?;
     let load_as = |t: Target| -> Result<Arc<CudaModule>> {
-        gpu.ctx.load_module(code(file, source, t)?).map_err(cuda_err(format!("loading {file} ({})", t.build(version))))
+        let what = || format!("loading {file} ({})", t.build(version));
+        let (code, from_disk) = kept(file, source, t, true)?;
+        match (gpu.ctx.load_module(code.ptx()), from_disk) {
+            (Ok(m), _) => Ok(m),
+            // Kept code the driver refuses is compiled anew, once.
+            (Err(_), Some(key)) => {
+                forget(file, t, &key);
+                gpu.ctx.load_module(kept(file, source, t, false)?.0.ptx()).map_err(cuda_err(what()))
+            }
+            (Err(e), None) => Err(cuda_err(what())(e)),
+        }
     };
     let (t, module) = match (first, load_as(first)) {
         (_, Ok(m)) => (first, m),
@@ -344,6 +447,38 @@ mod tests {
         for ((name, source), t) in TIMED.iter().flat_map(|s| timed.iter().map(move |t| (*s, *t))) {
             code(name, source, t).unwrap_or_else(|e| panic!("{name} for {t:?}: {e}"));
         }
+    }
+
+    /// A source compiled once is read back from the disk cache; an entry
+    /// that is corrupt is compiled anew and rewritten, and a cache that
+    /// cannot be written is only a compile: no GPU needed, NVRTC where present.
+    #[test]
+    fn kept_kernels_are_read_back_and_a_bad_entry_is_compiled_anew() {
+        if !Library::Nvrtc.loadable() {
+            assert!(std::env::var_os("QBENCH_REQUIRE_NVRTC").is_none(), "NVRTC is required but not loadable");
+            return;
+        }
+        let (name, source) = TIMED[1];
+        let dir = std::env::temp_dir().join(format!("qbench-kept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (nvrtc, _) = nvrtc_facts();
+        let target = Target::Ptx(90);
+        let key = Key::new(1, nvrtc, "compute_90 ptx", &options(target, &[]), name, source);
+        let entry = (dir.clone(), key.clone());
+        let (first, from_disk) = cached_or_compiled(name, source, target, Some(&entry), true).unwrap();
+        assert!(!from_disk);
+        let (again, from_disk) = cached_or_compiled(name, source, target, Some(&entry), true).unwrap();
+        assert!(from_disk && again.bytes() == first.bytes());
+        std::fs::write(key.path(&dir), b"garbage").unwrap();
+        let (anew, from_disk) = cached_or_compiled(name, source, target, Some(&entry), true).unwrap();
+        assert!(!from_disk && anew.bytes() == first.bytes());
+        assert_eq!(cache::load(&dir, &key).as_deref(), Some(first.bytes()));
+        // Not read where the driver refused it: compiled, and kept again.
+        assert!(!cached_or_compiled(name, source, target, Some(&entry), false).unwrap().1);
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::write(&dir, "a file where the cache would be").unwrap();
+        assert!(!cached_or_compiled(name, source, target, Some(&(dir.clone(), key)), true).unwrap().1);
+        std::fs::remove_file(&dir).unwrap();
     }
 
     /// sv_h_4k's launch: one block of 512 threads for each pair group, none

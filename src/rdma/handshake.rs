@@ -5,9 +5,11 @@
 //! bytes read into a fixed buffer, every count and string length checked
 //! against a constant before it is used, every value checked for range,
 //! and nothing left over. Any violation is one sentence, never a panic.
+//! Each value's writing and reading sit side by side (`Field`), so that a
+//! message is the list of its fields in both directions.
 
 use super::figures::{BwFigures, LatDurationFigures, LatFigures};
-use super::plan::{Agreement, MAX_QPS, MAX_SL, MTUS, Memory, Sizes, Test, Timing};
+use super::plan::{Agreement, BufferMemory, MAX_QPS, MAX_SL, MTUS, Sizes, Test, Timing};
 use crate::error::{Error, Result};
 use crate::record::rdma::DataCheck;
 
@@ -48,7 +50,7 @@ pub struct Endpoint {
     /// The service level and GRH traffic class of this side's packets.
     pub sl: u8,
     pub traffic_class: u8,
-    pub memory: Memory,
+    pub memory: BufferMemory,
     pub rkey: u32,
     /// The registered region the peer may read and write: [addr, addr + len).
     pub addr: u64,
@@ -67,8 +69,10 @@ pub enum Phase {
     Done,
 }
 
+/// "This side is at `phase` of `test` with `size` bytes": both sides swap
+/// one and go on only when they match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Step {
+pub struct StepMarker {
     pub phase: Phase,
     pub test: Test,
     pub size: u64,
@@ -98,7 +102,7 @@ pub struct Report {
 pub enum Message {
     Hello(Agreement),
     Endpoint(Endpoint),
-    Step(Step),
+    Step(StepMarker),
     Report(Report),
     /// The sender stopped: its exit code and why.
     Abort {
@@ -139,106 +143,10 @@ fn bad(what: impl std::fmt::Display) -> Error {
 pub fn encode(msg: &Message) -> Vec<u8> {
     let mut w = Writer(Vec::with_capacity(64));
     match msg {
-        Message::Hello(a) => {
-            w.u8(a.tests.len() as u8);
-            for t in &a.tests {
-                w.u8(t.code());
-            }
-            match a.sizes {
-                Sizes::Default => {
-                    w.u8(0);
-                    w.u64(0)
-                }
-                Sizes::Single(s) => {
-                    w.u8(1);
-                    w.u64(s)
-                }
-                Sizes::All => {
-                    w.u8(2);
-                    w.u64(0)
-                }
-            }
-            w.u32(a.iters);
-            w.u32(a.qps);
-            w.u32(a.tx_depth);
-            w.u8(a.bidirectional as u8);
-            w.u64(a.seed);
-            let (kind, seconds, margin) = match a.timing {
-                Timing::Iterations => (0, 0, 0),
-                Timing::Duration { seconds, margin } => (1, seconds, margin),
-                Timing::Infinitely { seconds } => (2, seconds, 0),
-            };
-            w.u8(kind);
-            w.u32(seconds);
-            w.u32(margin);
-            w.u32(a.mtu);
-        }
-        Message::Endpoint(e) => {
-            w.str(&e.host);
-            w.str(&e.device);
-            w.u8(e.port);
-            w.u16(e.lid);
-            w.0.extend_from_slice(&e.gid);
-            w.u32(e.gid_index.unwrap_or(u32::MAX));
-            w.u8(e.roce as u8);
-            w.u32(e.mtu);
-            w.u8(e.sl);
-            w.u8(e.traffic_class);
-            let (m, gpu) = match e.memory {
-                Memory::Host => (0, 0),
-                Memory::CudaDmabuf { gpu } => (1, gpu),
-                Memory::CudaPeermem { gpu } => (2, gpu),
-            };
-            w.u8(m);
-            w.u32(gpu);
-            w.u32(e.rkey);
-            w.u64(e.addr);
-            w.u64(e.len);
-            w.u16(e.qps.len() as u16);
-            for q in &e.qps {
-                w.u32(q.qpn);
-                w.u32(q.psn);
-            }
-        }
-        Message::Step(s) => {
-            w.u8(match s.phase {
-                Phase::Ready => 0,
-                Phase::Go => 1,
-                Phase::Done => 2,
-            });
-            w.u8(s.test.code());
-            w.u64(s.size);
-        }
-        Message::Report(r) => {
-            w.u8(r.test.code());
-            w.u64(r.size);
-            w.u64(r.data.checked_bytes);
-            w.u64(r.data.wrong_bytes);
-            w.u64(r.data.first_wrong.unwrap_or(u64::MAX));
-            match r.figures {
-                Figures::None => w.u8(0),
-                Figures::Bw(b) => {
-                    w.u8(1);
-                    w.u64(b.messages);
-                    w.f64(b.peak.unwrap_or(-1.0));
-                    w.f64(b.average);
-                    w.f64(b.msg_rate_mpps);
-                }
-                Figures::Lat(l) => {
-                    w.u8(2);
-                    w.u64(l.samples);
-                    for v in [l.min, l.max, l.typical, l.avg, l.stdev, l.p99, l.p99_9] {
-                        w.f64(v);
-                    }
-                }
-                Figures::LatDuration(l) => {
-                    w.u8(3);
-                    w.u64(l.iterations);
-                    w.f64(l.avg);
-                    w.f64(l.tps);
-                }
-            }
-        }
+        Message::Hello(a) => a.put(&mut w),
+        Message::Endpoint(e) => e.put(&mut w),
+        Message::Step(s) => s.put(&mut w),
+        Message::Report(r) => r.put(&mut w),
         Message::Abort { code, reason } => {
             w.u8(*code);
             w.str_max(reason, MAX_REASON);
@@ -286,143 +194,10 @@ pub fn decode_header(h: &[u8; HEADER_LEN]) -> Result<(u8, usize)> {
 pub fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message> {
     let mut r = Reader { buf: payload, at: 0 };
     let msg = match kind {
-        1 => {
-            let n = r.u8()? as usize;
-            if n == 0 || n > Test::ALL.len() {
-                return Err(bad(format!("{n} tests (1 to {} allowed)", Test::ALL.len())));
-            }
-            let mut tests = Vec::with_capacity(Test::ALL.len());
-            for _ in 0..n {
-                let code = r.u8()?;
-                let t = Test::from_code(code).ok_or_else(|| bad(format!("unknown test code {code}")))?;
-                if tests.contains(&t) {
-                    return Err(bad(format!("test {} listed twice", t.name())));
-                }
-                tests.push(t);
-            }
-            let (tag, size) = (r.u8()?, r.u64()?);
-            let sizes = match tag {
-                0 => Sizes::Default,
-                1 => Sizes::Single(size),
-                2 => Sizes::All,
-                _ => return Err(bad(format!("unknown size kind {tag}"))),
-            };
-            let (iters, qps, tx_depth, bidirectional, seed) = (r.u32()?, r.u32()?, r.u32()?, r.bool()?, r.u64()?);
-            let (kind, seconds, margin) = (r.u8()?, r.u32()?, r.u32()?);
-            let timing = match kind {
-                0 => Timing::Iterations,
-                1 => Timing::Duration { seconds, margin },
-                2 => Timing::Infinitely { seconds },
-                _ => return Err(bad(format!("unknown timing kind {kind}"))),
-            };
-            let a = Agreement { tests, sizes, iters, qps, tx_depth, bidirectional, seed, timing, mtu: r.u32()? };
-            a.validate().map_err(|e| bad(e.message()))?;
-            Message::Hello(a)
-        }
-        2 => {
-            let host = r.str(MAX_NAME)?;
-            let device = r.str(MAX_NAME)?;
-            let port = r.u8()?;
-            let lid = r.u16()?;
-            let gid: [u8; 16] = r.bytes(16)?.try_into().map_err(|_| bad("short GID"))?;
-            let gid_index = match r.u32()? {
-                u32::MAX => None,
-                i => Some(i),
-            };
-            let roce = r.bool()?;
-            let mtu = r.u32()?;
-            if !MTUS.contains(&mtu) {
-                return Err(bad(format!("MTU {mtu} is not an InfiniBand MTU")));
-            }
-            let (sl, traffic_class) = (r.u8()?, r.u8()?);
-            if sl > MAX_SL {
-                return Err(bad(format!("service level {sl} is above {MAX_SL}")));
-            }
-            let (m, gpu) = (r.u8()?, r.u32()?);
-            let memory = match m {
-                0 => Memory::Host,
-                1 => Memory::CudaDmabuf { gpu },
-                2 => Memory::CudaPeermem { gpu },
-                _ => return Err(bad(format!("unknown memory kind {m}"))),
-            };
-            let (rkey, addr, len) = (r.u32()?, r.u64()?, r.u64()?);
-            if addr.checked_add(len).is_none() {
-                return Err(bad(format!("a region of {len} bytes at {addr:#x} wraps around the address space")));
-            }
-            let n = r.u16()? as u32;
-            if n == 0 || n > MAX_QPS {
-                return Err(bad(format!("{n} queue pairs (1 to {MAX_QPS} allowed)")));
-            }
-            let mut qps = Vec::with_capacity(MAX_QPS as usize);
-            for _ in 0..n {
-                let (qpn, psn) = (r.u32()?, r.u32()?);
-                if qpn > 0xff_ffff || psn > 0xff_ffff {
-                    return Err(bad(format!("queue pair number {qpn:#x} or PSN {psn:#x} wider than 24 bits")));
-                }
-                qps.push(QpAddr { qpn, psn });
-            }
-            Message::Endpoint(Endpoint {
-                host,
-                device,
-                port,
-                lid,
-                gid,
-                gid_index,
-                roce,
-                mtu,
-                sl,
-                traffic_class,
-                memory,
-                rkey,
-                addr,
-                len,
-                qps,
-            })
-        }
-        3 => {
-            let phase = match r.u8()? {
-                0 => Phase::Ready,
-                1 => Phase::Go,
-                2 => Phase::Done,
-                p => return Err(bad(format!("unknown step {p}"))),
-            };
-            Message::Step(Step { phase, test: r.test()?, size: r.u64()? })
-        }
-        4 => {
-            let test = r.test()?;
-            let size = r.u64()?;
-            let (checked_bytes, wrong_bytes) = (r.u64()?, r.u64()?);
-            if wrong_bytes > checked_bytes {
-                return Err(bad(format!("{wrong_bytes} wrong of {checked_bytes} checked bytes")));
-            }
-            let first_wrong = match r.u64()? {
-                u64::MAX => None,
-                o => Some(o),
-            };
-            let figures = match r.u8()? {
-                0 => Figures::None,
-                1 => {
-                    let (messages, peak) = (r.u64()?, r.f64_or_minus_one()?);
-                    Figures::Bw(BwFigures { messages, peak, average: r.figure()?, msg_rate_mpps: r.figure()? })
-                }
-                2 => {
-                    let samples = r.u64()?;
-                    let mut v = [0.0; 7];
-                    for x in &mut v {
-                        *x = r.figure()?;
-                    }
-                    let [min, max, typical, avg, stdev, p99, p99_9] = v;
-                    Figures::Lat(LatFigures { samples, min, max, typical, avg, stdev, p99, p99_9 })
-                }
-                3 => Figures::LatDuration(LatDurationFigures {
-                    iterations: r.u64()?,
-                    avg: r.figure()?,
-                    tps: r.figure()?,
-                }),
-                f => return Err(bad(format!("unknown figures kind {f}"))),
-            };
-            Message::Report(Report { test, size, data: DataCheck { checked_bytes, wrong_bytes, first_wrong }, figures })
-        }
+        1 => Message::Hello(Agreement::take(&mut r)?),
+        2 => Message::Endpoint(Endpoint::take(&mut r)?),
+        3 => Message::Step(StepMarker::take(&mut r)?),
+        4 => Message::Report(Report::take(&mut r)?),
         5 => {
             let code = r.u8()?;
             Message::Abort { code, reason: r.str(MAX_REASON)? }
@@ -447,6 +222,335 @@ pub fn decode(frame: &[u8]) -> Result<Message> {
         return Err(bad(format!("the header announces {len} bytes of payload, {} follow", payload.len())));
     }
     decode_payload(kind, payload)
+}
+
+/// A value of the wire format, its writing beside its reading: every value
+/// read is checked for range where it is read, in the order it was written.
+trait Field: Sized {
+    fn put(&self, w: &mut Writer);
+    fn take(r: &mut Reader) -> Result<Self>;
+}
+
+impl Field for Test {
+    fn put(&self, w: &mut Writer) {
+        w.u8(self.code());
+    }
+    fn take(r: &mut Reader) -> Result<Test> {
+        let code = r.u8()?;
+        Test::from_code(code).ok_or_else(|| bad(format!("unknown test code {code}")))
+    }
+}
+
+/// A tag, then the size of `-s` (0 for the others).
+impl Field for Sizes {
+    fn put(&self, w: &mut Writer) {
+        let (tag, size) = match *self {
+            Sizes::Default => (0, 0),
+            Sizes::Single(s) => (1, s),
+            Sizes::All => (2, 0),
+        };
+        w.u8(tag);
+        w.u64(size);
+    }
+    fn take(r: &mut Reader) -> Result<Sizes> {
+        let (tag, size) = (r.u8()?, r.u64()?);
+        match tag {
+            0 => Ok(Sizes::Default),
+            1 => Ok(Sizes::Single(size)),
+            2 => Ok(Sizes::All),
+            _ => Err(bad(format!("unknown size kind {tag}"))),
+        }
+    }
+}
+
+/// A kind, then the seconds and the margin (0 where the kind has none).
+impl Field for Timing {
+    fn put(&self, w: &mut Writer) {
+        let (kind, seconds, margin) = match *self {
+            Timing::Iterations => (0, 0, 0),
+            Timing::Duration { seconds, margin } => (1, seconds, margin),
+            Timing::Infinitely { seconds } => (2, seconds, 0),
+        };
+        w.u8(kind);
+        w.u32(seconds);
+        w.u32(margin);
+    }
+    fn take(r: &mut Reader) -> Result<Timing> {
+        let (kind, seconds, margin) = (r.u8()?, r.u32()?, r.u32()?);
+        match kind {
+            0 => Ok(Timing::Iterations),
+            1 => Ok(Timing::Duration { seconds, margin }),
+            2 => Ok(Timing::Infinitely { seconds }),
+            _ => Err(bad(format!("unknown timing kind {kind}"))),
+        }
+    }
+}
+
+/// The tests (a count, then each code), then the options; read back, the
+/// whole agreement is validated as a plan's is.
+impl Field for Agreement {
+    fn put(&self, w: &mut Writer) {
+        w.u8(self.tests.len() as u8);
+        for t in &self.tests {
+            t.put(w);
+        }
+        self.sizes.put(w);
+        w.u32(self.iters);
+        w.u32(self.qps);
+        w.u32(self.tx_depth);
+        w.u8(self.bidirectional as u8);
+        w.u64(self.seed);
+        self.timing.put(w);
+        w.u32(self.mtu);
+    }
+    fn take(r: &mut Reader) -> Result<Agreement> {
+        let n = r.u8()? as usize;
+        if n == 0 || n > Test::ALL.len() {
+            return Err(bad(format!("{n} tests (1 to {} allowed)", Test::ALL.len())));
+        }
+        let mut tests = Vec::with_capacity(Test::ALL.len());
+        for _ in 0..n {
+            let t = Test::take(r)?;
+            if tests.contains(&t) {
+                return Err(bad(format!("test {} listed twice", t.name())));
+            }
+            tests.push(t);
+        }
+        let sizes = Sizes::take(r)?;
+        let (iters, qps, tx_depth, bidirectional, seed) = (r.u32()?, r.u32()?, r.u32()?, r.bool()?, r.u64()?);
+        let timing = Timing::take(r)?;
+        let a = Agreement { tests, sizes, iters, qps, tx_depth, bidirectional, seed, timing, mtu: r.u32()? };
+        a.validate().map_err(|e| bad(e.message()))?;
+        Ok(a)
+    }
+}
+
+/// A kind, then the GPU (0 for host memory).
+impl Field for BufferMemory {
+    fn put(&self, w: &mut Writer) {
+        let (kind, gpu) = match *self {
+            BufferMemory::Host => (0, 0),
+            BufferMemory::CudaDmabuf { gpu } => (1, gpu),
+            BufferMemory::CudaPeermem { gpu } => (2, gpu),
+        };
+        w.u8(kind);
+        w.u32(gpu);
+    }
+    fn take(r: &mut Reader) -> Result<BufferMemory> {
+        let (kind, gpu) = (r.u8()?, r.u32()?);
+        match kind {
+            0 => Ok(BufferMemory::Host),
+            1 => Ok(BufferMemory::CudaDmabuf { gpu }),
+            2 => Ok(BufferMemory::CudaPeermem { gpu }),
+            _ => Err(bad(format!("unknown memory kind {kind}"))),
+        }
+    }
+}
+
+/// 24-bit numbers in 32 bits.
+impl Field for QpAddr {
+    fn put(&self, w: &mut Writer) {
+        w.u32(self.qpn);
+        w.u32(self.psn);
+    }
+    fn take(r: &mut Reader) -> Result<QpAddr> {
+        let (qpn, psn) = (r.u32()?, r.u32()?);
+        if qpn > 0xff_ffff || psn > 0xff_ffff {
+            return Err(bad(format!("queue pair number {qpn:#x} or PSN {psn:#x} wider than 24 bits")));
+        }
+        Ok(QpAddr { qpn, psn })
+    }
+}
+
+/// The port's names and addresses, the region, then the queue pairs (a
+/// count, then each); no GID index is `u32::MAX`.
+impl Field for Endpoint {
+    fn put(&self, w: &mut Writer) {
+        w.str(&self.host);
+        w.str(&self.device);
+        w.u8(self.port);
+        w.u16(self.lid);
+        w.0.extend_from_slice(&self.gid);
+        w.u32(self.gid_index.unwrap_or(u32::MAX));
+        w.u8(self.roce as u8);
+        w.u32(self.mtu);
+        w.u8(self.sl);
+        w.u8(self.traffic_class);
+        self.memory.put(w);
+        w.u32(self.rkey);
+        w.u64(self.addr);
+        w.u64(self.len);
+        w.u16(self.qps.len() as u16);
+        for q in &self.qps {
+            q.put(w);
+        }
+    }
+    fn take(r: &mut Reader) -> Result<Endpoint> {
+        let (host, device) = (r.str(MAX_NAME)?, r.str(MAX_NAME)?);
+        let (port, lid) = (r.u8()?, r.u16()?);
+        let gid: [u8; 16] = r.bytes(16)?.try_into().map_err(|_| bad("short GID"))?;
+        let gid_index = match r.u32()? {
+            u32::MAX => None,
+            i => Some(i),
+        };
+        let (roce, mtu) = (r.bool()?, r.u32()?);
+        if !MTUS.contains(&mtu) {
+            return Err(bad(format!("MTU {mtu} is not an InfiniBand MTU")));
+        }
+        let (sl, traffic_class) = (r.u8()?, r.u8()?);
+        if sl > MAX_SL {
+            return Err(bad(format!("service level {sl} is above {MAX_SL}")));
+        }
+        let memory = BufferMemory::take(r)?;
+        let (rkey, addr, len) = (r.u32()?, r.u64()?, r.u64()?);
+        if addr.checked_add(len).is_none() {
+            return Err(bad(format!("a region of {len} bytes at {addr:#x} wraps around the address space")));
+        }
+        let n = r.u16()? as u32;
+        if n == 0 || n > MAX_QPS {
+            return Err(bad(format!("{n} queue pairs (1 to {MAX_QPS} allowed)")));
+        }
+        let qps = (0..n).map(|_| QpAddr::take(r)).collect::<Result<Vec<_>>>()?;
+        Ok(Endpoint {
+            host,
+            device,
+            port,
+            lid,
+            gid,
+            gid_index,
+            roce,
+            mtu,
+            sl,
+            traffic_class,
+            memory,
+            rkey,
+            addr,
+            len,
+            qps,
+        })
+    }
+}
+
+/// The phases in the order of their codes.
+const PHASES: [Phase; 3] = [Phase::Ready, Phase::Go, Phase::Done];
+
+impl Field for StepMarker {
+    fn put(&self, w: &mut Writer) {
+        w.u8(PHASES.iter().position(|&p| p == self.phase).unwrap_or(0) as u8);
+        self.test.put(w);
+        w.u64(self.size);
+    }
+    fn take(r: &mut Reader) -> Result<StepMarker> {
+        let code = r.u8()?;
+        let phase = *PHASES.get(code as usize).ok_or_else(|| bad(format!("unknown step {code}")))?;
+        Ok(StepMarker { phase, test: Test::take(r)?, size: r.u64()? })
+    }
+}
+
+/// Bytes checked and wrong, then the first wrong (`u64::MAX`: none).
+impl Field for DataCheck {
+    fn put(&self, w: &mut Writer) {
+        w.u64(self.checked_bytes);
+        w.u64(self.wrong_bytes);
+        w.u64(self.first_wrong.unwrap_or(u64::MAX));
+    }
+    fn take(r: &mut Reader) -> Result<DataCheck> {
+        let (checked_bytes, wrong_bytes) = (r.u64()?, r.u64()?);
+        if wrong_bytes > checked_bytes {
+            return Err(bad(format!("{wrong_bytes} wrong of {checked_bytes} checked bytes")));
+        }
+        let first_wrong = match r.u64()? {
+            u64::MAX => None,
+            o => Some(o),
+        };
+        Ok(DataCheck { checked_bytes, wrong_bytes, first_wrong })
+    }
+}
+
+/// No peak is -1.
+impl Field for BwFigures {
+    fn put(&self, w: &mut Writer) {
+        w.u64(self.messages);
+        w.f64(self.peak.unwrap_or(-1.0));
+        w.f64(self.average);
+        w.f64(self.msg_rate_mpps);
+    }
+    fn take(r: &mut Reader) -> Result<BwFigures> {
+        let (messages, peak) = (r.u64()?, r.f64_or_minus_one()?);
+        Ok(BwFigures { messages, peak, average: r.figure()?, msg_rate_mpps: r.figure()? })
+    }
+}
+
+impl Field for LatFigures {
+    fn put(&self, w: &mut Writer) {
+        w.u64(self.samples);
+        for v in [self.min, self.max, self.typical, self.avg, self.stdev, self.p99, self.p99_9] {
+            w.f64(v);
+        }
+    }
+    fn take(r: &mut Reader) -> Result<LatFigures> {
+        let samples = r.u64()?;
+        let mut v = [0.0; 7];
+        for x in &mut v {
+            *x = r.figure()?;
+        }
+        let [min, max, typical, avg, stdev, p99, p99_9] = v;
+        Ok(LatFigures { samples, min, max, typical, avg, stdev, p99, p99_9 })
+    }
+}
+
+impl Field for LatDurationFigures {
+    fn put(&self, w: &mut Writer) {
+        w.u64(self.iterations);
+        w.f64(self.avg);
+        w.f64(self.tps);
+    }
+    fn take(r: &mut Reader) -> Result<LatDurationFigures> {
+        Ok(LatDurationFigures { iterations: r.u64()?, avg: r.figure()?, tps: r.figure()? })
+    }
+}
+
+/// A kind, then that kind's figures.
+impl Field for Figures {
+    fn put(&self, w: &mut Writer) {
+        match self {
+            Figures::None => w.u8(0),
+            Figures::Bw(b) => {
+                w.u8(1);
+                b.put(w);
+            }
+            Figures::Lat(l) => {
+                w.u8(2);
+                l.put(w);
+            }
+            Figures::LatDuration(l) => {
+                w.u8(3);
+                l.put(w);
+            }
+        }
+    }
+    fn take(r: &mut Reader) -> Result<Figures> {
+        match r.u8()? {
+            0 => Ok(Figures::None),
+            1 => Ok(Figures::Bw(BwFigures::take(r)?)),
+            2 => Ok(Figures::Lat(LatFigures::take(r)?)),
+            3 => Ok(Figures::LatDuration(LatDurationFigures::take(r)?)),
+            f => Err(bad(format!("unknown figures kind {f}"))),
+        }
+    }
+}
+
+impl Field for Report {
+    fn put(&self, w: &mut Writer) {
+        self.test.put(w);
+        w.u64(self.size);
+        self.data.put(w);
+        self.figures.put(w);
+    }
+    fn take(r: &mut Reader) -> Result<Report> {
+        let (test, size) = (Test::take(r)?, r.u64()?);
+        Ok(Report { test, size, data: DataCheck::take(r)?, figures: Figures::take(r)? })
+    }
 }
 
 struct Writer(Vec<u8>);
@@ -519,10 +623,6 @@ impl<'a> Reader<'a> {
             1 => Ok(true),
             b => Err(bad(format!("flag {b} is neither 0 nor 1"))),
         }
-    }
-    fn test(&mut self) -> Result<Test> {
-        let code = self.u8()?;
-        Test::from_code(code).ok_or_else(|| bad(format!("unknown test code {code}")))
     }
     /// A measured figure: finite and not negative.
     fn figure(&mut self) -> Result<f64> {
@@ -608,13 +708,13 @@ mod tests {
                 mtu: 1024,
                 sl: 3,
                 traffic_class: 32,
-                memory: Memory::CudaDmabuf { gpu: 1 },
+                memory: BufferMemory::CudaDmabuf { gpu: 1 },
                 rkey: 0x1234,
                 addr: 0x7f00_0000_0000,
                 len: 1 << 24,
                 qps: vec![QpAddr { qpn: 17, psn: 0xabcdef }, QpAddr { qpn: 18, psn: 1 }],
             }),
-            Message::Step(Step { phase: Phase::Go, test: Test::ReadBw, size: 65536 }),
+            Message::Step(StepMarker { phase: Phase::Go, test: Test::ReadBw, size: 65536 }),
             Message::Report(Report {
                 test: Test::WriteBw,
                 size: 65536,

@@ -8,7 +8,7 @@
 //! buffers). The GPU paths have not run on hardware: no machine here has an
 //! adapter next to a GPU.
 
-use super::plan::{GpuDevice, GpuReg, Memory, MemoryAsk};
+use super::plan::{BufferMemory, GpuDevice, GpuReg, MemoryAsk};
 use crate::error::{Error, Result};
 use crate::gpu::memory::{dma_buf, exports_dma_buf};
 use crate::gpu::{DeviceBuffer, Gpu, copy, cuda_err, driver};
@@ -81,10 +81,10 @@ pub enum Region {
 }
 
 impl Region {
-    pub fn new(memory: Memory, len: usize) -> Result<Region> {
+    pub fn new(memory: BufferMemory, len: usize) -> Result<Region> {
         match memory {
-            Memory::Host => Ok(Region::Host { buf: HostBuffer::new(len)?, len }),
-            Memory::CudaDmabuf { gpu } | Memory::CudaPeermem { gpu } => {
+            BufferMemory::Host => Ok(Region::Host { buf: HostBuffer::new(len)?, len }),
+            BufferMemory::CudaDmabuf { gpu } | BufferMemory::CudaPeermem { gpu } => {
                 crate::gpu::require_gpus(gpu as usize + 1)?;
                 let gpu = Gpu::open(gpu as usize)?;
                 // Whole pages: dma-buf exports page-aligned ranges.
@@ -212,19 +212,19 @@ pub fn access() -> AccessFlags {
 /// The memory asked for, on a GPU of this process: the ordinal of a PCI
 /// address (cuDeviceGetByPCIBusId, as perftest's --use_cuda_bus_id), and
 /// for `--gpu_reg auto` dma-buf when the GPU can export it, else nvidia_peermem.
-pub fn resolve(ask: &MemoryAsk) -> Result<Memory> {
-    let MemoryAsk::Gpu { device, reg } = ask else { return Ok(Memory::Host) };
+pub fn resolve(ask: &MemoryAsk) -> Result<BufferMemory> {
+    let MemoryAsk::Gpu { device, reg } = ask else { return Ok(BufferMemory::Host) };
     let gpu = match device {
         GpuDevice::Index(i) => *i,
         GpuDevice::BusId(id) => ordinal_of(id)?,
     };
     crate::gpu::require_gpus(gpu as usize + 1)?;
     Ok(match reg {
-        GpuReg::Dmabuf => Memory::CudaDmabuf { gpu },
-        GpuReg::Peermem => Memory::CudaPeermem { gpu },
+        GpuReg::Dmabuf => BufferMemory::CudaDmabuf { gpu },
+        GpuReg::Peermem => BufferMemory::CudaPeermem { gpu },
         GpuReg::Auto => {
             let g = Gpu::open(gpu as usize)?;
-            if exports_dma_buf(&g.ctx) { Memory::CudaDmabuf { gpu } } else { Memory::CudaPeermem { gpu } }
+            if exports_dma_buf(&g.ctx) { BufferMemory::CudaDmabuf { gpu } } else { BufferMemory::CudaPeermem { gpu } }
         }
     })
 }
@@ -255,7 +255,7 @@ pub fn peermem_loaded() -> bool {
 }
 
 /// Registers the whole of `region` with `pd`.
-pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> Result<Arc<MemoryRegion>> {
+pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: BufferMemory) -> Result<Arc<MemoryRegion>> {
     let len = region.bytes().max(1);
     match (region.gpu(), memory) {
         (None, _) => {
@@ -269,7 +269,7 @@ pub fn register(pd: &Arc<ProtectionDomain>, region: &Region, memory: Memory) -> 
                 ))
             })
         }
-        (Some(ctx), Memory::CudaDmabuf { gpu }) => {
+        (Some(ctx), BufferMemory::CudaDmabuf { gpu }) => {
             let len = len.next_multiple_of(PAGE);
             if !exports_dma_buf(ctx) {
                 return Err(Error::Missing(format!(

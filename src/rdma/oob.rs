@@ -364,11 +364,11 @@ impl Channel for Ranks<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rdma::handshake::{Phase, Step};
+    use crate::rdma::handshake::{Phase, StepMarker};
     use crate::rdma::plan::Test;
 
     fn step() -> Message {
-        Message::Step(Step { phase: Phase::Ready, test: Test::WriteBw, size: 2 })
+        Message::Step(StepMarker { phase: Phase::Ready, test: Test::WriteBw, size: 2 })
     }
 
     fn listener() -> (TcpListener, u16) {

@@ -162,10 +162,11 @@ impl Sizes {
     }
 }
 
-/// Where the buffers live.
+/// Where a side's buffers live, and how the adapter registers them: what a
+/// [`MemoryAsk`] resolves to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Memory {
+pub enum BufferMemory {
     Host,
     /// GPU memory registered from a dma-buf file descriptor.
     CudaDmabuf {
@@ -177,9 +178,9 @@ pub enum Memory {
     },
 }
 
-impl Memory {
+impl BufferMemory {
     pub fn is_gpu(self) -> bool {
-        !matches!(self, Memory::Host)
+        !matches!(self, BufferMemory::Host)
     }
 }
 
@@ -230,7 +231,7 @@ pub enum GpuReg {
 }
 
 /// Where the buffers are asked to live; GPU memory is resolved into a
-/// [`Memory`] when the run starts (`rdma::memory::resolve`), where the
+/// [`BufferMemory`] when the run starts (`rdma::memory::resolve`), where the
 /// driver can name the GPU of a bus id and say whether it exports dma-buf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryAsk {
@@ -564,32 +565,50 @@ impl Options {
     }
 }
 
-impl Plan {
-    /// The plan `o` describes, with every range checked.
-    pub fn new(o: &Options) -> Result<Plan> {
-        let tests = Test::parse_list(&o.tests)?;
-        let sizes = match (o.all, o.size) {
+/// The checks of [`Plan::new`], in its order.
+impl Options {
+    /// What both sides must agree on, each option checked against
+    /// perftest's range (-s, -n, -q, -t, -D/-f/--run_infinitely, -S, -m).
+    fn agreement(&self) -> Result<Agreement> {
+        let tests = Test::parse_list(&self.tests)?;
+        let sizes = match (self.all, self.size) {
             (true, _) => Sizes::All,
             (false, Some(s)) if (1..=MAX_SIZE).contains(&s) => Sizes::Single(s),
             (false, Some(s)) => return Err(Error::Usage(format!("message size {s} (-s) is outside 1 B..1 GiB"))),
             (false, None) => Sizes::Default,
         };
-        let iters = match o.iters {
+        let iters = match self.iters {
             None => 0,
             Some(n) if (MIN_ITERS..=MAX_ITERS).contains(&n) => n,
             Some(n) => {
                 return Err(Error::Usage(format!("{n} iterations (-n): perftest's range is {MIN_ITERS}..{MAX_ITERS}")));
             }
         };
-        if !(1..=MAX_QPS).contains(&o.qps) {
-            return Err(Error::Usage(format!("{} queue pairs (-q): use 1..{MAX_QPS}", o.qps)));
+        if !(1..=MAX_QPS).contains(&self.qps) {
+            return Err(Error::Usage(format!("{} queue pairs (-q): use 1..{MAX_QPS}", self.qps)));
         }
-        let tx_depth = match o.tx_depth {
+        let tx_depth = match self.tx_depth {
             None => 0,
             Some(t) if (1..=MAX_TX_DEPTH).contains(&t) => t,
             Some(t) => return Err(Error::Usage(format!("tx depth {t} (-t): use 1..{MAX_TX_DEPTH}"))),
         };
-        let timing = match (o.run_infinitely, o.duration_s, o.margin_s) {
+        let timing = self.timing()?;
+        if self.sl > MAX_SL {
+            return Err(Error::Usage(format!("service level {} (-S): perftest's range is 0..{MAX_SL}", self.sl)));
+        }
+        if self.mtu == Some(0) {
+            return Err(Error::Usage("MTU 0 (-m): use 256, 512, 1024, 2048 or 4096".into()));
+        }
+        let mtu = self.mtu.unwrap_or(0);
+        let (qps, bidirectional, seed) = (self.qps, self.bidirectional, self.seed);
+        let agreement = Agreement { tests, sizes, iters, qps, tx_depth, bidirectional, seed, timing, mtu };
+        agreement.validate()?;
+        Ok(agreement)
+    }
+
+    /// `-D`, `-f` and `--run_infinitely` together.
+    fn timing(&self) -> Result<Timing> {
+        Ok(match (self.run_infinitely, self.duration_s, self.margin_s) {
             (true, _, Some(_)) => {
                 return Err(Error::Usage("-f sets the margins of -D, which --run_infinitely has not".into()));
             }
@@ -597,45 +616,44 @@ impl Plan {
             (false, Some(seconds), margin) => Timing::Duration { seconds, margin: margin.unwrap_or(seconds / 4) },
             (false, None, Some(_)) => return Err(Error::Usage("-f sets the margins of -D: give -D too".into())),
             (false, None, None) => Timing::Iterations,
-        };
-        if o.sl > MAX_SL {
-            return Err(Error::Usage(format!("service level {} (-S): perftest's range is 0..{MAX_SL}", o.sl)));
+        })
+    }
+
+    /// A byte `QBENCH_CORRUPT` flips must lie in a message the run sends.
+    fn check_fault(&self, agreement: &Agreement) -> Result<()> {
+        let Some(Fault::SourceByte(byte)) = self.fault else { return Ok(()) };
+        let gpu = self.memory.is_gpu();
+        let largest = agreement.tests.iter().map(|&t| TestParams::new(agreement, gpu, t).max_size()).max();
+        if largest.is_none_or(|l| byte >= l) {
+            return Err(Error::Usage(format!(
+                "{}=rdma:{byte} names byte {byte} but the largest message here is {} bytes: it would never cross the link",
+                crate::fault::VAR,
+                largest.unwrap_or(0)
+            )));
         }
-        let agreement = Agreement {
-            tests,
-            sizes,
-            iters,
-            qps: o.qps,
-            tx_depth,
-            bidirectional: o.bidirectional,
-            seed: o.seed,
-            timing,
-            mtu: o.mtu.unwrap_or(0),
-        };
-        if o.mtu == Some(0) {
-            return Err(Error::Usage("MTU 0 (-m): use 256, 512, 1024, 2048 or 4096".into()));
-        }
-        agreement.validate()?;
-        if let Some(Fault::SourceByte(byte)) = o.fault {
-            let gpu = o.memory.is_gpu();
-            let largest = agreement.tests.iter().map(|&t| TestParams::new(&agreement, gpu, t).max_size()).max();
-            if largest.is_none_or(|l| byte >= l) {
-                return Err(Error::Usage(format!(
-                    "{}=rdma:{byte} names byte {byte} but the largest message here is {} bytes: it would never cross the link",
-                    crate::fault::VAR,
-                    largest.unwrap_or(0)
-                )));
-            }
-        }
-        match (&o.peer, o.devices.len()) {
+        Ok(())
+    }
+
+    /// `-d` names one device for a side over TCP, two (or none) for a loopback run.
+    fn check_devices(&self) -> Result<()> {
+        match (&self.peer, self.devices.len()) {
             (Peer::Listen { .. } | Peer::Connect { .. }, n) if n > 1 => {
-                return Err(Error::Usage(format!("-d names one device here ({n} given)")));
+                Err(Error::Usage(format!("-d names one device here ({n} given)")))
             }
             (Peer::Loopback, n) if n != 0 && n != 2 => {
-                return Err(Error::Usage("--loopback takes two devices, -d A,B (or none for every pair)".into()));
+                Err(Error::Usage("--loopback takes two devices, -d A,B (or none for every pair)".into()))
             }
-            _ => {}
+            _ => Ok(()),
         }
+    }
+}
+
+impl Plan {
+    /// The plan `o` describes, with every range checked.
+    pub fn new(o: &Options) -> Result<Plan> {
+        let agreement = o.agreement()?;
+        o.check_fault(&agreement)?;
+        o.check_devices()?;
         if let numa::Mode::Node(n) = o.numa {
             numa::Host::this().has_node(n).map_err(|e| Error::Usage(format!("--numa {n}: {e}")))?;
         }

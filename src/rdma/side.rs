@@ -13,10 +13,10 @@
 use super::data::{self, Side};
 use super::device::PortChoice;
 use super::figures::{self, BwFigures, BwTimes};
-use super::handshake::{Endpoint, Figures, Message, Phase, Report, Step};
+use super::handshake::{Endpoint, Figures, Message, Phase, Report, StepMarker};
 use super::memory::Region;
 use super::oob::{self, Channel, Wait, unexpected};
-use super::plan::{Memory, Plan, Test, TestParams, Timing, Verb};
+use super::plan::{BufferMemory, Plan, Test, TestParams, Timing, Verb};
 use super::verbs::{Adapter, Caps, Link, Op, Request, Route};
 use crate::error::{Error, Result};
 use crate::interrupt;
@@ -38,7 +38,7 @@ pub enum Progress {
 /// resolved on this process's GPUs).
 pub struct Place<'a> {
     pub choice: &'a PortChoice,
-    pub memory: Memory,
+    pub memory: BufferMemory,
 }
 
 /// Runs every test of `plan` as `side`, through `channel` to the peer,
@@ -80,7 +80,7 @@ fn run_tests(
 
 /// Swaps a step marker; the peer must be at the same step.
 fn step(channel: &mut dyn Channel, phase: Phase, test: Test, size: u64, wait: Wait) -> Result<()> {
-    let mine = Step { phase, test, size };
+    let mine = StepMarker { phase, test, size };
     match channel.exchange(&Message::Step(mine), wait)? {
         Message::Step(theirs) if theirs == mine => Ok(()),
         Message::Step(theirs) => Err(Error::Runtime(format!(
@@ -513,6 +513,114 @@ struct Loop<'a> {
     waiting: &'a mut [u64],
 }
 
+/// Where a bandwidth loop of one size stands: perftest's counters per
+/// queue pair and in all, the times its figures come from, and the clock
+/// of a timed loop.
+struct BwState {
+    timed: bool,
+    /// Whether this side posts requests, and whether it receives the peer's sends.
+    sending: bool,
+    receiving: bool,
+    qps: usize,
+    iters: u64,
+    /// Messages of the whole loop (iterations on every queue pair).
+    total: u64,
+    cq_mod: u64,
+    op: Op,
+    /// Whether the peak is computed, from every post and completion time.
+    peak: bool,
+    times: BwTimes,
+    /// Requests posted, and completed (a signaled completion completes its
+    /// batch), per queue pair.
+    scnt: Vec<u64>,
+    ccnt: Vec<u64>,
+    /// Receives consumed, and posted (from those still posted before this
+    /// size), per queue pair.
+    rcnt: Vec<u64>,
+    rposted: Vec<u64>,
+    /// Requests completed and messages received, on every queue pair.
+    tot_c: u64,
+    tot_r: u64,
+    /// Timed: the peer's end marker came on each queue pair; this side's were sent.
+    ended: Vec<bool>,
+    sent_end: bool,
+    clock: Clock,
+    /// Timed: time is up (or the run was interrupted).
+    over: bool,
+    /// Timed: completions in the measured middle (--run_infinitely: since the last line).
+    counted: u64,
+    /// The zero of the post and completion times.
+    origin: Instant,
+    first_post: Option<Instant>,
+    watchdog: Watchdog,
+}
+
+impl BwState {
+    fn new(
+        p: &TestParams,
+        size: u64,
+        waiting: &[u64],
+        timeout: Option<Duration>,
+        sending: bool,
+        receiving: bool,
+    ) -> BwState {
+        let (qps, iters) = (p.qps as usize, p.iters as u64);
+        let total = iters * qps as u64;
+        let peak = sending && p.peak();
+        BwState {
+            timed: p.timing.is_timed(),
+            sending,
+            receiving,
+            qps,
+            iters,
+            total,
+            cq_mod: p.cq_mod(size) as u64,
+            op: match p.test.verb() {
+                Verb::Write => Op::Write,
+                Verb::Read => Op::Read,
+                Verb::Send => Op::Send,
+            },
+            peak,
+            times: BwTimes {
+                posted: Vec::with_capacity(if peak { total as usize } else { 0 }),
+                completed: vec![None; if peak { total as usize } else { 0 }],
+                ..BwTimes::default()
+            },
+            scnt: vec![0; qps],
+            ccnt: vec![0; qps],
+            rcnt: vec![0; qps],
+            rposted: waiting.to_vec(),
+            tot_c: 0,
+            tot_r: 0,
+            ended: vec![false; qps],
+            sent_end: false,
+            clock: Clock::start(p.timing),
+            over: false,
+            counted: 0,
+            origin: Instant::now(),
+            first_post: None,
+            watchdog: Watchdog::new(timeout),
+        }
+    }
+
+    fn sending_left(&self) -> bool {
+        if self.timed { self.sending && !self.sent_end } else { self.sending && self.tot_c < self.total }
+    }
+
+    fn receiving_left(&self) -> bool {
+        if self.timed {
+            self.receiving && !self.ended.iter().all(|&e| e)
+        } else {
+            self.receiving && self.tot_r < self.total
+        }
+    }
+}
+
+/// `t` in nanoseconds from `origin`.
+fn ns(origin: Instant, t: Instant) -> u64 {
+    t.duration_since(origin).as_nanos() as u64
+}
+
 /// What a latency loop's wait saw arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Arrival {
@@ -589,150 +697,30 @@ impl Loop<'_> {
         receiving: bool,
         lines: &mut dyn FnMut(BwFigures),
     ) -> Result<Option<BwFigures>> {
-        let p = self.p;
-        let timed = p.timing.is_timed();
-        let (qps, iters) = (p.qps as usize, p.iters as u64);
-        let total = iters * qps as u64;
-        let size = self.size as u32;
-        let cq_mod = p.cq_mod(self.size) as u64;
-        let op = match p.test.verb() {
-            Verb::Write => Op::Write,
-            Verb::Read => Op::Read,
-            Verb::Send => Op::Send,
-        };
-        let peak = sending && p.peak();
-        let mut times = BwTimes {
-            posted: Vec::with_capacity(if peak { total as usize } else { 0 }),
-            completed: vec![None; if peak { total as usize } else { 0 }],
-            ..BwTimes::default()
-        };
-        let (mut scnt, mut ccnt, mut rcnt) = (vec![0u64; qps], vec![0u64; qps], vec![0u64; qps]);
-        // Receives available to this size: those still posted from before.
-        let mut rposted = self.waiting.to_vec();
-        let (mut tot_c, mut tot_r) = (0u64, 0u64);
-        // Timed: the peer's end marker came on each queue pair; this side's were sent.
-        let (mut ended, mut sent_end) = (vec![false; qps], false);
-        let mut clock = Clock::start(p.timing);
-        let (mut over, mut counted) = (false, 0u64);
-        let origin = Instant::now();
-        let ns = |t: Instant| t.duration_since(origin).as_nanos() as u64;
-        let mut first_post = None;
-        let mut watchdog = Watchdog::new(self.timeout);
-        let layout = self.layout;
-        let (rx_depth, wrong_len, stray) = (p.rx_depth as u64, Cell::new(None), Cell::new(false));
-        let drained = |scnt: &[u64], ccnt: &[u64]| scnt.iter().zip(ccnt).all(|(s, c)| s == c);
+        let mut b = BwState::new(self.p, self.size, self.waiting, self.timeout, sending, receiving);
         loop {
-            let sending_left = if timed { sending && !sent_end } else { sending && tot_c < total };
-            let receiving_left =
-                if timed { receiving && !ended.iter().all(|&e| e) } else { receiving && tot_r < total };
+            let (sending_left, receiving_left) = (b.sending_left(), b.receiving_left());
             if !sending_left && !receiving_left {
                 break;
             }
-            if timed {
-                let (now_over, line) = clock.read(Instant::now());
-                over = now_over;
+            if b.timed {
+                let (now_over, line) = b.clock.read(Instant::now());
+                b.over = now_over;
                 if let Some(since) = line.filter(|_| sending) {
-                    lines(figures::bandwidth_over(self.size, counted, since.as_nanos() as u64));
-                    counted = 0;
+                    lines(figures::bandwidth_over(self.size, b.counted, since.as_nanos() as u64));
+                    b.counted = 0;
                 }
             }
             let mut progress = false;
             if sending_left {
-                for q in 0..qps {
-                    loop {
-                        let more = if timed {
-                            // Over: only to the end of the batch, whose last request is signaled.
-                            !over || !scnt[q].is_multiple_of(cq_mod)
-                        } else {
-                            scnt[q] < iters
-                        };
-                        if !more || scnt[q] >= p.tx_depth as u64 + ccnt[q] {
-                            break;
-                        }
-                        let signaled = scnt[q] % cq_mod == cq_mod - 1 || (!timed && scnt[q] == iters - 1);
-                        let now = Instant::now();
-                        if peak {
-                            times.posted.push(ns(now));
-                        }
-                        first_post.get_or_insert(now);
-                        let (local, remote) = match op {
-                            Op::Read => (layout.dst(q), layout.src(q)),
-                            _ => (layout.src(q), layout.dst(q)),
-                        };
-                        self.link.post(Request {
-                            qp: q,
-                            op,
-                            local,
-                            len: size,
-                            remote: remote as u64,
-                            wr_id: q as u64,
-                            signaled,
-                        })?;
-                        scnt[q] += 1;
-                    }
-                }
-                let mut last = None;
-                let done = self.link.poll_send(|c| {
-                    let q = c.wr_id as usize;
-                    if q >= qps || ccnt[q] >= scnt[q] {
-                        stray.set(true);
-                        return;
-                    }
-                    let fill = if timed { cq_mod } else { cq_mod.min(iters - ccnt[q]) };
-                    ccnt[q] += fill;
-                    tot_c += fill;
-                    let now = Instant::now();
-                    if timed && clock.counts(now) {
-                        counted += fill;
-                    }
-                    if peak {
-                        times.completed[(tot_c.min(total) - 1) as usize] = Some(ns(now));
-                    }
-                    last = Some(now);
-                })?;
-                if let Some(t) = last {
-                    times.last_completion = ns(t);
-                }
-                stray_error(&stray)?;
-                progress |= done > 0;
-                if timed && over && drained(&scnt, &ccnt) {
-                    // Only a peer that receives sends is in a loop that waits for the end.
-                    if op == Op::Send {
-                        self.send_end(Op::Send, &mut watchdog)?;
-                    }
-                    sent_end = true;
-                }
+                self.post_sends(&mut b)?;
+                progress |= self.complete_sends(&mut b)?;
             }
             if receiving_left {
-                let got = self.link.poll_recv(|c| {
-                    let q = c.wr_id as usize;
-                    if q >= qps || rcnt[q] >= rposted[q] {
-                        stray.set(true);
-                        return;
-                    }
-                    rcnt[q] += 1;
-                    if timed && c.byte_len == 0 {
-                        ended[q] = true;
-                        return;
-                    }
-                    tot_r += 1;
-                    if c.byte_len != size {
-                        wrong_len.set(Some(c.byte_len));
-                    }
-                })?;
-                stray_error(&stray)?;
-                if let Some(len) = wrong_len.get() {
-                    return Err(Error::CheckFailed(format!("a send of {size} B arrived as {len} B")));
-                }
-                for q in 0..qps {
-                    while (timed || rposted[q] < iters) && !ended[q] && rposted[q] - rcnt[q] < rx_depth {
-                        self.post_recv(q)?;
-                        rposted[q] += 1;
-                    }
-                }
-                progress |= got > 0;
+                progress |= self.receive(&mut b)?;
             }
-            watchdog.tick(progress, &|| {
+            let (timed, tot_c, tot_r, total) = (b.timed, b.tot_c, b.tot_r, b.total);
+            b.watchdog.tick(progress, &|| {
                 if timed {
                     format!("{tot_c} requests completed and {tot_r} messages received")
                 } else {
@@ -740,18 +728,132 @@ impl Loop<'_> {
                 }
             })?;
         }
-        for (w, (posted, used)) in self.waiting.iter_mut().zip(rposted.iter().zip(&rcnt)) {
+        for (w, (posted, used)) in self.waiting.iter_mut().zip(b.rposted.iter().zip(&b.rcnt)) {
             *w = posted - used;
         }
-        clock.stop_if_cut_short()?;
+        b.clock.stop_if_cut_short()?;
         if !sending {
             return Ok(None);
         }
-        if timed {
-            return Ok(Some(figures::bandwidth_over(self.size, counted, clock.measured_ns())));
+        if b.timed {
+            return Ok(Some(figures::bandwidth_over(self.size, b.counted, b.clock.measured_ns())));
         }
-        times.first_post = times.posted.first().copied().unwrap_or_else(|| first_post.map_or(0, ns));
-        Ok(Some(figures::bandwidth(self.size, total, &times, cq_mod as u32)))
+        let mut times = b.times;
+        times.first_post = times.posted.first().copied().unwrap_or_else(|| b.first_post.map_or(0, |t| ns(b.origin, t)));
+        Ok(Some(figures::bandwidth(self.size, b.total, &times, b.cq_mod as u32)))
+    }
+
+    /// Posts on each queue pair up to the tx depth outstanding: to the last
+    /// iteration, or timed, until time is up and then to the end of the
+    /// batch, whose last request is signaled.
+    fn post_sends(&mut self, b: &mut BwState) -> Result<()> {
+        let (size, cq_mod, iters) = (self.size as u32, b.cq_mod, b.iters);
+        for q in 0..b.qps {
+            loop {
+                let more = if b.timed { !b.over || !b.scnt[q].is_multiple_of(cq_mod) } else { b.scnt[q] < iters };
+                if !more || b.scnt[q] >= self.p.tx_depth as u64 + b.ccnt[q] {
+                    break;
+                }
+                let signaled = b.scnt[q] % cq_mod == cq_mod - 1 || (!b.timed && b.scnt[q] == iters - 1);
+                let now = Instant::now();
+                if b.peak {
+                    b.times.posted.push(ns(b.origin, now));
+                }
+                b.first_post.get_or_insert(now);
+                let (local, remote) = match b.op {
+                    Op::Read => (self.layout.dst(q), self.layout.src(q)),
+                    _ => (self.layout.src(q), self.layout.dst(q)),
+                };
+                let op = b.op;
+                self.link.post(Request {
+                    qp: q,
+                    op,
+                    local,
+                    len: size,
+                    remote: remote as u64,
+                    wr_id: q as u64,
+                    signaled,
+                })?;
+                b.scnt[q] += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Polls this side's completions, each counting its batch of cq_mod
+    /// requests; a timed loop whose time is up and whose requests have all
+    /// completed then ends the peer's receive loop. Whether any completed.
+    fn complete_sends(&mut self, b: &mut BwState) -> Result<bool> {
+        let (qps, iters, total, cq_mod, timed, peak, origin) =
+            (b.qps, b.iters, b.total, b.cq_mod, b.timed, b.peak, b.origin);
+        let stray = Cell::new(false);
+        let mut last = None;
+        let done = self.link.poll_send(|c| {
+            let q = c.wr_id as usize;
+            if q >= qps || b.ccnt[q] >= b.scnt[q] {
+                stray.set(true);
+                return;
+            }
+            let fill = if timed { cq_mod } else { cq_mod.min(iters - b.ccnt[q]) };
+            b.ccnt[q] += fill;
+            b.tot_c += fill;
+            let now = Instant::now();
+            if timed && b.clock.counts(now) {
+                b.counted += fill;
+            }
+            if peak {
+                b.times.completed[(b.tot_c.min(total) - 1) as usize] = Some(ns(origin, now));
+            }
+            last = Some(now);
+        })?;
+        if let Some(t) = last {
+            b.times.last_completion = ns(origin, t);
+        }
+        stray_error(&stray)?;
+        if timed && b.over && b.scnt.iter().zip(&b.ccnt).all(|(s, c)| s == c) {
+            // Only a peer that receives sends is in a loop that waits for the end.
+            if b.op == Op::Send {
+                self.send_end(Op::Send, &mut b.watchdog)?;
+            }
+            b.sent_end = true;
+        }
+        Ok(done > 0)
+    }
+
+    /// Polls the receives of the peer's sends (or, timed, its end markers),
+    /// each of the full size, and reposts up to the rx depth. Whether any
+    /// arrived.
+    fn receive(&mut self, b: &mut BwState) -> Result<bool> {
+        let (qps, size, timed) = (b.qps, self.size as u32, b.timed);
+        let (stray, wrong_len) = (Cell::new(false), Cell::new(None));
+        let got = self.link.poll_recv(|c| {
+            let q = c.wr_id as usize;
+            if q >= qps || b.rcnt[q] >= b.rposted[q] {
+                stray.set(true);
+                return;
+            }
+            b.rcnt[q] += 1;
+            if timed && c.byte_len == 0 {
+                b.ended[q] = true;
+                return;
+            }
+            b.tot_r += 1;
+            if c.byte_len != size {
+                wrong_len.set(Some(c.byte_len));
+            }
+        })?;
+        stray_error(&stray)?;
+        if let Some(len) = wrong_len.get() {
+            return Err(Error::CheckFailed(format!("a send of {size} B arrived as {len} B")));
+        }
+        let rx_depth = self.p.rx_depth as u64;
+        for q in 0..qps {
+            while (timed || b.rposted[q] < b.iters) && !b.ended[q] && b.rposted[q] - b.rcnt[q] < rx_depth {
+                self.post_recv(q)?;
+                b.rposted[q] += 1;
+            }
+        }
+        Ok(got > 0)
     }
 
     /// perftest's latency loops: the client posts and waits for the answer
@@ -792,29 +894,7 @@ impl Loop<'_> {
             if memory_polling {
                 self.link.region.write(last, &[mark])?;
             }
-            let (op, local, remote) = match test {
-                Test::ReadLat => (Op::Read, layout.dst(0), layout.src(0)),
-                Test::WriteLat if memory_polling => (Op::Write, layout.src(0), layout.dst(0)),
-                Test::WriteLat => (Op::WriteImm(i as u32), layout.src(0), layout.dst(0)),
-                _ => (Op::Send, layout.src(0), layout.dst(0)),
-            };
-            self.link.post(Request {
-                qp: 0,
-                op,
-                local,
-                len: size as u32,
-                remote: remote as u64,
-                wr_id: 0,
-                signaled: true,
-            })?;
-            loop {
-                let n = self.link.poll_send(|_| {})?;
-                if n > 0 {
-                    break;
-                }
-                watchdog.tick(false, &|| format!("iteration {i}: no completion of this side's request"))?;
-            }
-            watchdog.tick(true, &String::new)?;
+            self.ping(memory_polling, i, &mut watchdog)?;
             // perftest counts the iterations whose own request completes in the middle.
             let now = Instant::now();
             let over = client && timed && clock.read(now).0;
@@ -842,6 +922,29 @@ impl Loop<'_> {
             Figures::Lat(figures::latency(&posts, divisor))
         };
         Ok((figures, if test == Test::ReadLat { i } else { arrived }))
+    }
+
+    /// Posts iteration `i`'s request of a latency test (a READ of the
+    /// peer's source, or this side's message to the peer) and waits for its
+    /// completion.
+    fn ping(&mut self, memory_polling: bool, i: u64, watchdog: &mut Watchdog) -> Result<()> {
+        let layout = self.layout;
+        let (op, local, remote) = match self.p.test {
+            Test::ReadLat => (Op::Read, layout.dst(0), layout.src(0)),
+            Test::WriteLat if memory_polling => (Op::Write, layout.src(0), layout.dst(0)),
+            Test::WriteLat => (Op::WriteImm(i as u32), layout.src(0), layout.dst(0)),
+            _ => (Op::Send, layout.src(0), layout.dst(0)),
+        };
+        let len = self.size as u32;
+        self.link.post(Request { qp: 0, op, local, len, remote: remote as u64, wr_id: 0, signaled: true })?;
+        loop {
+            let n = self.link.poll_send(|_| {})?;
+            if n > 0 {
+                break;
+            }
+            watchdog.tick(false, &|| format!("iteration {i}: no completion of this side's request"))?;
+        }
+        watchdog.tick(true, &String::new)
     }
 
     /// Waits for the peer's message of iteration `mark`: its last byte

@@ -9,7 +9,7 @@
 use super::device::PortChoice;
 use super::handshake::{Endpoint, QpAddr};
 use super::memory::{self, Region, source};
-use super::plan::Memory;
+use super::plan::BufferMemory;
 use crate::error::{Error, Result};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
 use sideway::ibverbs::completion::{
@@ -176,7 +176,7 @@ pub struct Link {
     // Deregistered before the region it covers is freed.
     mr: Arc<MemoryRegion>,
     pub region: Region,
-    pub memory: Memory,
+    pub memory: BufferMemory,
     remote: Option<Remote>,
     /// The path MTU the queue pairs hold once connected (read back from them).
     pub path_mtu: u32,
@@ -186,7 +186,7 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(adapter: Adapter, region: Region, memory: Memory, caps: Caps) -> Result<Link> {
+    pub fn new(adapter: Adapter, region: Region, memory: BufferMemory, caps: Caps) -> Result<Link> {
         let name = adapter.choice.device.clone();
         let cq = |depth: u32| {
             adapter

@@ -5,6 +5,7 @@
 use super::{Header, Streamed};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 pub const KIND: &str = "check";
 
@@ -114,6 +115,38 @@ impl Row {
     }
 }
 
+/// How far below a baseline (or its own history) a step may fall, as
+/// fractions of it: WARN beyond `warn`, FAIL beyond `fail`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub warn: f64,
+    pub fail: f64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Tolerance {
+        Tolerance { warn: 0.05, fail: 0.10 }
+    }
+}
+
+/// Where one process's seconds went: its start (the libraries loaded, the
+/// MPI world joined), the facts, and each step with its set-up (kernel
+/// compiles, NCCL's communicators, allocations), every sample and retry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    /// A step's name, or [`START`] or [`FACTS`].
+    pub step: String,
+    /// The process's node (host, or host:rank).
+    pub node: String,
+    pub seconds: f64,
+}
+
+/// [`Spent`]'s step for the time from the process's start to the check's.
+pub const START: &str = "start: libraries, MPI";
+/// [`Spent`]'s step for reading and judging the facts.
+pub const FACTS: &str = "facts";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// The worst row.
@@ -144,6 +177,13 @@ pub struct CheckRun {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rank_nodes: Vec<String>,
     pub rows: Vec<Row>,
+    /// Each process's seconds, step by step, in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spent: Vec<Spent>,
+    /// The tolerance each measured step was held to against a baseline,
+    /// and against its own history (`--history`), by step name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tolerance: BTreeMap<String, Tolerance>,
     pub verdict: Option<Verdict>,
     /// What `--init` wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,7 +7,7 @@ use super::{Header, LibraryInfo, RankInfo, Streamed};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
-use crate::units::Step;
+use crate::units::Growth;
 use serde::{Deserialize, Serialize};
 
 pub const KIND: &str = "collective";
@@ -94,7 +94,7 @@ pub struct Config {
     pub ngpus: usize,
     pub minbytes: u64,
     pub maxbytes: u64,
-    pub step: Step,
+    pub step: Growth,
     pub warmup_iters: u32,
     pub iters: u32,
     pub agg_iters: u32,
@@ -131,7 +131,7 @@ pub struct Config {
     pub memory_report: bool,
     /// -R: how the buffers are registered with the communicators.
     #[serde(default)]
-    pub register: Register,
+    pub register: Registration,
     /// -x: NCCL's CTA policy for the communicators (NCCL's default when unset).
     #[serde(default)]
     pub cta_policy: Option<i32>,
@@ -142,20 +142,20 @@ pub struct Config {
 /// across all of them (ncclCommWindowRegister, NCCL 2.27 and later).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Register {
+pub enum Registration {
     #[default]
     None,
     Local,
     Symmetric,
 }
 
-impl Register {
+impl Registration {
     /// nccl-tests' `-R` code.
-    pub fn from_code(code: u8) -> Option<Register> {
+    pub fn from_code(code: u8) -> Option<Registration> {
         match code {
-            0 => Some(Register::None),
-            1 => Some(Register::Local),
-            2 => Some(Register::Symmetric),
+            0 => Some(Registration::None),
+            1 => Some(Registration::Local),
+            2 => Some(Registration::Symmetric),
             _ => None,
         }
     }
@@ -172,7 +172,7 @@ pub struct BufferSetup {
     /// "ncclMemAlloc" (NCCL 2.19 and later, as nccl-tests) or "cuMemAlloc".
     pub allocator: String,
     /// The registration that took effect.
-    pub register: Register,
+    pub register: Registration,
     /// Why the registration is not the one asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

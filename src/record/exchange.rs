@@ -26,6 +26,18 @@ pub struct References {
     pub host_link_bytes: Option<u64>,
     /// nccl-tests' sendrecv (ring) of the gate pattern's bytes, per direction.
     pub nccl_sendrecv_gbps: Option<f64>,
+    /// What starting one step on k host ranks of a process costs (its
+    /// threads started and joined, the processes agreeing on its time),
+    /// nothing done: host registers only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_dispatch: Vec<Dispatch>,
+}
+
+/// The cost of starting an empty step on `ranks` threads, seconds (median).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Dispatch {
+    pub ranks: usize,
+    pub seconds: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -273,6 +285,13 @@ pub struct PlanFigures {
     pub gpu_memory: u64,
     pub gpus_per_node: usize,
     pub local: Figure,
+    /// A step's cost within a circuit besides its work (the local pass's α
+    /// where no circuit was measured).
+    #[serde(default)]
+    pub step_s: f64,
+    /// Starting a step on k host ranks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dispatch: Vec<Dispatch>,
     pub wires: Vec<Figure>,
 }
 

@@ -9,6 +9,7 @@ pub mod collective;
 pub mod compare;
 pub mod copy;
 pub mod exchange;
+pub mod history;
 pub mod osu;
 pub mod rdma;
 pub mod split;

@@ -7,7 +7,7 @@
 use super::{Header, Streamed};
 use crate::error::{Error, Result};
 use crate::numa::Placement;
-use crate::rdma::plan::{Agreement, Memory, Mode, Test, TestParams};
+use crate::rdma::plan::{Agreement, BufferMemory, Mode, Test, TestParams};
 use serde::{Deserialize, Serialize};
 
 pub const KIND: &str = "rdma";
@@ -35,7 +35,7 @@ pub struct EndpointInfo {
     pub traffic_class: u8,
     pub qpns: Vec<u32>,
     /// Where its buffers live.
-    pub memory: Memory,
+    pub memory: BufferMemory,
 }
 
 /// Bytes compared with their seeded pattern after a size ran.
@@ -247,7 +247,7 @@ pub(crate) mod tests {
             sl: 0,
             traffic_class: 0,
             qpns: vec![17],
-            memory: Memory::Host,
+            memory: BufferMemory::Host,
         };
         let link = |test| Link {
             test,

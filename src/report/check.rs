@@ -5,7 +5,9 @@
 use super::Table;
 use super::exchange::table;
 use super::rows::{Cell, Rows};
-use crate::record::check::{CheckRun, Row, Status, figure};
+use crate::record::check::{CheckRun, Row, Spent, Status, figure};
+use crate::record::history::{Flag, History, Trend};
+use crate::stats::Summary;
 
 fn number(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), figure)
@@ -77,6 +79,11 @@ impl Table for CheckRun {
             .collect();
         let mut s = table(&["step", "node", "measured", "expected", "ratio", "status", "fix"], rows);
         s.push('\n');
+        if !self.spent.is_empty() {
+            s.push('\n');
+            s.push_str(&spent(&self.spent));
+            s.push('\n');
+        }
         if let Some(v) = &self.verdict {
             s.push_str(&format!("qbench check: {} in {:.0} s\n", v.summary, self.elapsed_s));
             if let Some(init) = &self.init {
@@ -103,6 +110,34 @@ impl Table for CheckRun {
         let skipped = mine.iter().filter(|r| r.status == Status::Skip);
         judged.chain(skipped.map(|r| format!("qbench: check SKIP {} {}: {}", r.node, r.label(), r.found))).collect()
     }
+}
+
+/// Where the check's seconds went, a row per step in the order they ran
+/// (the start and the facts first): on one node its seconds; over several,
+/// the slowest node's, which node, and the median of all.
+fn spent(spent: &[Spent]) -> String {
+    let mut steps: Vec<(&str, Vec<(&str, f64)>)> = Vec::new();
+    for s in spent {
+        match steps.iter_mut().find(|(step, _)| *step == s.step) {
+            Some((_, nodes)) => nodes.push((&s.node, s.seconds)),
+            None => steps.push((&s.step, vec![(&s.node, s.seconds)])),
+        }
+    }
+    let several = steps.iter().any(|(_, nodes)| nodes.len() > 1);
+    let rows = steps
+        .iter()
+        .map(|(step, nodes)| {
+            let (node, slowest) = nodes.iter().copied().fold(("", f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+            let mut row = vec![step.to_string(), format!("{slowest:.2}")];
+            if several {
+                let all: Vec<f64> = nodes.iter().map(|(_, s)| *s).collect();
+                row.extend([node.to_string(), format!("{:.2}", Summary::of(&all).median)]);
+            }
+            row
+        })
+        .collect();
+    let head: &[&str] = if several { &["where the time went", "slowest s", "on", "median s"] } else { &["where the time went", "s"] };
+    table(head, rows)
 }
 
 /// "1963.5 GB/s, wanted ≥ 3733.2": the bound the row missed (or came near),
@@ -160,7 +195,7 @@ impl Rows for CheckRun {
     }
 
     /// Each node's verdict, as its processes exit (once the run settled
-    /// it), and the check's wall time.
+    /// it), the check's wall time, and where each node's seconds went.
     fn summary(&self) -> Vec<Vec<Cell>> {
         let mut rows: Vec<Vec<Cell>> = Vec::new();
         if self.verdict.is_some() {
@@ -174,6 +209,107 @@ impl Rows for CheckRun {
             }));
         }
         rows.push(vec![Cell::figure("elapsed_seconds", self.elapsed_s).help("the check's wall time, in seconds")]);
+        rows.extend(self.spent.iter().map(|s| {
+            vec![
+                Cell::key("step", s.step.as_str()),
+                Cell::key("node", s.node.as_str()),
+                Cell::figure("step_seconds", s.seconds)
+                    .help("the seconds each step took on its node, its set-up included; the start and the facts too"),
+            ]
+        }));
         rows
     }
+}
+
+/// `qbench show --history DIR`: the answer first (the trends that drift or
+/// fail, one line each), then a table per step with a row per node: its
+/// last runs drawn as a sparkline, their least, median and last figures,
+/// how much worse it got and its flag.
+pub fn history(dir: &str, h: &History, trends: &[Trend]) -> String {
+    let runs = h.nodes.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
+    let n = h.nodes.len();
+    let plural = |k: usize| if k == 1 { "" } else { "s" };
+    let mut s = format!("# qbench check history: {dir}, {n} node{}, up to {runs} run{} of each", plural(n), plural(runs));
+    if h.unreadable > 0 {
+        s.push_str(&format!(" ({} line{} unreadable, skipped)", h.unreadable, plural(h.unreadable)));
+    }
+    s.push('\n');
+    let flagged: Vec<&Trend> = trends.iter().filter(|t| t.flag != Flag::Steady).collect();
+    s.push_str(&format!(
+        "qbench history: {} of {} trends flagged (a step on a node)\n",
+        flagged.len(),
+        trends.len()
+    ));
+    for t in &flagged {
+        s.push_str(&format!("qbench history: {} {} {}: {}\n", flag(t.flag), t.node, t.label, said(t)));
+    }
+    let mut labels: Vec<&str> = Vec::new();
+    for t in trends {
+        if !labels.contains(&t.label.as_str()) {
+            labels.push(&t.label);
+        }
+    }
+    for label in labels {
+        let of: Vec<&Trend> = trends.iter().filter(|t| t.label == label).collect();
+        let t0 = of[0];
+        let unit = if t0.unit.is_empty() { String::new() } else { format!(", {}", t0.unit) };
+        s.push_str(&format!("\n{label}{unit}, drift beyond {} flagged\n", percent(t0.tolerance.warn)));
+        let rows = of
+            .iter()
+            .map(|t| {
+                let all = Summary::of(&t.values);
+                vec![
+                    t.node.clone(),
+                    sparkline(&t.values, t.tolerance.fail),
+                    figure(all.min),
+                    figure(all.median),
+                    t.values.last().map_or_else(|| "-".into(), |v| figure(*v)),
+                    t.worse.map_or_else(|| "-".into(), percent),
+                    flag(t.flag).to_string(),
+                ]
+            })
+            .collect();
+        s.push_str(&table(&["node", "runs", "min", "median", "last", "worse", "flag"], rows));
+        s.push('\n');
+    }
+    s
+}
+
+fn flag(f: Flag) -> &'static str {
+    match f {
+        Flag::Steady => "",
+        Flag::Drift => "DRIFT",
+        Flag::Fail => "FAIL",
+    }
+}
+
+/// A flagged trend in words: "18% worse over 10 runs (its tolerance 5%), last 44.1 GB/s".
+fn said(t: &Trend) -> String {
+    let last = t.values.last().map_or_else(|| "-".into(), |v| format!("{} {}", figure(*v), t.unit));
+    let worse = t.worse.map_or_else(String::new, |w| {
+        format!("{} worse over {} runs (its tolerance {}), ", percent(w), t.values.len(), percent(t.tolerance.warn))
+    });
+    let what = if t.flag == Flag::Fail { "its last run failed, " } else { "" };
+    format!("{what}{worse}last {}", last.trim_end())
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+/// Figures as eighth-blocks between their least and greatest; a spread
+/// narrower than twice `fail` of their median is drawn as that much, so
+/// that noise well within the tolerance stays near one height.
+fn sparkline(values: &[f64], fail: f64) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let all = Summary::of(values);
+    let least = (2.0 * fail * all.median).abs();
+    let (lo, span) = if all.max - all.min >= least { (all.min, all.max - all.min) } else { (all.median - least / 2.0, least) };
+    values
+        .iter()
+        .map(|v| {
+            let at = if span > 0.0 { ((v - lo) / span * 7.0).round() } else { 3.0 };
+            BARS[at.clamp(0.0, 7.0) as usize]
+        })
+        .collect()
 }

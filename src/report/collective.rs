@@ -6,8 +6,8 @@
 
 use super::rows::{self, Rows};
 use super::{Table, cfmt};
-use crate::record::collective::{Cell, CollectiveRun, Config, Register, SizeRecord, TransportKind};
-use crate::units::Step;
+use crate::record::collective::{Cell, CollectiveRun, Config, Registration, SizeRecord, TransportKind};
+use crate::units::Growth;
 use std::fmt::Write;
 
 impl Table for CollectiveRun {
@@ -37,8 +37,8 @@ fn header(run: &CollectiveRun) -> String {
     }
     let _ = writeln!(s, "# Collective test starting: {}", run.program);
     let (step, how) = match c.step {
-        Step::Factor(f) => (f, "factor"),
-        Step::Bytes(b) => (b, "bytes"),
+        Growth::Factor(f) => (f, "factor"),
+        Growth::Bytes(b) => (b, "bytes"),
     };
     let _ = writeln!(
         s,
@@ -102,11 +102,11 @@ fn modes(run: &CollectiveRun) -> String {
         }
         s.push_str(" \n");
     }
-    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Register::None) {
+    if let Some(b) = run.buffers.as_ref().filter(|_| c.register != Registration::None) {
         let how = match b.register {
-            Register::None => "not registered",
-            Register::Local => "registered with each communicator (ncclCommRegister)",
-            Register::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
+            Registration::None => "not registered",
+            Registration::Local => "registered with each communicator (ncclCommRegister)",
+            Registration::Symmetric => "registered as symmetric windows (ncclCommWindowRegister)",
         };
         let _ = writeln!(s, "# Buffers: {}, {how} (-R {})", b.allocator, c.register.code());
     }
@@ -334,7 +334,7 @@ impl Rows for CollectiveRun {
 mod tests {
     use super::*;
     use crate::dtype::{DataType, RedOp};
-    use crate::record::collective::{Average, Config, Register, TransportKind};
+    use crate::record::collective::{Average, Config, Registration, TransportKind};
     use crate::record::{Header, LibraryInfo, RankInfo};
     use crate::stats::Summary;
 
@@ -394,7 +394,7 @@ mod tests {
                 ngpus: 2,
                 minbytes: 16 << 20,
                 maxbytes: 1 << 30,
-                step: Step::Factor(2),
+                step: Growth::Factor(2),
                 warmup_iters: 1,
                 iters: 20,
                 agg_iters: 1,
@@ -414,7 +414,7 @@ mod tests {
                 per_iter_timing: false,
                 per_iter_skip: 0,
                 memory_report: false,
-                register: Register::None,
+                register: Registration::None,
                 cta_policy: None,
             },
             library: Some(LibraryInfo {

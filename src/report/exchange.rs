@@ -378,7 +378,8 @@ fn register_keys(r: &RegisterRun, kind: &str, name: &str) -> Vec<Cell> {
 impl Rows for ExchangeRun {
     const KIND: &'static str = crate::record::exchange::KIND;
 
-    /// One row per gate class and per circuit.
+    /// One row per gate class and per circuit, and per count, schedule and
+    /// wire a plan projected.
     fn rows(&self) -> Vec<Vec<Cell>> {
         let transport = |t: &Option<String>| Cell::key("transport", t.as_deref().unwrap_or("-"));
         let rows = self.registers.iter().flat_map(|r| {
@@ -415,6 +416,25 @@ impl Rows for ExchangeRun {
             });
             classes.chain(circuits)
         });
-        rows.collect()
+        let plans = self.forecasts.iter().map(|f| {
+            vec![
+                Cell::key("qubits", f.qubits),
+                Cell::key("precision", f.precision.name()),
+                Cell::key("ranks", f.gpus),
+                Cell::key("memory", "projected"),
+                Cell::key("kind", "plan"),
+                Cell::key("name", f.circuit.as_str()),
+                Cell::key("on", "-"),
+                Cell::key("schedule", f.schedule.map_or("-", |s| s.name())),
+                Cell::key("transport", f.transport.as_deref().unwrap_or("-")),
+                Cell::figure("bytes", f.bytes_per_gpu),
+                Cell::figure("exchange_s", None::<f64>),
+                Cell::figure("update_s", None::<f64>),
+                Cell::figure("time_s", None::<f64>),
+                Cell::figure("projected_s", f.projected_s),
+                Cell::figure("wrong", None::<f64>),
+            ]
+        });
+        rows.chain(plans).collect()
     }
 }

@@ -4,6 +4,7 @@
 //! projected with its source.
 
 use crate::record::exchange::{Figure, Forecast, PlanAnswer, PlanFigures};
+use crate::units::human_bytes;
 use std::fmt::Write;
 
 /// Text is wrapped to this width whatever the terminal: the plan's lines
@@ -29,18 +30,6 @@ pub fn seconds(t: f64) -> String {
     format!("{v:.digits$} {unit}")
 }
 
-/// Bytes in the binary unit that shows them with one decimal.
-fn bytes(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", units[u]) }
-}
-
 /// One circuit's rows as a table.
 fn rows_table(rows: &[&Forecast]) -> String {
     let cells = rows
@@ -56,7 +45,7 @@ fn rows_table(rows: &[&Forecast]) -> String {
                 f.nodes.to_string(),
                 f.schedule.map_or("-".into(), |s| s.name().to_string()),
                 f.transport.clone().unwrap_or_else(|| "-".into()),
-                bytes(f.bytes_per_gpu),
+                human_bytes(f.bytes_per_gpu),
                 time,
                 match f.vs_best {
                     Some(x) if x <= 1.0 => "fastest".into(),
@@ -119,11 +108,16 @@ fn settings(a: &PlanAnswer) -> String {
 /// The figures a plan priced from, one line each.
 fn figures(f: &PlanFigures) -> String {
     let mut s =
-        format!("\n== priced from (per GPU: {} of memory, {} in a node):\n", bytes(f.gpu_memory), f.gpus_per_node);
+        format!("\n== priced from (per GPU: {} of memory, {} in a node):\n", human_bytes(f.gpu_memory), f.gpus_per_node);
     let line = |x: &Figure, per: &str| {
         format!("  {:<26} {} {per} + bytes at {:.0} GB/s\n", x.name, seconds(x.alpha_s), x.gbps)
     };
     s += &line(&f.local, "a step");
+    let _ = writeln!(s, "  {:<26} {} a step besides its work", "in a circuit", seconds(f.step_s));
+    if !f.dispatch.is_empty() {
+        let d: Vec<String> = f.dispatch.iter().map(|d| format!("{} on {}", seconds(d.seconds), d.ranks)).collect();
+        let _ = writeln!(s, "{}", super::fit::hanging(&format!("  {:<26} ", "starting a step"), &d.join(", "), Some(WIDTH)));
+    }
     for w in &f.wires {
         s += &line(w, "a message");
     }

@@ -9,7 +9,7 @@
 
 use super::Table;
 use super::rows::{Cell, Rows};
-use crate::rdma::plan::{Memory, Mode, Test, Timing};
+use crate::rdma::plan::{BufferMemory, Mode, Test, Timing};
 use crate::record::rdma::{EndpointInfo, Link, RdmaRow, RdmaRun, Row};
 use crate::units::format_size;
 use std::fmt::Write;
@@ -92,9 +92,9 @@ fn endpoint(e: &EndpointInfo) -> String {
         None => format!("LID {:#06x}", e.lid),
     };
     let memory = match e.memory {
-        Memory::Host => "host memory".to_string(),
-        Memory::CudaDmabuf { gpu } => format!("GPU {gpu} memory (dma-buf)"),
-        Memory::CudaPeermem { gpu } => format!("GPU {gpu} memory (nvidia_peermem)"),
+        BufferMemory::Host => "host memory".to_string(),
+        BufferMemory::CudaDmabuf { gpu } => format!("GPU {gpu} memory (dma-buf)"),
+        BufferMemory::CudaPeermem { gpu } => format!("GPU {gpu} memory (nvidia_peermem)"),
     };
     // Shown where set, as perftest shows its TOS.
     let mut qos = String::new();

@@ -75,8 +75,13 @@ impl Layout {
                 global_qubits + 2
             )));
         }
-        if qubits > 60 {
-            return Err(Error::Usage(format!("{qubits} qubits is beyond any machine (2^{qubits} amplitudes)")));
+        // The whole register's bytes must be a count: 2^63 at most.
+        let most = 63 - precision.bytes().trailing_zeros();
+        if qubits > most {
+            return Err(Error::Usage(format!(
+                "{qubits} qubits in {} precision is 2^{qubits} amplitudes, past any machine: at most {most} qubits",
+                precision.name()
+            )));
         }
         Ok(Layout { qubits, global_qubits, precision })
     }

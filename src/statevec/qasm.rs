@@ -6,7 +6,7 @@
 //! line, exit 2. A global phase (rz's e^{-iθ/2}) is dropped: it changes no
 //! measurement, and a mirrored circuit undoes it anyway.
 
-use super::circuit::{Circuit, Gate, hadamard};
+use super::circuit::{Circuit, Gate, hadamard, is_h};
 use super::state::ProductState;
 use crate::error::{Error, Result};
 use num_complex::Complex64;
@@ -343,133 +343,155 @@ impl Program<'_> {
         }
     }
 
+    /// Applies a statement of the file itself: a register as an argument
+    /// applies the gate to each of its qubits in turn.
+    fn apply_top(&mut self, s: &Statement) -> Result<()> {
+        let sets: Vec<Vec<u32>> = s.args.iter().map(|a| self.resolve(a, s.line)).collect::<Result<_>>()?;
+        let width = sets.iter().map(Vec::len).max().unwrap_or(0);
+        if sets.iter().any(|q| q.len() != 1 && q.len() != width) {
+            return Err(self.err(s.line, "registers of different sizes in one statement"));
+        }
+        for i in 0..width {
+            let qs: Vec<u32> = sets.iter().map(|q| if q.len() == 1 { q[0] } else { q[i] }).collect();
+            self.apply(s, &qs, &HashMap::new(), 0)?;
+        }
+        Ok(())
+    }
+
     /// Applies `s` with its arguments bound to qubits and its parameters to values.
     fn apply(&mut self, s: &Statement, qubits: &[u32], vars: &HashMap<String, f64>, depth: usize) -> Result<()> {
         let params: Vec<f64> =
             s.params.iter().map(|e| e.eval(vars).map_err(|why| self.err(s.line, why))).collect::<Result<_>>()?;
-        let want = |p: usize, q: usize| -> Result<()> {
-            if params.len() != p || qubits.len() != q {
-                return Err(self.err(
-                    s.line,
-                    format!(
-                        "'{}' takes {p} parameter{} and {q} qubit{}, not {} and {}",
-                        s.name,
-                        if p == 1 { "" } else { "s" },
-                        if q == 1 { "" } else { "s" },
-                        params.len(),
-                        qubits.len()
-                    ),
-                ));
-            }
-            let mut sorted = qubits.to_vec();
-            sorted.sort_unstable();
-            if sorted.windows(2).any(|w| w[0] == w[1]) {
-                return Err(self.err(s.line, format!("'{}' names a qubit twice", s.name)));
-            }
-            Ok(())
+        if let Some(b) = BUILTINS.iter().find(|b| b.names.contains(&s.name.as_str())) {
+            self.takes(s, &params, qubits, b.params.unwrap_or(params.len()), b.qubits)?;
+            self.gates.extend((b.make)(&params, qubits));
+            return Ok(());
+        }
+        let Some(d) = self.defs.get(&s.name).cloned() else {
+            return Err(self.err(s.line, format!("unknown gate '{}'", s.name)));
         };
-        let phase = |q: Vec<u32>, angle: f64| Gate::Phase { qubits: q, phase: Complex64::from_polar(1.0, angle) };
-        let gate = match s.name.as_str() {
-            "id" | "u0" => {
-                want(params.len(), 1)?;
-                return Ok(());
-            }
-            "h" => {
-                want(0, 1)?;
-                Gate::H(qubits[0])
-            }
-            "x" => {
-                want(0, 1)?;
-                Gate::U { q: qubits[0], m: u3(PI, 0.0, PI) }
-            }
-            "y" => {
-                want(0, 1)?;
-                let i = Complex64::new(0.0, 1.0);
-                Gate::U { q: qubits[0], m: [0.0.into(), -i, i, 0.0.into()] }
-            }
-            "z" => {
-                want(0, 1)?;
-                phase(vec![qubits[0]], PI)
-            }
-            "s" | "sdg" | "t" | "tdg" => {
-                want(0, 1)?;
-                let a = match s.name.as_str() {
-                    "s" => PI / 2.0,
-                    "sdg" => -PI / 2.0,
-                    "t" => PI / 4.0,
-                    _ => -PI / 4.0,
-                };
-                phase(vec![qubits[0]], a)
-            }
-            "u1" | "p" | "rz" => {
-                want(1, 1)?;
-                phase(vec![qubits[0]], params[0])
-            }
-            "u2" => {
-                want(2, 1)?;
-                Gate::U { q: qubits[0], m: u3(PI / 2.0, params[0], params[1]) }
-            }
-            "u3" | "u" | "U" => {
-                want(3, 1)?;
-                Gate::U { q: qubits[0], m: u3(params[0], params[1], params[2]) }
-            }
-            "rx" => {
-                want(1, 1)?;
-                Gate::U { q: qubits[0], m: u3(params[0], -PI / 2.0, PI / 2.0) }
-            }
-            "ry" => {
-                want(1, 1)?;
-                Gate::U { q: qubits[0], m: u3(params[0], 0.0, 0.0) }
-            }
-            "sx" | "sxdg" => {
-                want(0, 1)?;
-                let (a, b) = (Complex64::new(0.5, 0.5), Complex64::new(0.5, -0.5));
-                let m = if s.name == "sx" { [a, b, b, a] } else { [b, a, a, b] };
-                Gate::U { q: qubits[0], m }
-            }
-            "cx" | "CX" => {
-                want(0, 2)?;
-                Gate::Cx { c: qubits[0], t: qubits[1] }
-            }
-            "cz" => {
-                want(0, 2)?;
-                phase(qubits.to_vec(), PI)
-            }
-            "cu1" | "cp" => {
-                want(1, 2)?;
-                phase(qubits.to_vec(), params[0])
-            }
-            "swap" => {
-                want(0, 2)?;
-                Gate::Swap(qubits[0], qubits[1])
-            }
-            name => {
-                let Some(d) = self.defs.get(name).cloned() else {
-                    return Err(self.err(s.line, format!("unknown gate '{name}'")));
-                };
-                want(d.params.len(), d.args.len())?;
-                if depth > 64 {
-                    return Err(self.err(s.line, format!("'{name}' is defined in terms of itself")));
-                }
-                let inner: HashMap<String, f64> = d.params.iter().cloned().zip(params).collect();
-                let bound: HashMap<&str, u32> = d.args.iter().map(String::as_str).zip(qubits.iter().copied()).collect();
-                for b in &d.body {
-                    let qs = b
-                        .args
-                        .iter()
-                        .map(|Arg::Bit(a, i)| match (bound.get(a.as_str()), i) {
-                            (Some(&q), None) => Ok(q),
-                            _ => Err(self.err(b.line, format!("'{a}' is not an argument of gate '{name}'"))),
-                        })
-                        .collect::<Result<Vec<u32>>>()?;
-                    self.apply(b, &qs, &inner, depth + 1)?;
-                }
-                return Ok(());
-            }
-        };
-        self.gates.push(gate);
+        self.takes(s, &params, qubits, d.params.len(), d.args.len())?;
+        if depth > 64 {
+            return Err(self.err(s.line, format!("'{}' is defined in terms of itself", s.name)));
+        }
+        let inner: HashMap<String, f64> = d.params.iter().cloned().zip(params).collect();
+        let bound: HashMap<&str, u32> = d.args.iter().map(String::as_str).zip(qubits.iter().copied()).collect();
+        for b in &d.body {
+            let qs = b
+                .args
+                .iter()
+                .map(|Arg::Bit(a, i)| match (bound.get(a.as_str()), i) {
+                    (Some(&q), None) => Ok(q),
+                    _ => Err(self.err(b.line, format!("'{a}' is not an argument of gate '{}'", s.name))),
+                })
+                .collect::<Result<Vec<u32>>>()?;
+            self.apply(b, &qs, &inner, depth + 1)?;
+        }
         Ok(())
     }
+
+    /// Checks that `s` gives `p` parameters and `q` distinct qubits.
+    fn takes(&self, s: &Statement, params: &[f64], qubits: &[u32], p: usize, q: usize) -> Result<()> {
+        if params.len() != p || qubits.len() != q {
+            return Err(self.err(
+                s.line,
+                format!(
+                    "'{}' takes {p} parameter{} and {q} qubit{}, not {} and {}",
+                    s.name,
+                    if p == 1 { "" } else { "s" },
+                    if q == 1 { "" } else { "s" },
+                    params.len(),
+                    qubits.len()
+                ),
+            ));
+        }
+        let mut sorted = qubits.to_vec();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0] == w[1]) {
+            return Err(self.err(s.line, format!("'{}' names a qubit twice", s.name)));
+        }
+        Ok(())
+    }
+}
+
+/// A gate OpenQASM 2 builds in (or qelib1.inc defines as one of the
+/// register's gates): its names, its parameters (None: any, ignored) and
+/// qubits, and the gate it makes of them (None: the identity).
+struct Builtin {
+    names: &'static [&'static str],
+    params: Option<usize>,
+    qubits: usize,
+    make: fn(&[f64], &[u32]) -> Option<Gate>,
+}
+
+const BUILTINS: &[Builtin] = &[
+    Builtin { names: &["id", "u0"], params: None, qubits: 1, make: |_, _| None },
+    Builtin { names: &["h"], params: Some(0), qubits: 1, make: |_, q| Some(Gate::H(q[0])) },
+    Builtin { names: &["x"], params: Some(0), qubits: 1, make: |_, q| Some(Gate::U { q: q[0], m: u3(PI, 0.0, PI) }) },
+    Builtin {
+        names: &["y"],
+        params: Some(0),
+        qubits: 1,
+        make: |_, q| {
+            let i = Complex64::new(0.0, 1.0);
+            Some(Gate::U { q: q[0], m: [0.0.into(), -i, i, 0.0.into()] })
+        },
+    },
+    Builtin { names: &["z"], params: Some(0), qubits: 1, make: |_, q| Some(phase(vec![q[0]], PI)) },
+    Builtin { names: &["s"], params: Some(0), qubits: 1, make: |_, q| Some(phase(vec![q[0]], PI / 2.0)) },
+    Builtin { names: &["sdg"], params: Some(0), qubits: 1, make: |_, q| Some(phase(vec![q[0]], -PI / 2.0)) },
+    Builtin { names: &["t"], params: Some(0), qubits: 1, make: |_, q| Some(phase(vec![q[0]], PI / 4.0)) },
+    Builtin { names: &["tdg"], params: Some(0), qubits: 1, make: |_, q| Some(phase(vec![q[0]], -PI / 4.0)) },
+    Builtin { names: &["u1", "p", "rz"], params: Some(1), qubits: 1, make: |p, q| Some(phase(vec![q[0]], p[0])) },
+    Builtin {
+        names: &["u2"],
+        params: Some(2),
+        qubits: 1,
+        make: |p, q| Some(Gate::U { q: q[0], m: u3(PI / 2.0, p[0], p[1]) }),
+    },
+    Builtin {
+        names: &["u3", "u", "U"],
+        params: Some(3),
+        qubits: 1,
+        make: |p, q| Some(Gate::U { q: q[0], m: u3(p[0], p[1], p[2]) }),
+    },
+    Builtin {
+        names: &["rx"],
+        params: Some(1),
+        qubits: 1,
+        make: |p, q| Some(Gate::U { q: q[0], m: u3(p[0], -PI / 2.0, PI / 2.0) }),
+    },
+    Builtin {
+        names: &["ry"],
+        params: Some(1),
+        qubits: 1,
+        make: |p, q| Some(Gate::U { q: q[0], m: u3(p[0], 0.0, 0.0) }),
+    },
+    Builtin {
+        names: &["sx"],
+        params: Some(0),
+        qubits: 1,
+        make: |_, q| Some(Gate::U { q: q[0], m: [HALF_PLUS, HALF_MINUS, HALF_MINUS, HALF_PLUS] }),
+    },
+    Builtin {
+        names: &["sxdg"],
+        params: Some(0),
+        qubits: 1,
+        make: |_, q| Some(Gate::U { q: q[0], m: [HALF_MINUS, HALF_PLUS, HALF_PLUS, HALF_MINUS] }),
+    },
+    Builtin { names: &["cx", "CX"], params: Some(0), qubits: 2, make: |_, q| Some(Gate::Cx { c: q[0], t: q[1] }) },
+    Builtin { names: &["cz"], params: Some(0), qubits: 2, make: |_, q| Some(phase(q.to_vec(), PI)) },
+    Builtin { names: &["cu1", "cp"], params: Some(1), qubits: 2, make: |p, q| Some(phase(q.to_vec(), p[0])) },
+    Builtin { names: &["swap"], params: Some(0), qubits: 2, make: |_, q| Some(Gate::Swap(q[0], q[1])) },
+];
+
+/// (1 ± i)/2, the entries of √X.
+const HALF_PLUS: Complex64 = Complex64::new(0.5, 0.5);
+const HALF_MINUS: Complex64 = Complex64::new(0.5, -0.5);
+
+/// The phase e^{i·angle} on the amplitudes whose `qubits` are all 1.
+fn phase(qubits: Vec<u32>, angle: f64) -> Gate {
+    Gate::Phase { qubits, phase: Complex64::from_polar(1.0, angle) }
 }
 
 /// U(θ, φ, λ) of OpenQASM 2, up to its global phase.
@@ -478,7 +500,7 @@ fn u3(theta: f64, phi: f64, lambda: f64) -> [Complex64; 4] {
     let e = |a: f64| Complex64::from_polar(1.0, a);
     let m = [Complex64::new(c, 0.0), -e(lambda) * s, e(phi) * s, e(phi + lambda) * c];
     // H as OpenQASM writes it, u2(0, π), is H itself: keep its fast kernels.
-    if m.iter().zip(hadamard()).all(|(a, h)| (a - h).norm() < 1e-15) {
+    if is_h(&m) {
         return hadamard();
     }
     m
@@ -533,34 +555,9 @@ fn parse_into(text: &str, prog: &mut Program, applies: bool) -> Result<()> {
                 }
             }
             "gate" | "opaque" => {
-                let name = p.name()?;
-                let params = if p.peek() == Some("(") {
-                    p.next()?;
-                    p.list(")", Parser::name)?
-                } else {
-                    Vec::new()
-                };
-                let mut args = vec![p.name()?];
-                while p.peek() == Some(",") {
-                    p.next()?;
-                    args.push(p.name()?);
+                if let Some((name, d)) = definition(&mut p, t == "opaque")? {
+                    prog.defs.insert(name, d);
                 }
-                if t == "opaque" {
-                    p.expect(";")?;
-                    continue;
-                }
-                p.expect("{")?;
-                let mut body = Vec::new();
-                while p.peek() != Some("}") {
-                    let g = p.name()?;
-                    if g == "barrier" {
-                        p.skip()?;
-                        continue;
-                    }
-                    body.push(p.statement(g)?);
-                }
-                p.expect("}")?;
-                prog.defs.insert(name, Definition { params, args, body });
             }
             "barrier" => p.skip()?,
             "measure" => p.skip()?,
@@ -570,20 +567,45 @@ fn parse_into(text: &str, prog: &mut Program, applies: bool) -> Result<()> {
                 if !applies {
                     return Err(p.err("a gate applied in the library"));
                 }
-                let sets: Vec<Vec<u32>> = s.args.iter().map(|a| prog.resolve(a, s.line)).collect::<Result<_>>()?;
-                // A register as an argument applies the gate to each of its qubits in turn.
-                let width = sets.iter().map(Vec::len).max().unwrap_or(0);
-                if sets.iter().any(|q| q.len() != 1 && q.len() != width) {
-                    return Err(prog.err(s.line, "registers of different sizes in one statement"));
-                }
-                for i in 0..width {
-                    let qs: Vec<u32> = sets.iter().map(|q| if q.len() == 1 { q[0] } else { q[i] }).collect();
-                    prog.apply(&s, &qs, &HashMap::new(), 0)?;
-                }
+                prog.apply_top(&s)?;
             }
         }
     }
     Ok(())
+}
+
+/// `gate name(params) args { body }` or `opaque name(params) args;`, the
+/// keyword read already: the definition, None for an opaque gate. A
+/// barrier in the body is skipped.
+fn definition(p: &mut Parser, opaque: bool) -> Result<Option<(String, Definition)>> {
+    let name = p.name()?;
+    let params = if p.peek() == Some("(") {
+        p.next()?;
+        p.list(")", Parser::name)?
+    } else {
+        Vec::new()
+    };
+    let mut args = vec![p.name()?];
+    while p.peek() == Some(",") {
+        p.next()?;
+        args.push(p.name()?);
+    }
+    if opaque {
+        p.expect(";")?;
+        return Ok(None);
+    }
+    p.expect("{")?;
+    let mut body = Vec::new();
+    while p.peek() != Some("}") {
+        let g = p.name()?;
+        if g == "barrier" {
+            p.skip()?;
+            continue;
+        }
+        body.push(p.statement(g)?);
+    }
+    p.expect("}")?;
+    Ok(Some((name, Definition { params, args, body })))
 }
 
 #[cfg(test)]

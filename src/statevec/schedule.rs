@@ -9,7 +9,7 @@
 
 use super::circuit::{Circuit, Gate};
 use super::layout::Layout;
-use super::step::Step;
+use super::step::PhysicalGate;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -56,30 +56,32 @@ impl Schedule {
 }
 
 /// The step of gate `g` whose qubits are at physical positions `at`.
-fn step(g: &Gate, at: impl Fn(u32) -> u32, l: u32) -> Step {
+fn step(g: &Gate, at: impl Fn(u32) -> u32, l: u32) -> PhysicalGate {
     let local = |q: u32| q < l;
     match g {
-        Gate::H(q) if local(at(*q)) => Step::H(at(*q)),
-        Gate::H(q) => Step::GlobalU { t: at(*q), m: super::circuit::hadamard() },
-        Gate::U { q, m } if local(at(*q)) => Step::U { q: at(*q), m: *m },
-        Gate::U { q, m } => Step::GlobalU { t: at(*q), m: *m },
-        Gate::Phase { qubits, phase } => Step::Phase { qubits: qubits.iter().map(|&q| at(q)).collect(), phase: *phase },
+        Gate::H(q) if local(at(*q)) => PhysicalGate::H(at(*q)),
+        Gate::H(q) => PhysicalGate::GlobalU { t: at(*q), m: super::circuit::hadamard() },
+        Gate::U { q, m } if local(at(*q)) => PhysicalGate::U { q: at(*q), m: *m },
+        Gate::U { q, m } => PhysicalGate::GlobalU { t: at(*q), m: *m },
+        Gate::Phase { qubits, phase } => {
+            PhysicalGate::Phase { qubits: qubits.iter().map(|&q| at(q)).collect(), phase: *phase }
+        }
         Gate::Swap(a, b) => {
             let (a, b) = (at(*a), at(*b));
             match (local(a), local(b)) {
-                (true, true) => Step::Swap(a, b),
-                (false, false) => Step::GlobalSwap2(a, b),
-                (true, false) => Step::GlobalSwap { t: b, q: a },
-                (false, true) => Step::GlobalSwap { t: a, q: b },
+                (true, true) => PhysicalGate::Swap(a, b),
+                (false, false) => PhysicalGate::GlobalSwap2(a, b),
+                (true, false) => PhysicalGate::GlobalSwap { t: b, q: a },
+                (false, true) => PhysicalGate::GlobalSwap { t: a, q: b },
             }
         }
-        Gate::Cx { c, t } if local(at(*t)) => Step::Cx { c: at(*c), t: at(*t) },
-        Gate::Cx { c, t } => Step::GlobalCx { c: at(*c), t: at(*t) },
+        Gate::Cx { c, t } if local(at(*t)) => PhysicalGate::Cx { c: at(*c), t: at(*t) },
+        Gate::Cx { c, t } => PhysicalGate::GlobalCx { c: at(*c), t: at(*t) },
     }
 }
 
 /// The register's steps for `c` on `layout`, under `schedule`.
-pub fn compile(c: &Circuit, layout: &Layout, schedule: Schedule) -> Vec<Step> {
+pub fn compile(c: &Circuit, layout: &Layout, schedule: Schedule) -> Vec<PhysicalGate> {
     let l = layout.local_qubits();
     match schedule {
         Schedule::Quest => c.gates.iter().map(|g| step(g, |q| q, l)).collect(),
@@ -87,7 +89,7 @@ pub fn compile(c: &Circuit, layout: &Layout, schedule: Schedule) -> Vec<Step> {
     }
 }
 
-fn swap_scheduled(c: &Circuit, layout: &Layout) -> Vec<Step> {
+fn swap_scheduled(c: &Circuit, layout: &Layout) -> Vec<PhysicalGate> {
     let (n, l) = (layout.qubits, layout.local_qubits());
     // at[logical] = physical position; of[physical] = logical qubit.
     let mut at: Vec<u32> = (0..n).collect();
@@ -114,7 +116,7 @@ fn swap_scheduled(c: &Circuit, layout: &Layout) -> Vec<Step> {
                 .max_by_key(|&p| (next_use(of[p as usize], i + 1), p))
                 .unwrap_or(0);
             let g_pos = at[t as usize];
-            steps.push(Step::GlobalSwap { t: g_pos, q: slot });
+            steps.push(PhysicalGate::GlobalSwap { t: g_pos, q: slot });
             let moved = of[slot as usize];
             at[t as usize] = slot;
             at[moved as usize] = g_pos;
@@ -131,9 +133,9 @@ fn swap_scheduled(c: &Circuit, layout: &Layout) -> Vec<Step> {
             let q = of[p as usize];
             let (a, b) = (p.min(q), p.max(q));
             steps.push(match (a < l, b < l) {
-                (true, true) => Step::Swap(a, b),
-                (true, false) => Step::GlobalSwap { t: b, q: a },
-                _ => Step::GlobalSwap2(a, b),
+                (true, true) => PhysicalGate::Swap(a, b),
+                (true, false) => PhysicalGate::GlobalSwap { t: b, q: a },
+                _ => PhysicalGate::GlobalSwap2(a, b),
             });
             of.swap(a as usize, b as usize);
         }
@@ -150,15 +152,17 @@ mod tests {
 
     /// The steps run on a dense vector, global or not: what any register
     /// must end with.
-    fn run_steps(steps: &[Step], start: Vec<Complex64>) -> Vec<Complex64> {
+    fn run_steps(steps: &[PhysicalGate], start: Vec<Complex64>) -> Vec<Complex64> {
         let mut v = start;
         for s in steps {
             let g = match s {
-                Step::H(q) => Gate::H(*q),
-                Step::U { q, m } | Step::GlobalU { t: q, m } => Gate::U { q: *q, m: *m },
-                Step::Phase { qubits, phase } => Gate::Phase { qubits: qubits.clone(), phase: *phase },
-                Step::Swap(a, b) | Step::GlobalSwap2(a, b) | Step::GlobalSwap { t: a, q: b } => Gate::Swap(*a, *b),
-                Step::Cx { c, t } | Step::GlobalCx { c, t } => Gate::Cx { c: *c, t: *t },
+                PhysicalGate::H(q) => Gate::H(*q),
+                PhysicalGate::U { q, m } | PhysicalGate::GlobalU { t: q, m } => Gate::U { q: *q, m: *m },
+                PhysicalGate::Phase { qubits, phase } => Gate::Phase { qubits: qubits.clone(), phase: *phase },
+                PhysicalGate::Swap(a, b)
+                | PhysicalGate::GlobalSwap2(a, b)
+                | PhysicalGate::GlobalSwap { t: a, q: b } => Gate::Swap(*a, *b),
+                PhysicalGate::Cx { c, t } | PhysicalGate::GlobalCx { c, t } => Gate::Cx { c: *c, t: *t },
             };
             reference::apply(&mut v, &g);
         }
@@ -185,7 +189,8 @@ mod tests {
                         // A swap-scheduled step's target is always local.
                         for st in &steps {
                             assert!(
-                                matches!(st, Step::GlobalSwap { .. } | Step::GlobalSwap2(..)) || st.is_local(),
+                                matches!(st, PhysicalGate::GlobalSwap { .. } | PhysicalGate::GlobalSwap2(..))
+                                    || st.is_local(),
                                 "{st:?}"
                             );
                         }
@@ -199,7 +204,8 @@ mod tests {
     fn quest_exchanges_for_global_targets_and_the_swap_schedule_less_on_the_qft() {
         let layout = Layout::new(30, 2, Precision::Double).unwrap();
         let c = circuit::qft(30);
-        let count = |steps: &[Step]| steps.iter().filter(|s| !s.is_local()).map(|s| s.bytes(&layout)).sum::<u64>();
+        let count =
+            |steps: &[PhysicalGate]| steps.iter().filter(|s| !s.is_local()).map(|s| s.bytes(&layout)).sum::<u64>();
         let quest = compile(&c, &layout, Schedule::Quest);
         // H on qubit 29 (the whole chunk) and SWAP(0, 29) (half of it).
         assert_eq!(quest.iter().filter(|s| !s.is_local()).count(), 2);

@@ -4,14 +4,14 @@
 //! target on a global qubit). The schedules (schedule.rs) make circuits
 //! into steps; transport::amplitudes::step runs them.
 
-use super::circuit::hadamard;
 use super::layout::Layout;
 use num_complex::Complex64;
 use serde::{Deserialize, Serialize};
 
-/// A step on physical qubits.
+/// A gate on physical qubits: one step of the register, local or with an
+/// exchange (the `Global` ones).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum PhysicalGate {
     /// H on a local qubit.
     H(u32),
     /// A one-qubit unitary on a local qubit.
@@ -80,37 +80,32 @@ impl Class {
     }
 }
 
-/// Whether `m` is H, which has kernels of its own.
-pub fn is_h(m: &[Complex64; 4]) -> bool {
-    m.iter().zip(hadamard()).all(|(a, h)| (a - h).norm() < 1e-15)
-}
-
-impl Step {
+impl PhysicalGate {
     /// The step for a gate whose every qubit is where `layout` says
     /// (physical): local or global by position.
     pub fn class(&self) -> Class {
         match self {
-            Step::H(_) => Class::H,
-            Step::U { .. } => Class::U,
-            Step::Phase { .. } => Class::Phase,
-            Step::Swap(..) => Class::Swap,
-            Step::Cx { .. } => Class::Cx,
-            Step::GlobalU { .. } => Class::GlobalGate,
-            Step::GlobalSwap { .. } => Class::GlobalSwap,
-            Step::GlobalSwap2(..) => Class::GlobalSwap2,
-            Step::GlobalCx { .. } => Class::GlobalCx,
+            PhysicalGate::H(_) => Class::H,
+            PhysicalGate::U { .. } => Class::U,
+            PhysicalGate::Phase { .. } => Class::Phase,
+            PhysicalGate::Swap(..) => Class::Swap,
+            PhysicalGate::Cx { .. } => Class::Cx,
+            PhysicalGate::GlobalU { .. } => Class::GlobalGate,
+            PhysicalGate::GlobalSwap { .. } => Class::GlobalSwap,
+            PhysicalGate::GlobalSwap2(..) => Class::GlobalSwap2,
+            PhysicalGate::GlobalCx { .. } => Class::GlobalCx,
         }
     }
 
     /// The qubits it acts on.
     pub fn qubits(&self) -> Vec<u32> {
         match self {
-            Step::H(q) | Step::U { q, .. } => vec![*q],
-            Step::Phase { qubits, .. } => qubits.clone(),
-            Step::Swap(a, b) | Step::GlobalSwap2(a, b) => vec![*a, *b],
-            Step::Cx { c, t } | Step::GlobalCx { c, t } => vec![*c, *t],
-            Step::GlobalU { t, .. } => vec![*t],
-            Step::GlobalSwap { t, q } => vec![*t, *q],
+            PhysicalGate::H(q) | PhysicalGate::U { q, .. } => vec![*q],
+            PhysicalGate::Phase { qubits, .. } => qubits.clone(),
+            PhysicalGate::Swap(a, b) | PhysicalGate::GlobalSwap2(a, b) => vec![*a, *b],
+            PhysicalGate::Cx { c, t } | PhysicalGate::GlobalCx { c, t } => vec![*c, *t],
+            PhysicalGate::GlobalU { t, .. } => vec![*t],
+            PhysicalGate::GlobalSwap { t, q } => vec![*t, *q],
         }
     }
 
@@ -118,10 +113,10 @@ impl Step {
     pub fn bytes(&self, layout: &Layout) -> u64 {
         let chunk = layout.chunk_bytes();
         match self {
-            Step::GlobalU { .. } | Step::GlobalSwap2(..) => chunk,
-            Step::GlobalSwap { .. } => chunk / 2,
-            Step::GlobalCx { c, .. } if *c < layout.local_qubits() => chunk / 2,
-            Step::GlobalCx { .. } => chunk,
+            PhysicalGate::GlobalU { .. } | PhysicalGate::GlobalSwap2(..) => chunk,
+            PhysicalGate::GlobalSwap { .. } => chunk / 2,
+            PhysicalGate::GlobalCx { c, .. } if *c < layout.local_qubits() => chunk / 2,
+            PhysicalGate::GlobalCx { .. } => chunk,
             _ => 0,
         }
     }
@@ -135,17 +130,18 @@ impl Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::statevec::circuit::hadamard;
     use crate::statevec::layout::Precision;
 
     #[test]
     fn steps_carry_their_class_and_bytes() {
         let l = Layout::new(10, 4, Precision::Double).unwrap();
         let chunk = l.chunk_bytes();
-        assert_eq!(Step::GlobalU { t: 9, m: hadamard() }.bytes(&l), chunk);
-        assert_eq!(Step::GlobalSwap { t: 9, q: 0 }.bytes(&l), chunk / 2);
-        assert_eq!(Step::GlobalCx { c: 0, t: 9 }.bytes(&l), chunk / 2);
-        assert_eq!(Step::GlobalCx { c: 8, t: 9 }.bytes(&l), chunk);
-        assert_eq!(Step::Phase { qubits: vec![9, 8], phase: Complex64::new(-1.0, 0.0) }.bytes(&l), 0);
-        assert!(Step::Cx { c: 9, t: 0 }.is_local() && !Step::GlobalSwap2(8, 9).is_local());
+        assert_eq!(PhysicalGate::GlobalU { t: 9, m: hadamard() }.bytes(&l), chunk);
+        assert_eq!(PhysicalGate::GlobalSwap { t: 9, q: 0 }.bytes(&l), chunk / 2);
+        assert_eq!(PhysicalGate::GlobalCx { c: 0, t: 9 }.bytes(&l), chunk / 2);
+        assert_eq!(PhysicalGate::GlobalCx { c: 8, t: 9 }.bytes(&l), chunk);
+        assert_eq!(PhysicalGate::Phase { qubits: vec![9, 8], phase: Complex64::new(-1.0, 0.0) }.bytes(&l), 0);
+        assert!(PhysicalGate::Cx { c: 9, t: 0 }.is_local() && !PhysicalGate::GlobalSwap2(8, 9).is_local());
     }
 }

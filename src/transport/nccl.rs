@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{self, DeviceBuffer, Gpu, cuda_err};
 use crate::interrupt::Halt;
 use crate::libs::{self, Library};
-use crate::record::collective::{BufferSetup, Register};
+use crate::record::collective::{BufferSetup, Registration};
 use crate::record::{LibraryInfo, RankInfo};
 use crate::transport::pattern_kernels::PatternKernels;
 use crate::world::World;
@@ -358,7 +358,7 @@ pub fn library_info() -> Result<LibraryInfo> {
 
 /// A rank's send or receive buffer: from ncclMemAlloc where NCCL has it
 /// (2.19 and later), as nccl-tests allocates, else from cuMemAlloc.
-enum Memory {
+enum Allocation {
     Nccl { ptr: u64, ctx: Arc<CudaContext> },
     Cuda(DeviceBuffer),
 }
@@ -370,10 +370,10 @@ const WINDOW_VERSION: i64 = 22700;
 /// NCCL_WIN_COLL_SYMMETRIC.
 const WIN_COLL_SYMMETRIC: c_int = 1;
 
-impl Memory {
-    fn alloc(gpu: &Gpu, bytes: u64, nccl_alloc: bool) -> Result<Memory> {
+impl Allocation {
+    fn alloc(gpu: &Gpu, bytes: u64, nccl_alloc: bool) -> Result<Allocation> {
         if !nccl_alloc {
-            return gpu.alloc(bytes).map(Memory::Cuda);
+            return gpu.alloc(bytes).map(Allocation::Cuda);
         }
         gpu.ctx.bind_to_thread().map_err(cuda_err("binding a context"))?;
         let mut ptr = std::ptr::null_mut();
@@ -384,20 +384,20 @@ impl Memory {
             crate::units::format_size(bytes),
             gpu.ordinal
         )))?;
-        Ok(Memory::Nccl { ptr: ptr as u64, ctx: gpu.ctx.clone() })
+        Ok(Allocation::Nccl { ptr: ptr as u64, ctx: gpu.ctx.clone() })
     }
 
     fn ptr(&self) -> u64 {
         match self {
-            Memory::Nccl { ptr, .. } => *ptr,
-            Memory::Cuda(b) => b.ptr(),
+            Allocation::Nccl { ptr, .. } => *ptr,
+            Allocation::Cuda(b) => b.ptr(),
         }
     }
 }
 
-impl Drop for Memory {
+impl Drop for Allocation {
     fn drop(&mut self) {
-        if let Memory::Nccl { ptr, ctx } = self {
+        if let Allocation::Nccl { ptr, ctx } = self {
             let _ = ctx.bind_to_thread();
             // SAFETY: the pointer came from ncclMemAlloc and is freed once;
             // every registration of it was undone before (Nccl::deregister).
@@ -423,8 +423,8 @@ type WindowDeregisterFn = unsafe extern "C" fn(sys::ncclComm_t, *mut c_void) -> 
 struct Rank {
     gpu: Gpu,
     kernels: PatternKernels,
-    send: Option<Memory>,
-    recv: Option<Memory>,
+    send: Option<Allocation>,
+    recv: Option<Allocation>,
     /// The registrations of `send` and `recv`, undone before they are freed.
     registered: Vec<Registered>,
     wrong: DeviceBuffer,
@@ -436,7 +436,7 @@ pub struct Options {
     /// -T: abort the communicators when the GPUs take longer (0: never).
     pub timeout_s: u64,
     /// -R.
-    pub register: Register,
+    pub register: Registration,
     /// -x.
     pub cta_policy: Option<i32>,
     /// -u: elements by which both buffers start past their allocation.
@@ -529,18 +529,18 @@ fn nccl_symbol<F: Copy>(name: &str, since: i64, version: i64) -> Option<F> {
 /// How NCCL `version` allocates and registers the buffers for `-R register`,
 /// as nccl-tests 2.19 does: ncclMemAlloc from NCCL 2.19 on; -R needs 2.19;
 /// -R 2 before NCCL 2.27 registers locally, with nccl-tests' own words.
-fn buffer_setup(register: Register, version: i64) -> Result<BufferSetup> {
+fn buffer_setup(register: Registration, version: i64) -> Result<BufferSetup> {
     let nccl_alloc = version >= MEM_ALLOC_VERSION;
-    if register != Register::None && !nccl_alloc {
+    if register != Registration::None && !nccl_alloc {
         return Err(Error::Missing(format!(
             "-R {} (buffer registration) needs NCCL 2.19 or later; this one is {}",
             register.code(),
             libs::nccl_version_text(version)
         )));
     }
-    let (register, note) = if register == Register::Symmetric && version < WINDOW_VERSION {
+    let (register, note) = if register == Registration::Symmetric && version < WINDOW_VERSION {
         (
-            Register::Local,
+            Registration::Local,
             Some("Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration".into()),
         )
     } else {
@@ -624,9 +624,9 @@ impl Nccl {
     fn register(&mut self, bytes: u64) -> Result<()> {
         let version = self.library.version_code;
         let window: Option<WindowRegisterFn> = match self.setup.register {
-            Register::None => return Ok(()),
-            Register::Local => None,
-            Register::Symmetric => Some(
+            Registration::None => return Ok(()),
+            Registration::Local => None,
+            Registration::Symmetric => Some(
                 nccl_symbol("ncclCommWindowRegister", WINDOW_VERSION, version)
                     .ok_or_else(|| Error::Missing("this NCCL lacks ncclCommWindowRegister (-R 2)".into()))?,
             ),
@@ -1017,8 +1017,8 @@ impl Transport for Nccl {
         for r in &mut self.ranks {
             r.send = None;
             r.recv = None;
-            r.send = Some(Memory::alloc(&r.gpu, padded, nccl_alloc)?);
-            r.recv = Some(Memory::alloc(&r.gpu, padded, nccl_alloc)?);
+            r.send = Some(Allocation::alloc(&r.gpu, padded, nccl_alloc)?);
+            r.recv = Some(Allocation::alloc(&r.gpu, padded, nccl_alloc)?);
         }
         self.allocated = bytes;
         self.register(bytes)?;
@@ -1316,13 +1316,13 @@ mod tests {
 
     #[test]
     fn buffers_are_allocated_and_registered_as_nccl_tests_does() {
-        let b = buffer_setup(Register::None, 22803).unwrap();
-        assert_eq!((b.allocator.as_str(), b.register, b.note), ("ncclMemAlloc", Register::None, None));
-        assert_eq!(buffer_setup(Register::None, 21805).unwrap().allocator, "cuMemAlloc");
-        assert_eq!(buffer_setup(Register::Symmetric, 22803).unwrap().register, Register::Symmetric);
-        let old = buffer_setup(Register::Symmetric, 22600).unwrap();
-        assert_eq!(old.register, Register::Local);
+        let b = buffer_setup(Registration::None, 22803).unwrap();
+        assert_eq!((b.allocator.as_str(), b.register, b.note), ("ncclMemAlloc", Registration::None, None));
+        assert_eq!(buffer_setup(Registration::None, 21805).unwrap().allocator, "cuMemAlloc");
+        assert_eq!(buffer_setup(Registration::Symmetric, 22803).unwrap().register, Registration::Symmetric);
+        let old = buffer_setup(Registration::Symmetric, 22600).unwrap();
+        assert_eq!(old.register, Registration::Local);
         assert!(old.note.unwrap().contains("not supported before NCCL 2.27"));
-        assert_eq!(buffer_setup(Register::Local, 21805).unwrap_err().exit_code(), 3);
+        assert_eq!(buffer_setup(Registration::Local, 21805).unwrap_err().exit_code(), 3);
     }
 }

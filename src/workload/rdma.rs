@@ -64,7 +64,7 @@ mod live {
     use crate::rdma::data::Side;
     use crate::rdma::device;
     use crate::rdma::oob;
-    use crate::rdma::plan::{Memory, Peer, Plan};
+    use crate::rdma::plan::{BufferMemory, Peer, Plan};
     use crate::rdma::side::{self, Place, Progress};
     use crate::rdma::{memory, verbs};
     use crate::record::Observer;
@@ -157,7 +157,7 @@ mod live {
     /// gathers every pair's links and rows, and observes the other pairs'.
     fn mpi(
         plan: &Plan,
-        memory: Memory,
+        memory: BufferMemory,
         session: &Session,
         facts: &RdmaFacts,
         obs: &mut dyn Observer<RdmaRun>,

@@ -8,7 +8,7 @@ use crate::libs::Library;
 use crate::record::Quiet;
 use crate::record::collective::TransportKind;
 use crate::session::Session;
-use crate::units::Step;
+use crate::units::Growth;
 use crate::workload::Job;
 use crate::workload::collective::Kind;
 use crate::workload::collective::plan::{CollectivePlan, Options};
@@ -46,7 +46,7 @@ impl Keys {
             ngpus: g,
             minbytes: size,
             maxbytes: size,
-            step: Step::Bytes(0),
+            step: Growth::Bytes(0),
             warmup_iters: 5,
             iters: self.iters.unwrap_or(defaults.iters),
             timeout_s: 120,

@@ -158,15 +158,31 @@ fn ib_hca(f: &Facts, v: &NcclVar) -> Check {
             "NCCL falls back to TCP sockets: fix the adapter's driver (see rdma.devices), or unset NCCL_IB_HCA on nodes without RDMA",
         );
     }
-    let matches = |e: &ListEntry| -> Vec<&(&RdmaDevice, &Port)> {
-        ports.iter().filter(|(d, p)| list.entry_matches(e, &d.name, p.port as i32)).collect()
-    };
     let selected: Vec<String> = ports
         .iter()
         .filter(|(d, p)| p.usable_by_nccl() && list.selects(&d.name, p.port as i32))
         .map(|(d, p)| port_name(d, p))
         .collect();
-    // Each problem with its own remedy.
+    let problems = hca_problems(f, v, &list, &ports);
+    let found: Vec<&str> = problems.iter().map(|(p, _)| p.as_str()).collect();
+    if selected.is_empty() {
+        return no_active_port(f, v, &ports, &found);
+    }
+    let selects = format!("{} selects {}", setting(v), and_list(&selected));
+    if problems.is_empty() {
+        return Check::pass(name(v), selects);
+    }
+    let fixes: Vec<&str> = problems.iter().map(|(_, fix)| fix.as_str()).collect();
+    Check::warn(name(v), format!("{selects}; {}", found.join("; ")), fixes.join("; "))
+}
+
+/// What is wrong with an NCCL_IB_HCA list here, each problem with its own
+/// remedy: entries that match nothing, entries that name only ports that
+/// are not ACTIVE, and names that also match longer ones as prefixes.
+fn hca_problems(f: &Facts, v: &NcclVar, list: &IfList, ports: &[(&RdmaDevice, &Port)]) -> Vec<(String, String)> {
+    let matches = |e: &ListEntry| -> Vec<&(&RdmaDevice, &Port)> {
+        ports.iter().filter(|(d, p)| list.entry_matches(e, &d.name, p.port as i32)).collect()
+    };
     let mut problems: Vec<(String, String)> = Vec::new();
     let dead: Vec<String> = list.entries.iter().filter(|e| matches(e).is_empty()).map(entry_text).collect();
     if !dead.is_empty() {
@@ -193,52 +209,57 @@ fn ib_hca(f: &Facts, v: &NcclVar) -> Check {
         }
     }
     if !list.exact {
-        for e in &list.entries {
-            let others: Vec<&str> = f
-                .rdma
-                .devices
-                .iter()
-                .map(|d| d.name.as_str())
-                .filter(|n| *n != e.prefix && n.starts_with(&e.prefix))
-                .collect();
-            if f.rdma.devices.iter().any(|d| d.name == e.prefix) && !others.is_empty() {
-                let rest = v.value.strip_prefix('^').unwrap_or(&v.value);
-                let exact = format!("{}={rest}", if list.exclude { "^" } else { "" });
-                problems.push((
-                    format!("{} also matches {} (NCCL matches prefixes)", e.prefix, and_list(&others)),
-                    format!("write NCCL_IB_HCA={exact} to match names exactly"),
-                ));
-            }
+        problems.extend(prefix_overlaps(f, v, list));
+    }
+    problems
+}
+
+/// Entries that name a device here and, NCCL matching prefixes, longer
+/// names too (mlx5_1 and mlx5_10), with the exact list as the remedy.
+fn prefix_overlaps(f: &Facts, v: &NcclVar, list: &IfList) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in &list.entries {
+        let others: Vec<&str> = f
+            .rdma
+            .devices
+            .iter()
+            .map(|d| d.name.as_str())
+            .filter(|n| *n != e.prefix && n.starts_with(&e.prefix))
+            .collect();
+        if f.rdma.devices.iter().any(|d| d.name == e.prefix) && !others.is_empty() {
+            let rest = v.value.strip_prefix('^').unwrap_or(&v.value);
+            let exact = format!("{}={rest}", if list.exclude { "^" } else { "" });
+            out.push((
+                format!("{} also matches {} (NCCL matches prefixes)", e.prefix, and_list(&others)),
+                format!("write NCCL_IB_HCA={exact} to match names exactly"),
+            ));
         }
     }
+    out
+}
+
+/// The failure of a list that selects no ACTIVE port: what it found wrong,
+/// the ports here with their states, and the list that would work.
+fn no_active_port(f: &Facts, v: &NcclVar, ports: &[(&RdmaDevice, &Port)], found: &[&str]) -> Check {
     let here: Vec<String> = ports
         .iter()
         .map(|(d, p)| format!("{} {}", port_name(d, p), p.state.value().map_or("state unknown", |s| s.name.as_str())))
         .collect();
-    let found: Vec<&str> = problems.iter().map(|(p, _)| p.as_str()).collect();
-    if selected.is_empty() {
-        let why = if found.is_empty() { String::new() } else { format!(": {}", found.join("; ")) };
-        return Check::fail(
-            name(v),
-            format!(
-                "{} selects no ACTIVE port{why} (ports here: {}); NCCL falls back to TCP sockets",
-                setting(v),
-                and_list(&here)
-            ),
-            match hca_suggestion(f) {
-                Some(s) => {
-                    format!("set {s} (the ACTIVE ports here), or unset NCCL_IB_HCA to let NCCL use every ACTIVE port")
-                }
-                None => "no port here is ACTIVE: bring one up first (see rdma.port)".to_string(),
-            },
-        );
-    }
-    let selects = format!("{} selects {}", setting(v), and_list(&selected));
-    if problems.is_empty() {
-        return Check::pass(name(v), selects);
-    }
-    let fixes: Vec<&str> = problems.iter().map(|(_, fix)| fix.as_str()).collect();
-    Check::warn(name(v), format!("{selects}; {}", found.join("; ")), fixes.join("; "))
+    let why = if found.is_empty() { String::new() } else { format!(": {}", found.join("; ")) };
+    Check::fail(
+        name(v),
+        format!(
+            "{} selects no ACTIVE port{why} (ports here: {}); NCCL falls back to TCP sockets",
+            setting(v),
+            and_list(&here)
+        ),
+        match hca_suggestion(f) {
+            Some(s) => {
+                format!("set {s} (the ACTIVE ports here), or unset NCCL_IB_HCA to let NCCL use every ACTIVE port")
+            }
+            None => "no port here is ACTIVE: bring one up first (see rdma.port)".to_string(),
+        },
+    )
 }
 
 /// The interface NCCL would pick itself: ib* first, then anything but

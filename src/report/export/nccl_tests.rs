@@ -7,7 +7,7 @@
 use super::{Exporter, Record, pretty};
 use crate::error::{Error, Result};
 use crate::record::collective::{Cell, CollectiveRun, Config, PerIter, SizeRecord};
-use crate::units::Step;
+use crate::units::Growth;
 use serde_json::{Value, json};
 
 pub struct NcclTests;
@@ -66,8 +66,8 @@ fn config(run: &CollectiveRun) -> Value {
         "maximum_bytes": c.maxbytes,
     });
     match c.step {
-        Step::Factor(f) => config["step_factor"] = json!(f),
-        Step::Bytes(b) => config["step_bytes"] = json!(b),
+        Growth::Factor(f) => config["step_factor"] = json!(f),
+        Growth::Bytes(b) => config["step_bytes"] = json!(b),
     }
     for (k, v) in [
         ("warmup_iters", json!(c.warmup_iters)),

@@ -6,13 +6,14 @@
 use super::figure::{Axis, Chart, Dash, Figure, Lines, Marker, Panel, Scale, Series};
 use super::{Metric, Options, Plot, Source};
 use crate::error::{Error, Result};
-use crate::rdma::plan::Memory;
+use crate::rdma::plan::BufferMemory;
 use crate::record::rdma::{LatRow, Link, RdmaRun, Row};
 use crate::report::rdma::bw_unit;
 
 impl Plot for RdmaRun {
     fn carrier(&self) -> String {
-        let gpu = self.links.iter().any(|l| l.local.memory != Memory::Host || l.remote.memory != Memory::Host);
+        let gpu =
+            self.links.iter().any(|l| l.local.memory != BufferMemory::Host || l.remote.memory != BufferMemory::Host);
         format!("{}{}", self.mode.name(), if gpu { ", GPU memory" } else { "" })
     }
 

@@ -2,13 +2,11 @@
 //! memory: whatever holds the amplitudes (GPUs, host memory) implements
 //! [`Register`], and each way of moving amplitudes between partner ranks is
 //! a [`Wire`], one file each; adding one is its file plus a line in the list
-//! below. A wire serves the registers it has a part for: GPU registers, host
-//! registers, or both (rdma).
+//! below, which declares its module. A wire serves the registers it has a
+//! part for: GPU registers, host registers, or both (rdma).
 
-pub mod cpu;
 pub mod gpu;
 pub mod host_memory;
-pub mod rdma;
 pub mod step;
 
 use crate::error::Result;
@@ -62,22 +60,46 @@ pub trait WireImpl: Sync {
     }
 }
 
-/// Declares the wires: the `Wire` enum and the list.
+/// Declares a wire's module where its file is: this folder (`self`) or
+/// gpu/ (`gpu`, where gpu/mod.rs calls `gpu_wire_modules!`).
+macro_rules! wire_module {
+    (self, self $module:ident) => {
+        pub mod $module;
+    };
+    (gpu, gpu $module:ident) => {
+        pub mod $module;
+    };
+    ($folder:ident, $dir:ident $module:ident) => {};
+}
+pub(crate) use wire_module;
+
+/// Declares the wires: each module that holds wires (`self::` this folder,
+/// `gpu::` gpu/) with the wires it holds, the `Wire` enum and the list.
 macro_rules! wires {
-    ($($wire:ident => $imp:path),* $(,)?) => {
+    ($($dir:ident :: $module:ident { $($wire:ident => $imp:ident),+ $(,)? }),* $(,)?) => {
+        $(wire_module!(self, $dir $module);)*
+
+        /// The modules of gpu/ that hold wires, for gpu/mod.rs to declare.
+        macro_rules! gpu_wire_modules {
+            () => {
+                $($crate::transport::amplitudes::wire_module!(gpu, $dir $module);)*
+            };
+        }
+        pub(crate) use gpu_wire_modules;
+
         /// A way amplitudes travel between partner ranks.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Wire {
-            $($wire),*
+            $($($wire),+),*
         }
 
         impl Wire {
             /// Every wire, in the order of the list.
-            pub const ALL: &'static [Wire] = &[$(Wire::$wire),*];
+            pub const ALL: &'static [Wire] = &[$($(Wire::$wire),+),*];
 
             pub fn imp(self) -> &'static dyn WireImpl {
                 match self {
-                    $(Wire::$wire => &$imp),*
+                    $($(Wire::$wire => &$dir::$module::$imp),+),*
                 }
             }
         }
@@ -85,17 +107,14 @@ macro_rules! wires {
 }
 
 wires! {
-    Nccl => gpu::nccl::Nccl,
-    P2p => gpu::peer::Kernel,
-    P2pCe => gpu::peer::CopyEngine,
-    Host => gpu::host::Pipelined,
-    HostUnpipelined => gpu::host::Unpipelined,
-    Mpi => gpu::mpi::Pipelined,
-    MpiCudaAware => gpu::mpi::CudaAware,
-    Quest => gpu::quest::Quest,
-    Rdma => rdma::Write,
-    RdmaStaged => gpu::rdma_staged::Pipelined,
-    Cpu => cpu::Cpu,
+    gpu::nccl { Nccl => Nccl },
+    gpu::peer { P2p => Kernel, P2pCe => CopyEngine },
+    gpu::host { Host => Pipelined, HostUnpipelined => Unpipelined },
+    gpu::mpi { Mpi => Pipelined, MpiCudaAware => CudaAware },
+    gpu::quest { Quest => Quest },
+    self::rdma { Rdma => Direct },
+    gpu::rdma_staged { RdmaStaged => Pipelined },
+    self::cpu { Cpu => Cpu },
 }
 
 impl Wire {

@@ -22,9 +22,11 @@ use crate::world::World;
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
-pub struct Write;
+/// The `rdma` wire: WRITEs straight from the register's own memory (where
+/// the rdma-staged wire goes through pinned host slots).
+pub struct Direct;
 
-impl WireImpl for Write {
+impl WireImpl for Direct {
     fn name(&self) -> &'static str {
         "rdma"
     }
@@ -62,7 +64,7 @@ pub fn unavailable(world: &dyn World, local: usize) -> Option<String> {
     }
 }
 
-impl HostWire for Write {
+impl HostWire for Direct {
     fn unavailable(&self, _: &Layout, world: &dyn World, local: usize) -> Option<String> {
         unavailable(world, local)
     }
@@ -90,7 +92,7 @@ impl HostWire for Write {
     }
 }
 
-impl GpuWire for Write {
+impl GpuWire for Direct {
     fn unavailable(&self, reg: &GpuRegister) -> Option<String> {
         unavailable(reg.world, reg.local()).or_else(|| gpudirect_unavailable(reg))
     }
@@ -177,7 +179,7 @@ mod links {
     use crate::rdma::handshake::Message;
     use crate::rdma::memory::{self, Region};
     use crate::rdma::oob::{self, Channel, Wait};
-    use crate::rdma::plan::{GpuDevice, GpuReg, Memory, MemoryAsk};
+    use crate::rdma::plan::{BufferMemory, GpuDevice, GpuReg, MemoryAsk};
     use crate::rdma::verbs::{self, Adapter, Caps, Link, Op, Request};
     use crate::world::{PEER_TIMEOUT, World};
     use std::collections::HashMap;
@@ -246,7 +248,7 @@ mod links {
         fn link(&self, i: usize) -> Result<Link> {
             let span = &self.spans[i];
             let (memory, ctx) = match &span.gpu {
-                None => (Memory::Host, None),
+                None => (BufferMemory::Host, None),
                 Some((gpu, ctx)) => {
                     let ask = MemoryAsk::Gpu { device: GpuDevice::Index(*gpu), reg: GpuReg::Auto };
                     (memory::resolve(&ask)?, Some(Arc::clone(ctx)))

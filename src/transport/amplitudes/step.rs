@@ -9,8 +9,9 @@
 use super::{Local, Part, Register, Seconds, Wire};
 use crate::error::{Error, Result};
 use crate::fault::Fault;
+use crate::statevec::circuit::is_h;
 use crate::statevec::layout::Layout;
-use crate::statevec::step::{Step, is_h};
+use crate::statevec::step::PhysicalGate;
 
 /// What a step took: its exchange (None for a local step) and the local
 /// work around it, slowest rank's seconds each.
@@ -32,35 +33,35 @@ fn rank_bit(layout: &Layout, rank: usize, t: u32) -> bool {
 }
 
 /// The local operation of a local step on rank `rank`.
-fn local_op(layout: &Layout, step: &Step, rank: usize) -> Local {
+fn local_op(layout: &Layout, step: &PhysicalGate, rank: usize) -> Local {
     let l = layout.local_qubits();
     match step {
-        Step::H(q) => Local::H(*q),
-        Step::U { q, m } if is_h(m) => Local::H(*q),
-        Step::U { q, m } => Local::U { q: *q, m: *m },
-        Step::Phase { qubits, phase } => {
+        PhysicalGate::H(q) => Local::H(*q),
+        PhysicalGate::U { q, m } if is_h(m) => Local::H(*q),
+        PhysicalGate::U { q, m } => Local::U { q: *q, m: *m },
+        PhysicalGate::Phase { qubits, phase } => {
             if qubits.iter().any(|&q| q >= l && !rank_bit(layout, rank, q)) {
                 return Local::Idle;
             }
             let ones = qubits.iter().filter(|&&q| q < l).fold(0u64, |m, &q| m | 1 << q);
             Local::Phase { ones, phase: *phase }
         }
-        Step::Swap(a, b) => Local::Pairs { ones: 1 << a, zeros: 1 << b, flip: 1 << a | 1 << b },
-        Step::Cx { c, t } if *c >= l => {
+        PhysicalGate::Swap(a, b) => Local::Pairs { ones: 1 << a, zeros: 1 << b, flip: 1 << a | 1 << b },
+        PhysicalGate::Cx { c, t } if *c >= l => {
             if rank_bit(layout, rank, *c) {
                 Local::Pairs { ones: 0, zeros: 1 << t, flip: 1 << t }
             } else {
                 Local::Idle
             }
         }
-        Step::Cx { c, t } => Local::Pairs { ones: 1 << c, zeros: 1 << t, flip: 1 << t },
+        PhysicalGate::Cx { c, t } => Local::Pairs { ones: 1 << c, zeros: 1 << t, flip: 1 << t },
         _ => Local::Idle,
     }
 }
 
 /// Runs `step` on `reg`, over `wire` where it exchanges; `fault` changes
 /// the partner or the half sent, to prove the checks.
-pub fn run(reg: &mut dyn Register, step: &Step, wire: Option<Wire>, fault: Option<Fault>) -> Result<Timed> {
+pub fn run(reg: &mut dyn Register, step: &PhysicalGate, wire: Option<Wire>, fault: Option<Fault>) -> Result<Timed> {
     let layout = *reg.layout();
     let l = layout.local_qubits();
     if step.is_local() {
@@ -73,7 +74,7 @@ pub fn run(reg: &mut dyn Register, step: &Step, wire: Option<Wire>, fault: Optio
     let mask = |t: u32| 1usize << (t - l);
     let whole = |m: usize| move |r: usize| Part { peer: peer(r, m), send: 0, recv: chunk, len: chunk };
     match step {
-        Step::GlobalU { t, m } => {
+        PhysicalGate::GlobalU { t, m } => {
             let exchange = reg.exchange(wire, &whole(mask(*t)))?;
             let update = reg.apply(&|r| {
                 let one = rank_bit(&layout, r, *t);
@@ -87,23 +88,23 @@ pub fn run(reg: &mut dyn Register, step: &Step, wire: Option<Wire>, fault: Optio
             })?;
             Ok(Timed { exchange: Some(exchange), update })
         }
-        Step::GlobalSwap2(a, b) => {
+        PhysicalGate::GlobalSwap2(a, b) => {
             let exchange = reg.exchange(wire, &whole(mask(*a) | mask(*b)))?;
             let differ = |r| rank_bit(&layout, r, *a) != rank_bit(&layout, r, *b);
             let update = reg.apply(&|r| if differ(r) { Local::Take } else { Local::Idle })?;
             Ok(Timed { exchange: Some(exchange), update })
         }
-        Step::GlobalCx { c, t } if *c >= l => {
+        PhysicalGate::GlobalCx { c, t } if *c >= l => {
             let exchange = reg.exchange(wire, &whole(mask(*t)))?;
             let update = reg.apply(&|r| if rank_bit(&layout, r, *c) { Local::Take } else { Local::Idle })?;
             Ok(Timed { exchange: Some(exchange), update })
         }
-        Step::GlobalSwap { t, q } => {
+        PhysicalGate::GlobalSwap { t, q } => {
             // The half whose bit q differs from this rank's bit t.
             let value = |r: usize| !rank_bit(&layout, r, *t);
             half_exchange(reg, wire, *q, &value, mask(*t), fault)
         }
-        Step::GlobalCx { c, t } => half_exchange(reg, wire, *c, &|_| true, mask(*t), fault),
+        PhysicalGate::GlobalCx { c, t } => half_exchange(reg, wire, *c, &|_| true, mask(*t), fault),
         _ => Err(Error::Runtime(format!("internal: {step:?} is a local step"))),
     }
 }
@@ -151,13 +152,13 @@ mod tests {
     fn a_phase_with_global_qubits_is_each_ranks_own() {
         let l = Layout::new(10, 4, Precision::Double).unwrap();
         let p = Complex64::new(0.0, 1.0);
-        let step = Step::Phase { qubits: vec![9, 2], phase: p };
+        let step = PhysicalGate::Phase { qubits: vec![9, 2], phase: p };
         // Rank 2 holds qubit 9 (bit 1 of the rank) as 1, rank 1 as 0.
         assert_eq!(local_op(&l, &step, 2), Local::Phase { ones: 1 << 2, phase: p });
         assert_eq!(local_op(&l, &step, 1), Local::Idle);
-        let both = Step::Phase { qubits: vec![9, 8], phase: p };
+        let both = PhysicalGate::Phase { qubits: vec![9, 8], phase: p };
         assert_eq!(local_op(&l, &both, 3), Local::Phase { ones: 0, phase: p });
-        assert_eq!(local_op(&l, &Step::Cx { c: 8, t: 1 }, 1), Local::Pairs { ones: 0, zeros: 2, flip: 2 });
-        assert_eq!(local_op(&l, &Step::Cx { c: 8, t: 1 }, 2), Local::Idle);
+        assert_eq!(local_op(&l, &PhysicalGate::Cx { c: 8, t: 1 }, 1), Local::Pairs { ones: 0, zeros: 2, flip: 2 });
+        assert_eq!(local_op(&l, &PhysicalGate::Cx { c: 8, t: 1 }, 2), Local::Idle);
     }
 }

@@ -7,9 +7,9 @@ use super::{Kind, OpUse};
 use crate::dtype::{DataType, RedOp};
 use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
-use crate::record::collective::{Average, Config, Register, TransportKind};
+use crate::record::collective::{Average, Config, Registration, TransportKind};
 use crate::record::split::Split;
-use crate::units::{Step, sweep};
+use crate::units::{Growth, sweep};
 
 /// What a collective run asks for, in nccl-tests' terms, before it is
 /// checked: what a subcommand's options say, or what a readiness step
@@ -24,7 +24,7 @@ pub struct Options {
     pub minbytes: u64,
     pub maxbytes: u64,
     /// -f or -i: how the sizes grow.
-    pub step: Step,
+    pub step: Growth,
     pub warmup_iters: u32,
     pub iters: u32,
     pub agg_iters: u32,
@@ -50,7 +50,7 @@ pub struct Options {
     pub per_iter_timing: bool,
     pub per_iter_skip: u32,
     pub memory_report: bool,
-    pub register: Register,
+    pub register: Registration,
     pub cta_policy: Option<i32>,
 }
 
@@ -62,7 +62,7 @@ impl Default for Options {
             ngpus: 1,
             minbytes: 32 << 20,
             maxbytes: 32 << 20,
-            step: Step::Bytes(1 << 20),
+            step: Growth::Bytes(1 << 20),
             warmup_iters: 1,
             iters: 20,
             agg_iters: 1,
@@ -82,7 +82,7 @@ impl Default for Options {
             per_iter_timing: false,
             per_iter_skip: 0,
             memory_report: false,
-            register: Register::None,
+            register: Registration::None,
             cta_policy: None,
         }
     }
@@ -253,7 +253,7 @@ fn nccl_tests_modes(c: &Options, transport: TransportKind) -> Result<()> {
     if transport == TransportKind::Cpu {
         let gpu_only = [
             (c.unalign > 0, "-u (misaligned GPU buffers)"),
-            (c.register != Register::None, "-R (registration with NCCL communicators)"),
+            (c.register != Registration::None, "-R (registration with NCCL communicators)"),
             (c.memory_report, "-M (GPU memory report)"),
             (c.cta_policy.is_some(), "-x (NCCL's CTA policy)"),
         ];

@@ -82,7 +82,7 @@ impl CopyPlan {
         let sizes = if config.minbytes == config.maxbytes {
             vec![config.minbytes]
         } else {
-            crate::units::sweep(config.minbytes, config.maxbytes, crate::units::Step::Factor(config.stepfactor))?
+            crate::units::sweep(config.minbytes, config.maxbytes, crate::units::Growth::Factor(config.stepfactor))?
         };
         if let Some(numa::Mode::Node(n)) = config.numa {
             numa::Host::this().has_node(n).map_err(|e| Error::Usage(format!("--numa {n}: {e}")))?;

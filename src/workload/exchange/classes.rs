@@ -16,7 +16,7 @@ use crate::record::exchange::ClassTime;
 use crate::statevec::circuit::hadamard;
 use crate::statevec::layout::{GlobalOp, Layout, SLOW_PARTNER_BYTES};
 use crate::statevec::state::ProductState;
-use crate::statevec::step::Step;
+use crate::statevec::step::PhysicalGate;
 use crate::stats::Summary;
 use crate::transport::amplitudes::{Register, Wire, step};
 use num_complex::Complex64;
@@ -25,7 +25,7 @@ use std::f64::consts::PI;
 /// A class to time: its step, the state it starts from, and what it does
 /// to that state.
 pub struct Probe {
-    pub step: Step,
+    pub step: PhysicalGate,
     start: ProductState,
     effect: Box<dyn Fn(&mut ProductState)>,
 }
@@ -78,7 +78,7 @@ fn lows(layout: &Layout, limit: u32, also: &[u32]) -> Vec<u32> {
 /// The low qubits timed one by one: 2^5 amplitudes make the longest run whose traffic differs.
 const LOW_RUNS: u32 = 5;
 
-fn probe(step: Step, n: u32, ones: &[u32], effect: impl Fn(&mut ProductState) + 'static) -> Probe {
+fn probe(step: PhysicalGate, n: u32, ones: &[u32], effect: impl Fn(&mut ProductState) + 'static) -> Probe {
     let mut start = ProductState::new(n);
     for &q in ones {
         start.basis(q, true);
@@ -91,14 +91,16 @@ pub fn local(layout: &Layout) -> Vec<Probe> {
     let (n, l) = (layout.qubits, layout.local_qubits());
     let mut out = Vec::new();
     for q in positions(layout, true) {
-        out.push(probe(Step::H(q), n, &[], move |s| s.h(q)));
+        out.push(probe(PhysicalGate::H(q), n, &[], move |s| s.h(q)));
     }
     for q in positions(layout, false) {
         let m = rotation();
-        out.push(probe(Step::U { q, m }, n, &[], move |s| s.gate(q, &m)));
+        out.push(probe(PhysicalGate::U { q, m }, n, &[], move |s| s.gate(q, &m)));
     }
     for q in lows(layout, l, &[l - 1]) {
-        out.push(probe(Step::Phase { qubits: vec![q], phase: t_phase() }, n, &[], move |s| s.phase(q, t_phase())));
+        out.push(probe(PhysicalGate::Phase { qubits: vec![q], phase: t_phase() }, n, &[], move |s| {
+            s.phase(q, t_phase())
+        }));
     }
     // Two-qubit phases by their lower qubit, which sets what they touch:
     // the upper one at |1⟩ leaves a phase on the lower.
@@ -108,32 +110,34 @@ pub fn local(layout: &Layout) -> Vec<Probe> {
     let mut two: Vec<(u32, u32)> = pairs.iter().map(|&lo| (lo + 1, lo)).collect();
     two.extend(lows(layout, l - 2, &[]).into_iter().map(|lo| (l - 1, lo)));
     for (hi, lo) in two {
-        out.push(probe(Step::Phase { qubits: vec![hi, lo], phase: t_phase() }, n, &[hi], move |s| {
+        out.push(probe(PhysicalGate::Phase { qubits: vec![hi, lo], phase: t_phase() }, n, &[hi], move |s| {
             s.phase(lo, t_phase())
         }));
     }
     for lo in lows(layout, l - 1, &[]) {
-        out.push(probe(Step::Swap(lo, l - 1), n, &[], move |s| s.swap(lo, l - 1)));
+        out.push(probe(PhysicalGate::Swap(lo, l - 1), n, &[], move |s| s.swap(lo, l - 1)));
     }
     // CNOTs by their lower qubit too: the top one controlling each low
     // target, and qubit 0 controlling the top.
     let mut cx: Vec<(u32, u32)> = lows(layout, l - 1, &[]).into_iter().map(|t| (l - 1, t)).collect();
     cx.extend([(1, 0), (0, l - 1)]);
     for (c, t) in cx.into_iter().filter(|&(c, t)| c != t && c < l && t < l) {
-        out.push(probe(Step::Cx { c, t }, n, &[c], move |s| s.gate(t, &not())));
+        out.push(probe(PhysicalGate::Cx { c, t }, n, &[c], move |s| s.gate(t, &not())));
     }
     if layout.global_qubits >= 1 {
         // Phases with global qubits: the ranks whose bit is 1 do the work.
         let top = n - 1;
         for lo in lows(layout, l, &[]) {
-            let phase = Step::Phase { qubits: vec![top, lo], phase: t_phase() };
+            let phase = PhysicalGate::Phase { qubits: vec![top, lo], phase: t_phase() };
             out.push(probe(phase, n, &[top], move |s| s.phase(lo, t_phase())));
         }
-        out.push(probe(Step::Cx { c: top, t: 0 }, n, &[top], |s| s.gate(0, &not())));
+        out.push(probe(PhysicalGate::Cx { c: top, t: 0 }, n, &[top], |s| s.gate(0, &not())));
     }
     if layout.global_qubits >= 2 {
         let (a, b) = (n - 1, n - 2);
-        out.push(probe(Step::Phase { qubits: vec![a, b], phase: t_phase() }, n, &[a], move |s| s.phase(b, t_phase())));
+        out.push(probe(PhysicalGate::Phase { qubits: vec![a, b], phase: t_phase() }, n, &[a], move |s| {
+            s.phase(b, t_phase())
+        }));
     }
     out
 }
@@ -147,21 +151,21 @@ pub fn global(layout: &Layout, ops: &[GlobalOp]) -> Vec<Probe> {
     let mut out = Vec::new();
     if ops.contains(&GlobalOp::Gate) {
         for t in l..n {
-            out.push(probe(Step::GlobalU { t, m: hadamard() }, n, &[], move |s| s.h(t)));
+            out.push(probe(PhysicalGate::GlobalU { t, m: hadamard() }, n, &[], move |s| s.h(t)));
         }
     }
     if ops.contains(&GlobalOp::Swap) {
         for t in l..n {
-            out.push(probe(Step::GlobalSwap { t, q: l - 1 }, n, &[], move |s| s.swap(t, l - 1)));
+            out.push(probe(PhysicalGate::GlobalSwap { t, q: l - 1 }, n, &[], move |s| s.swap(t, l - 1)));
         }
         if l > 1 {
-            out.push(probe(Step::GlobalSwap { t: n - 1, q: 0 }, n, &[], move |s| s.swap(n - 1, 0)));
+            out.push(probe(PhysicalGate::GlobalSwap { t: n - 1, q: 0 }, n, &[], move |s| s.swap(n - 1, 0)));
         }
     }
     if ops.len() > 1 && l < n {
-        out.push(probe(Step::GlobalCx { c: 0, t: n - 1 }, n, &[0], move |s| s.gate(n - 1, &not())));
+        out.push(probe(PhysicalGate::GlobalCx { c: 0, t: n - 1 }, n, &[0], move |s| s.gate(n - 1, &not())));
         if n - l >= 2 {
-            out.push(probe(Step::GlobalSwap2(n - 2, n - 1), n, &[], move |s| s.swap(n - 2, n - 1)));
+            out.push(probe(PhysicalGate::GlobalSwap2(n - 2, n - 1), n, &[], move |s| s.swap(n - 2, n - 1)));
         }
     }
     out
@@ -231,7 +235,7 @@ mod tests {
         let globals = global(&layout, &[GlobalOp::Gate, GlobalOp::Swap]);
         assert!(globals.iter().all(|p| !p.step.is_local()));
         assert_eq!(globals.iter().filter(|p| p.step.class() == Class::GlobalGate).count(), 2);
-        assert!(globals.iter().any(|p| p.step == Step::GlobalSwap { t: 19, q: 0 }));
+        assert!(globals.iter().any(|p| p.step == PhysicalGate::GlobalSwap { t: 19, q: 0 }));
         assert!(globals.iter().any(|p| p.step.class() == Class::GlobalSwap2));
         assert!(global(&layout, &[GlobalOp::Gate]).iter().all(|p| p.step.class() == Class::GlobalGate));
     }

@@ -13,7 +13,7 @@ use crate::session::Session;
 use crate::statevec::circuit::hadamard;
 use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::state::ProductState;
-use crate::statevec::step::Step;
+use crate::statevec::step::PhysicalGate;
 use crate::transport::amplitudes::gpu::GpuRegister;
 use crate::transport::amplitudes::host_memory::HostRegister;
 use crate::transport::amplitudes::{Memory, Register, Wire, step};
@@ -142,7 +142,7 @@ fn rows(
             },
             None => {
                 // H on the top qubit: every rank's whole chunk to its partner.
-                let gate = Step::GlobalU { t, m: hadamard() };
+                let gate = PhysicalGate::GlobalU { t, m: hadamard() };
                 let time = sample(plan.warmup, plan.iters, || {
                     step::run(reg, &gate, Some(wire), plan.fault).map(|s| s.exchange.unwrap_or(0.0))
                 })?;

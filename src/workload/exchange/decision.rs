@@ -8,9 +8,9 @@
 use super::projection::{self, Table};
 use crate::error::{Error, Result};
 use crate::record::exchange::{CircuitRun, ClassTime, Decision, ExchangeRun, RegisterRun, SimulatorPrice};
-use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{Layout, largest_register};
 use crate::statevec::schedule::{Schedule, compile};
+use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::Memory;
 
 /// What the verdict holds a spread run against besides this run's own

@@ -10,9 +10,11 @@
 use super::model::{self, Level, Machine, Placement, Unpriced, WireFigures, settings};
 use crate::error::Result;
 use crate::record::exchange::{Forecast, PlanAnswer, Share};
-use crate::statevec::circuit::{Circuit, CircuitSpec, Gate};
+use crate::statevec::circuit::{Circuit, Gate};
+use crate::statevec::spec::CircuitSpec;
 use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::schedule::{Schedule, compile};
+use crate::units::human_bytes;
 
 /// Bytes one GPU holds for a register of `layout` under a schedule: the
 /// chunk, and QuEST's exchange buffer as large (the swap schedule half of
@@ -103,7 +105,13 @@ fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Resu
     let mut out = Vec::new();
     for &g in ask.gpus {
         let layout = Layout::new(ask.qubits, g, ask.precision)?;
-        let sharing = ask.sharing.min(g).max(1);
+        // Host ranks are threads of one process: past the cores they share them.
+        let sharing = match m.host {
+            true => ask.sharing.max(g.div_ceil(m.gpus_per_node.max(1))),
+            false => ask.sharing,
+        }
+        .min(g)
+        .max(1);
         let devices = g.div_ceil(sharing);
         let at = Placement { layout, sharing, devices_per_node: m.gpus_per_node.min(devices).max(1) };
         let nodes = devices.div_ceil(m.gpus_per_node.max(1));
@@ -137,10 +145,6 @@ fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Resu
     Ok(out)
 }
 
-fn gib(b: u64) -> String {
-    format!("{:.1} GiB", b as f64 / f64::powi(2.0, 30))
-}
-
 /// The forecast rows of every circuit, and each circuit's answer.
 pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer>)> {
     let mut forecasts = Vec::new();
@@ -165,7 +169,7 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
                 let t = seconds(r);
                 let verdict = match (&r.price, r.fits, t, best) {
                     (_, false, _, _) => {
-                        format!("does not fit: a GPU would hold {} of its {}", gib(r.bytes), gib(m.gpu_memory))
+                        format!("does not fit: a GPU would hold {} of its {}", human_bytes(r.bytes), human_bytes(m.gpu_memory))
                     }
                     (Err(why), ..) => why.clone(),
                     (Ok(_), true, Some(t), Some(b)) if t <= b => "fastest".into(),
@@ -312,7 +316,10 @@ mod tests {
             source: "test".into(),
             gpu_memory: 141_000_000_000,
             gpus_per_node: 8,
+            host: false,
             local: Rate { alpha_s: 10e-6, gbps: 4200.0 },
+            step_s: 10e-6,
+            dispatch: Vec::new(),
             unknown: Vec::new(),
             wires: vec![WireFigures {
                 name: "nccl".into(),

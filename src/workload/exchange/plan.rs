@@ -7,9 +7,9 @@ use crate::error::{Error, Result};
 use crate::fault::{self, Fault};
 use crate::libs::Library;
 use crate::record::exchange::Unavailable;
-use crate::statevec::circuit::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Precision};
 use crate::statevec::schedule::Schedule;
+use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::{Memory, Wire};
 
 /// `qbench exchange`.
@@ -50,7 +50,8 @@ pub struct ExchangePlan {
 /// What `--plan` prices from and what it prices.
 #[derive(Debug, Clone)]
 pub struct Forecasting {
-    pub machine: Machine,
+    /// None: this node's figures, measured briefly first.
+    pub machine: Option<Machine>,
     /// The wires asked for by name; empty: every wire the machine has figures for.
     pub wires: Vec<String>,
     /// Ranks on each device (`--ranks-per-gpu`).
@@ -90,6 +91,11 @@ pub fn parse_qubits(text: &str) -> Result<Vec<u32>> {
     };
     if a > b {
         return Err(bad());
+    }
+    if b > 63 {
+        return Err(Error::Usage(format!(
+            "--qubits {text}: 2^{b} amplitudes is past any machine (at most 59 qubits in double precision, 60 in single)"
+        )));
     }
     Ok((a..=b).collect())
 }

@@ -8,7 +8,7 @@
 
 use crate::record::exchange::ClassTime;
 use crate::statevec::layout::Layout;
-use crate::statevec::step::{Class, Step};
+use crate::statevec::step::{Class, PhysicalGate};
 
 /// The shape of a step on `layout`: its class, how many of its qubits are
 /// global, whether a half it exchanges is packed, and its lowest local qubit.
@@ -37,7 +37,12 @@ pub struct Table<'a> {
 /// The measured class nearest to `step` (on `layout`) over `wire`, if the
 /// table has its class, wire and shape (a phase of any number of local
 /// qubits is priced as the nearest measured phase of as many global ones).
-pub fn nearest<'a>(step: &Step, layout: &Layout, wire: Option<&str>, table: Table<'a>) -> Option<&'a ClassTime> {
+pub fn nearest<'a>(
+    step: &PhysicalGate,
+    layout: &Layout,
+    wire: Option<&str>,
+    table: Table<'a>,
+) -> Option<&'a ClassTime> {
     let (class, globals, packed, lowest) = shape(step.class(), &step.qubits(), layout.local_qubits());
     let locals = step.qubits().len() - globals;
     let l = table.layout.local_qubits();
@@ -65,7 +70,7 @@ pub fn nearest<'a>(step: &Step, layout: &Layout, wire: Option<&str>, table: Tabl
 /// classes' times scaled by the chunks' sizes (the same kernels on a chunk
 /// 2^k times larger take 2^k times as long) and exchanges as measured;
 /// None when a step's class was not measured.
-pub fn price(steps: &[Step], layout: &Layout, wire: Option<&str>, table: Table) -> Option<f64> {
+pub fn price(steps: &[PhysicalGate], layout: &Layout, wire: Option<&str>, table: Table) -> Option<f64> {
     let scale = layout.chunk_bytes() as f64 / table.layout.chunk_bytes() as f64;
     steps
         .iter()
@@ -114,22 +119,28 @@ mod tests {
         ];
         let p = Complex64::new(0.0, 1.0);
         let t = Table { classes: &table, layout };
-        let price1 = |s: Step, w: Option<&str>| price(&[s], &layout, w, t);
-        assert_eq!(price1(Step::H(2), None), Some(1.0));
-        assert_eq!(price1(Step::H(15), None), Some(1.1));
+        let price1 = |s: PhysicalGate, w: Option<&str>| price(&[s], &layout, w, t);
+        assert_eq!(price1(PhysicalGate::H(2), None), Some(1.0));
+        assert_eq!(price1(PhysicalGate::H(15), None), Some(1.1));
         // The lowest qubit sets a phase's traffic.
-        assert_eq!(price1(Step::Phase { qubits: vec![15, 0], phase: p }, None), Some(0.5));
-        assert_eq!(price1(Step::Phase { qubits: vec![15, 6], phase: p }, None), Some(0.25));
-        assert_eq!(price1(Step::Phase { qubits: vec![4], phase: p }, None), Some(0.55));
+        assert_eq!(price1(PhysicalGate::Phase { qubits: vec![15, 0], phase: p }, None), Some(0.5));
+        assert_eq!(price1(PhysicalGate::Phase { qubits: vec![15, 6], phase: p }, None), Some(0.25));
+        assert_eq!(price1(PhysicalGate::Phase { qubits: vec![4], phase: p }, None), Some(0.55));
         // A global qubit in the phase: not measured, so no price.
-        assert_eq!(price1(Step::Phase { qubits: vec![19, 6], phase: p }, None), None);
-        assert_eq!(price1(Step::GlobalU { t: 19, m: hadamard() }, Some("nccl")), Some(7.0));
-        assert_eq!(price1(Step::GlobalU { t: 19, m: hadamard() }, Some("mpi")), None);
-        assert_eq!(price1(Step::GlobalSwap { t: 19, q: 18 }, Some("nccl")), Some(3.0));
-        assert_eq!(price1(Step::GlobalSwap { t: 19, q: 3 }, Some("nccl")), Some(3.5));
-        assert_eq!(price(&[Step::H(0), Step::GlobalSwap { t: 19, q: 18 }], &layout, Some("nccl"), t), Some(4.0));
+        assert_eq!(price1(PhysicalGate::Phase { qubits: vec![19, 6], phase: p }, None), None);
+        assert_eq!(price1(PhysicalGate::GlobalU { t: 19, m: hadamard() }, Some("nccl")), Some(7.0));
+        assert_eq!(price1(PhysicalGate::GlobalU { t: 19, m: hadamard() }, Some("mpi")), None);
+        assert_eq!(price1(PhysicalGate::GlobalSwap { t: 19, q: 18 }, Some("nccl")), Some(3.0));
+        assert_eq!(price1(PhysicalGate::GlobalSwap { t: 19, q: 3 }, Some("nccl")), Some(3.5));
+        assert_eq!(
+            price(&[PhysicalGate::H(0), PhysicalGate::GlobalSwap { t: 19, q: 18 }], &layout, Some("nccl"), t),
+            Some(4.0)
+        );
         // On one GPU the chunk is twice as large: the local classes take twice as long.
         let one = Layout::new(20, 1, Precision::Double).unwrap();
-        assert_eq!(price(&[Step::H(19), Step::Phase { qubits: vec![19, 0], phase: p }], &one, None, t), Some(3.2));
+        assert_eq!(
+            price(&[PhysicalGate::H(19), PhysicalGate::Phase { qubits: vec![19, 0], phase: p }], &one, None, t),
+            Some(3.2)
+        );
     }
 }

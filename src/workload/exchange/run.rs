@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::fault::Fault;
 use crate::interrupt;
 use crate::libs::Library;
-use crate::record::exchange::{ExchangeRun, KIND, References, RegisterRun, Unavailable};
+use crate::record::exchange::{Dispatch, ExchangeRun, KIND, References, RegisterRun, Unavailable};
 use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::statevec::circuit::Circuit;
@@ -54,8 +54,32 @@ struct Settings<'a> {
     rounds: u32,
 }
 
+/// Thread counts whose step dispatch a host register measures.
+const DISPATCH_RANKS: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// What starting an empty step on k threads of this process costs, as a
+/// host register starts each step (threads started and joined, then the
+/// processes' maximum of its time), for k up to four threads a core.
+fn dispatch(world: &dyn crate::world::World) -> Vec<Dispatch> {
+    let cores = crate::host::cores();
+    DISPATCH_RANKS
+        .iter()
+        .filter(|&&k| k <= 4 * cores)
+        .map(|&k| {
+            let times: Vec<f64> = (0..64)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    crate::threads::per_rank(k, |_| ());
+                    world.max_f64(&[t0.elapsed().as_secs_f64()])[0]
+                })
+                .collect();
+            Dispatch { ranks: k, seconds: crate::stats::Summary::of(&times).median }
+        })
+        .collect()
+}
+
 /// The references: what the hardware under this register can do.
-fn references(reg: &mut dyn Register, s: &Settings) -> Result<(References, f64)> {
+fn references(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<(References, f64)> {
     let chunk = reg.layout().chunk_bytes();
     let copy = sample(s.warmup, s.iters, || reg.local_copy())?;
     let copy_bytes = reg.copy_bytes();
@@ -74,6 +98,7 @@ fn references(reg: &mut dyn Register, s: &Settings) -> Result<(References, f64)>
         host_link_gbps: link.map(|t| link_bytes as f64 / t.median / 1e9),
         host_link_bytes: link.map(|_| link_bytes),
         nccl_sendrecv_gbps: sendrecv.map(|t| chunk as f64 / t.median / 1e9),
+        step_dispatch: if memory == Memory::Host { dispatch(reg.world()) } else { Vec::new() },
     };
     // A whole chunk's copy, where only part of one was copied.
     Ok((refs, copy.median * chunk as f64 / copy_bytes as f64))
@@ -85,7 +110,7 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
     let n = layout.qubits;
     interrupt::step(format!("{n} qubits in {} memory: references", memory.name()));
     reg.init(&ProductState::new(n))?;
-    let (references, copy_s) = references(reg, s)?;
+    let (references, copy_s) = references(reg, memory, s)?;
     let mut classes = Vec::new();
     let timing = (s.warmup, s.iters);
     for p in classes::local(&layout) {
@@ -179,8 +204,9 @@ fn not_held(layout: &Layout, memory: Memory, reason: String) -> RegisterRun {
     }
 }
 
-fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
-    let mut out = ExchangeRun {
+/// The record of `plan` before anything is measured.
+fn record_of(plan: &ExchangePlan) -> ExchangeRun {
+    ExchangeRun {
         header: Header::start(KIND, plan.fault),
         devices: Vec::new(),
         library: None,
@@ -196,7 +222,11 @@ fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRu
         plan_figures: None,
         host_cores: plan.memories.contains(&Memory::Host).then(crate::host::cores),
         unavailable: plan.unavailable.clone(),
-    };
+    }
+}
+
+fn run(plan: &ExchangePlan, session: &Session, obs: &mut dyn Observer<ExchangeRun>) -> Outcome<ExchangeRun> {
+    let mut out = record_of(plan);
     obs.started(&out);
     let result = exchange(plan, session, obs, &mut out);
     Outcome::new(out, result)
@@ -225,135 +255,252 @@ fn exchange(
     out: &mut ExchangeRun,
 ) -> Result<()> {
     if let Some(f) = &plan.forecast {
-        // --plan: nothing measured, every count projected.
+        // --plan: every count projected, from the figures given or this
+        // node's, measured briefly first.
+        let machine = match &f.machine {
+            Some(m) => m.clone(),
+            None => this_node(plan, session)?,
+        };
         obs.begin(out);
-        out.device_memory = Some(f.machine.gpu_memory);
-        out.plan_figures = Some(Box::new(f.machine.figures()));
+        out.device_memory = Some(machine.gpu_memory);
+        out.plan_figures = Some(Box::new(machine.figures()));
         for &n in &plan.qubits {
-            project(plan, out, n, &plan.ngpus, &f.wires, f.sharing, &f.machine)?;
+            project(plan, out, n, &plan.ngpus, &f.wires, f.sharing, &machine)?;
         }
         return Ok(());
     }
     let world = session.world();
     agree_on_reach(plan, world)?;
     let gpu_wires = plan.wires_on(Memory::Gpu);
-    // Communicators for the wires that move amplitudes through NCCL.
-    let nccl = gpu_wires.iter().any(|w| w.imp().libraries().contains(&Library::Nccl));
     if !gpu_wires.is_empty() {
         session.need(&Job::libraries(plan))?;
     }
-    let several = plan.ngpus.len() > 1;
-    let mut begun = false;
-    let mut memory_of = Vec::new();
-    let mut unmeasured: Vec<(u32, usize, String)> = Vec::new();
+    let mut m = Measuring {
+        plan,
+        world,
+        // Communicators for the wires that move amplitudes through NCCL.
+        nccl: gpu_wires.iter().any(|w| w.imp().libraries().contains(&Library::Nccl)),
+        begun: false,
+        memory_of: Vec::new(),
+        unmeasured: Vec::new(),
+    };
     for &n in &plan.qubits {
         let circuits: Vec<Circuit> = plan.circuits.iter().map(|c| c.build(n)).collect::<Result<_>>()?;
         for &g in &plan.ngpus {
             interrupt::check()?;
-            let ranks = world.size() * g;
-            if let (Some(f), true) = (plan.fault, ranks < 2) {
-                return Err(Error::Usage(format!(
-                    "{}: one rank has no partner to exchange with, so the fault cannot show; use -g 2 or more",
-                    f.describe()
-                )));
-            }
-            let layout = Layout::new(n, ranks, plan.precision)?;
             for &memory in &plan.memories {
-                let wires = plan.wires_on(memory);
-                let settings = |wires| Settings {
-                    ops: &plan.ops,
-                    wires,
-                    iters: plan.iters,
-                    warmup: plan.warmup,
-                    fault: plan.fault,
-                    circuits: &circuits,
-                    schedules: &plan.schedules,
-                    rounds: plan.rounds,
-                };
-                if memory == Memory::Host
-                    && let Some(reason) = does_not_fit(&layout, g)
-                {
-                    out.registers.push(not_held(&layout, memory, reason));
-                    obs.part(out, out.registers.last().expect("pushed"));
-                    continue;
-                }
-                interrupt::step(format!("{n} qubits: opening the {} ranks", memory.name()));
-                let mut reg = match held(plan, layout, g, memory, world, nccl && memory == Memory::Gpu) {
-                    Ok(reg) => reg,
-                    // Of several counts, the ones this node cannot hold are projected.
-                    Err(e @ (Error::Usage(_) | Error::Missing(_))) if several && memory == Memory::Gpu => {
-                        unmeasured.push((n, ranks, e.message()));
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                if !begun {
-                    out.devices = crate::world::all_ranks(world, reg.ranks())?;
-                    out.library = if nccl && memory == Memory::Gpu {
-                        Some(crate::transport::nccl::library_info()?)
-                    } else {
-                        None
-                    };
-                    obs.begin(out);
-                    begun = true;
-                }
-                if out.kernels.is_none() {
-                    out.kernels = reg.kernel_build();
-                }
-                if memory == Memory::Gpu || out.device_memory.is_none() {
-                    out.device_memory = Some(reg.device_memory());
-                }
-                if !memory_of.iter().any(|(m, _)| *m == memory) {
-                    memory_of.push((memory, reg.device_memory().saturating_sub(1 << 30)));
-                }
-                let r = measure(reg.as_mut(), memory, &settings(&wires))?;
-                drop(reg);
-                out.registers.push(r);
-                obs.part(out, out.registers.last().expect("pushed"));
-                if plan.one_rank_too && ranks > 1 && world.size() == 1 && !plan.ngpus.contains(&1) {
-                    interrupt::step(format!("{n} qubits on one {} rank", memory.name()));
-                    let whole = Layout::new(n, 1, plan.precision)?;
-                    let fits = memory == Memory::Gpu || does_not_fit(&whole, 1).is_none();
-                    match fits.then(|| held(plan, whole, 1, memory, world, false)) {
-                        Some(Ok(mut one)) => {
-                            let r = measure(one.as_mut(), memory, &settings(&[]))?;
-                            out.registers.push(r);
-                            obs.part(out, out.registers.last().expect("pushed"));
-                        }
-                        Some(Err(Error::Usage(_))) | None => {}
-                        Some(Err(e)) => return Err(e),
-                    }
-                }
+                m.count(n, g, memory, &circuits, obs, out)?;
             }
         }
     }
     out.decisions =
-        decision::decide(&out.registers, &memory_of, &plan.circuits, decision::sharing(&out.devices), &plan.against);
-    if out.registers.iter().all(|r| r.classes.is_empty()) {
+        decision::decide(&out.registers, &m.memory_of, &plan.circuits, decision::sharing(&out.devices), &plan.against);
+    m.held_some(out)?;
+    m.project_unmeasured(out)
+}
+
+/// This node's figures for `--plan` without a source: three register sizes
+/// on one and two ranks with a QFT each, on its GPUs where the GPU
+/// libraries load, else in host memory.
+fn this_node(plan: &ExchangePlan, session: &Session) -> Result<Machine> {
+    let gpu = crate::libs::missing(&gpu_libraries(&[Wire::Nccl])).is_none();
+    let (memory, wire, qubits) = match gpu {
+        true => (Memory::Gpu, Wire::Nccl, vec![16, 22, 28]),
+        false => (Memory::Host, Wire::Cpu, vec![12, 16, 20]),
+    };
+    if gpu {
+        session.need(&gpu_libraries(&[wire]))?;
+    }
+    let brief = ExchangePlan {
+        qubits: qubits.clone(),
+        ngpus: vec![1, 2],
+        memories: vec![memory],
+        wires: vec![wire],
+        iters: 3,
+        warmup: 1,
+        circuits: vec![crate::statevec::spec::CircuitSpec::Qft],
+        rounds: 1,
+        one_rank_too: false,
+        fault: None,
+        forecast: None,
+        unavailable: Vec::new(),
+        ..plan.clone()
+    };
+    let mut scratch = record_of(&brief);
+    interrupt::step("measuring this node for the plan");
+    exchange(&brief, session, &mut crate::record::Quiet, &mut scratch)?;
+    let sizes: Vec<String> = qubits.iter().map(u32::to_string).collect();
+    let what = format!("this node, measured now ({} qubits on 1 and 2 {} ranks)", sizes.join(", "), memory.name());
+    Machine::of_runs(&[(what, scratch)])
+}
+
+/// A measuring run as it goes: what it has begun and held, and the counts
+/// this node could not hold.
+struct Measuring<'a> {
+    plan: &'a ExchangePlan,
+    world: &'a dyn crate::world::World,
+    nccl: bool,
+    begun: bool,
+    /// Each memory's room for a register, for the decisions.
+    memory_of: Vec<(Memory, u64)>,
+    /// (qubits, ranks, why) of the counts this node could not hold.
+    unmeasured: Vec<(u32, usize, String)>,
+}
+
+impl Measuring<'_> {
+    fn settings<'s>(&'s self, wires: &'s [Wire], circuits: &'s [Circuit]) -> Settings<'s> {
+        let p = self.plan;
+        Settings {
+            ops: &p.ops,
+            wires,
+            iters: p.iters,
+            warmup: p.warmup,
+            fault: p.fault,
+            circuits,
+            schedules: &p.schedules,
+            rounds: p.rounds,
+        }
+    }
+
+    /// `n` qubits on `g` ranks of this process in `memory`: measured, or
+    /// set aside to be projected where several counts were asked and this
+    /// node cannot hold this one; then on one rank too where the verdict
+    /// needs it.
+    fn count(
+        &mut self,
+        n: u32,
+        g: usize,
+        memory: Memory,
+        circuits: &[Circuit],
+        obs: &mut dyn Observer<ExchangeRun>,
+        out: &mut ExchangeRun,
+    ) -> Result<()> {
+        let (plan, world) = (self.plan, self.world);
+        let ranks = world.size() * g;
+        if let (Some(f), true) = (plan.fault, ranks < 2) {
+            return Err(Error::Usage(format!(
+                "{}: one rank has no partner to exchange with, so the fault cannot show; use -g 2 or more",
+                f.describe()
+            )));
+        }
+        let layout = Layout::new(n, ranks, plan.precision)?;
+        if memory == Memory::Host
+            && let Some(reason) = does_not_fit(&layout, g)
+        {
+            out.registers.push(not_held(&layout, memory, reason));
+            obs.part(out, out.registers.last().expect("pushed"));
+            return Ok(());
+        }
+        interrupt::step(format!("{n} qubits: opening the {} ranks", memory.name()));
+        let mut reg = match held(plan, layout, g, memory, world, self.nccl && memory == Memory::Gpu) {
+            Ok(reg) => reg,
+            // Of several counts, the ones this node cannot hold are projected.
+            Err(e @ (Error::Usage(_) | Error::Missing(_))) if plan.ngpus.len() > 1 && memory == Memory::Gpu => {
+                self.unmeasured.push((n, ranks, e.message()));
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        self.begin(reg.as_ref(), memory, obs, out)?;
+        let wires = plan.wires_on(memory);
+        let r = measure(reg.as_mut(), memory, &self.settings(&wires, circuits))?;
+        drop(reg);
+        out.registers.push(r);
+        obs.part(out, out.registers.last().expect("pushed"));
+        if plan.one_rank_too && ranks > 1 && world.size() == 1 && !plan.ngpus.contains(&1) {
+            self.on_one_rank(n, memory, circuits, obs, out)?;
+        }
+        Ok(())
+    }
+
+    /// The run's head once its first register is held, and what each
+    /// register tells the record (kernels, memory).
+    fn begin(
+        &mut self,
+        reg: &dyn Register,
+        memory: Memory,
+        obs: &mut dyn Observer<ExchangeRun>,
+        out: &mut ExchangeRun,
+    ) -> Result<()> {
+        if !self.begun {
+            out.devices = crate::world::all_ranks(self.world, reg.ranks())?;
+            out.library = match self.nccl && memory == Memory::Gpu {
+                true => Some(crate::transport::nccl::library_info()?),
+                false => None,
+            };
+            obs.begin(out);
+            self.begun = true;
+        }
+        if out.kernels.is_none() {
+            out.kernels = reg.kernel_build();
+        }
+        if memory == Memory::Gpu || out.device_memory.is_none() {
+            out.device_memory = Some(reg.device_memory());
+        }
+        if !self.memory_of.iter().any(|(m, _)| *m == memory) {
+            self.memory_of.push((memory, reg.device_memory().saturating_sub(1 << 30)));
+        }
+        Ok(())
+    }
+
+    /// The register of `n` qubits on one rank, where it fits: what the
+    /// verdict holds the spread register against.
+    fn on_one_rank(
+        &self,
+        n: u32,
+        memory: Memory,
+        circuits: &[Circuit],
+        obs: &mut dyn Observer<ExchangeRun>,
+        out: &mut ExchangeRun,
+    ) -> Result<()> {
+        interrupt::step(format!("{n} qubits on one {} rank", memory.name()));
+        let whole = Layout::new(n, 1, self.plan.precision)?;
+        let fits = memory == Memory::Gpu || does_not_fit(&whole, 1).is_none();
+        match fits.then(|| held(self.plan, whole, 1, memory, self.world, false)) {
+            Some(Ok(mut one)) => {
+                let r = measure(one.as_mut(), memory, &self.settings(&[], circuits))?;
+                out.registers.push(r);
+                obs.part(out, out.registers.last().expect("pushed"));
+                Ok(())
+            }
+            Some(Err(Error::Usage(_))) | None => Ok(()),
+            Some(Err(e)) => Err(e),
+        }
+    }
+
+    /// Err when no register could be held at all, with every reason.
+    fn held_some(&self, out: &ExchangeRun) -> Result<()> {
+        if out.registers.iter().any(|r| !r.classes.is_empty()) {
+            return Ok(());
+        }
         let mut why: Vec<String> = out
             .registers
             .iter()
             .flat_map(|r| r.unavailable.iter().map(|u| format!("{}: {}", u.transport, u.reason)))
             .collect();
-        why.extend(unmeasured.iter().map(|(_, _, e)| e.clone()));
-        return Err(Error::Missing(format!(
+        why.extend(self.unmeasured.iter().map(|(_, _, e)| e.clone()));
+        Err(Error::Missing(format!(
             "no register could be held here ({}); `qbench exchange --plan` answers for hardware this node does not have",
             why.join("; ")
-        )));
+        )))
     }
-    if !unmeasured.is_empty() {
-        // The counts this node could not hold, projected from what it measured.
+
+    /// The counts this node could not hold, projected from what it measured.
+    fn project_unmeasured(&self, out: &mut ExchangeRun) -> Result<()> {
+        if self.unmeasured.is_empty() {
+            return Ok(());
+        }
         let m = Machine::of_runs(&[("this run".to_string(), out.clone())])?;
         out.plan_figures = Some(Box::new(m.figures()));
-        let wires: Vec<String> = plan.wires_on(Memory::Gpu).iter().map(|w| w.name().to_string()).collect();
-        for &n in &plan.qubits {
-            let counts: Vec<usize> = unmeasured.iter().filter(|u| u.0 == n).map(|u| u.1).collect();
+        let wires: Vec<String> = self.plan.wires_on(Memory::Gpu).iter().map(|w| w.name().to_string()).collect();
+        for &n in &self.plan.qubits {
+            let counts: Vec<usize> = self.unmeasured.iter().filter(|u| u.0 == n).map(|u| u.1).collect();
             if !counts.is_empty() {
-                project(plan, out, n, &counts, &wires, 1, &m)?;
+                project(self.plan, out, n, &counts, &wires, 1, &m)?;
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// `n` qubits on each of `counts` ranks over `wires`, projected on `m`:

@@ -7,13 +7,9 @@
 //! ends with the GPUs idle, so the times of exchange and update are
 //! separate and each is the slowest GPU's.
 
-pub mod host;
-pub mod mpi;
-pub mod nccl;
-pub mod peer;
-pub mod quest;
-pub mod rdma_staged;
 pub mod staging;
+// The wires of this folder, as the list in ../mod.rs names them.
+super::gpu_wire_modules!();
 
 use super::{Kept, Local, Part, Register, Seconds, Wire};
 use crate::error::{Error, Result};

@@ -6,13 +6,15 @@
 //! price. Each record says what it ran on: ranks sharing a device, devices
 //! per node, nodes.
 
-use super::{ClassTable, Level, LevelRate, Machine, Rate, WireFigures, traffic};
+use super::{ClassTable, Level, LevelRate, Machine, Placement, Rate, WireFigures, price, traffic};
 use crate::error::{Error, Result};
 use crate::record::RankInfo;
 use crate::record::exchange::{ClassTime, ExchangeRun, RegisterRun};
 use crate::statevec::circuit::hadamard;
+use crate::statevec::spec::CircuitSpec;
 use crate::statevec::layout::{GlobalOp, Layout};
-use crate::statevec::step::{Class, Step};
+use crate::statevec::schedule::{Schedule, compile};
+use crate::statevec::step::{Class, PhysicalGate};
 use crate::stats::Summary;
 use num_complex::Complex64;
 
@@ -75,19 +77,19 @@ impl RunShape {
 
 /// The step a class was timed as (its matrix or phase does not change
 /// what it moves).
-pub fn step_of(c: &ClassTime) -> Option<Step> {
+pub fn step_of(c: &ClassTime) -> Option<PhysicalGate> {
     let q = |i: usize| c.qubits.get(i).copied();
     let phase = Complex64::new(0.0, 1.0);
     Some(match c.class {
-        Class::H => Step::H(q(0)?),
-        Class::U => Step::U { q: q(0)?, m: hadamard() },
-        Class::Phase => Step::Phase { qubits: c.qubits.clone(), phase },
-        Class::Swap => Step::Swap(q(0)?, q(1)?),
-        Class::Cx => Step::Cx { c: q(0)?, t: q(1)? },
-        Class::GlobalGate => Step::GlobalU { t: q(0)?, m: hadamard() },
-        Class::GlobalSwap => Step::GlobalSwap { t: q(0)?, q: q(1)? },
-        Class::GlobalSwap2 => Step::GlobalSwap2(q(0)?, q(1)?),
-        Class::GlobalCx => Step::GlobalCx { c: q(0)?, t: q(1)? },
+        Class::H => PhysicalGate::H(q(0)?),
+        Class::U => PhysicalGate::U { q: q(0)?, m: hadamard() },
+        Class::Phase => PhysicalGate::Phase { qubits: c.qubits.clone(), phase },
+        Class::Swap => PhysicalGate::Swap(q(0)?, q(1)?),
+        Class::Cx => PhysicalGate::Cx { c: q(0)?, t: q(1)? },
+        Class::GlobalGate => PhysicalGate::GlobalU { t: q(0)?, m: hadamard() },
+        Class::GlobalSwap => PhysicalGate::GlobalSwap { t: q(0)?, q: q(1)? },
+        Class::GlobalSwap2 => PhysicalGate::GlobalSwap2(q(0)?, q(1)?),
+        Class::GlobalCx => PhysicalGate::GlobalCx { c: q(0)?, t: q(1)? },
     })
 }
 
@@ -203,8 +205,13 @@ fn measured<'a>(runs: &'a [(String, ExchangeRun)], memory: &str) -> Result<Vec<M
 
 impl Machine {
     /// The machine of exchange records' registers: their GPU registers,
-    /// or their host ones where they hold none.
+    /// or their host ones where they hold none. Every figure is checked
+    /// first: a time that is not a positive number is the record's fault,
+    /// named with its file and place.
     pub fn of_runs(runs: &[(String, ExchangeRun)]) -> Result<Machine> {
+        for (file, run) in runs {
+            sound(file, run)?;
+        }
         let gpu = runs.iter().any(|(_, r)| r.registers.iter().any(|g| g.memory == "gpu" && !classes_of(g).is_empty()));
         let memory = if gpu { "gpu" } else { "host" };
         let regs = measured(runs, memory)?;
@@ -218,6 +225,15 @@ impl Machine {
         if memory == "host" && wires.iter().all(|w| w.name != "cpu") {
             wires.push(host_copy_wire(&regs, local));
         }
+        if memory == "host" {
+            // Threads that take turns on a core copy through the same memory
+            // as threads on cores of their own.
+            for w in &mut wires {
+                if let (None, Some(&node)) = (w.at(Level::Device), w.at(Level::Node)) {
+                    w.levels.insert(0, LevelRate { level: Level::Device, ..node });
+                }
+            }
+        }
         // Records from before they kept it do not say the devices' memory.
         let device_memory = runs.iter().filter_map(|(_, r)| r.device_memory).min();
         let mut unknown = Vec::new();
@@ -225,7 +241,12 @@ impl Machine {
             unknown.push("a device's memory (the records do not say it): every count is taken to fit".into());
         }
         let top = regs.iter().max_by_key(|m| m.reg.chunk_bytes * m.shape.sharing as u64).expect("not empty");
-        let per_node = (top.shape.devices / top.shape.nodes).max(1);
+        // Host ranks' devices are the node's cores.
+        let cores = runs.iter().find_map(|(_, r)| r.host_cores);
+        let per_node = match (memory, cores) {
+            ("host", Some(c)) => c,
+            _ => (top.shape.devices / top.shape.nodes).max(1),
+        };
         let names: Vec<String> = runs.iter().map(|(f, _)| f.clone()).collect();
         let device = runs.iter().find_map(|(_, r)| r.devices.first()).map_or("GPU", |d| d.name.as_str());
         let shapes: Vec<String> = regs
@@ -234,19 +255,106 @@ impl Machine {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        Ok(Machine {
+        let mut m = Machine {
             source: format!("measured: {} ({})", names.join(", "), shapes.join("; ")),
             gpu_memory: device_memory.unwrap_or(u64::MAX),
             gpus_per_node: per_node,
+            host: memory == "host",
             local,
+            step_s: local.alpha_s,
+            dispatch: dispatch(&regs),
             unknown,
             wires,
             tables: regs
                 .iter()
                 .map(|m| ClassTable { classes: m.classes.clone(), layout: m.layout, sharing: m.shape.sharing })
                 .collect(),
-        })
+        };
+        if let Some(s) = step_cost(&m, &regs) {
+            m.step_s = s;
+        }
+        Ok(m)
     }
+}
+
+/// Err naming the first figure of `run` that cannot be a measurement.
+fn sound(file: &str, run: &ExchangeRun) -> Result<()> {
+    let bad = |at: String, v: f64| {
+        Err(Error::Usage(format!("--from {file}: {at} is {v}: not a measured time or rate, so nothing can be planned from it")))
+    };
+    let time = |v: f64| v.is_finite() && v >= 0.0;
+    if run.device_memory == Some(0) {
+        return bad("device_memory".into(), 0.0);
+    }
+    for (i, g) in run.registers.iter().enumerate() {
+        let r = g.references.local_copy_gbps;
+        if !(r.is_finite() && r >= 0.0) {
+            return bad(format!("registers[{i}].references.local_copy_gbps"), r);
+        }
+        for (j, c) in g.classes.iter().enumerate() {
+            let ex = c.exchange.map_or(0.0, |e| e.median);
+            for (what, v) in [("time_s", c.time_s), ("update.median", c.update.median), ("exchange.median", ex)] {
+                if !time(v) {
+                    return bad(format!("registers[{i}].classes[{j}].{what}"), v);
+                }
+            }
+        }
+        for (j, c) in g.circuits.iter().enumerate() {
+            if !time(c.time.median) {
+                return bad(format!("registers[{i}].circuits[{j}].time.median"), c.time.median);
+            }
+        }
+        for (j, l) in g.local_gates.iter().enumerate() {
+            if !time(l.time.median) {
+                return bad(format!("registers[{i}].local_gates[{j}].time.median"), l.time.median);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The records' step dispatch, the median of each thread count's.
+fn dispatch(regs: &[Measured]) -> Vec<(usize, f64)> {
+    let mut by: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+    for d in regs.iter().flat_map(|m| &m.reg.references.step_dispatch) {
+        by.entry(d.ranks).or_default().push(d.seconds);
+    }
+    by.into_iter().map(|(k, s)| (k, Summary::of(&s).median)).collect()
+}
+
+/// What a step costs within the records' circuits besides what the model
+/// prices from the classes: the per-step α that makes the model meet the
+/// circuits measured, fitted on relative errors (small registers, where it
+/// dominates, weigh as much as large ones); None where no circuit of the
+/// records can be priced.
+fn step_cost(m: &Machine, regs: &[Measured]) -> Option<f64> {
+    let bare = Machine { step_s: 0.0, ..m.clone() };
+    let (mut xr, mut xx) = (0.0, 0.0);
+    for r in regs {
+        let at = Placement {
+            layout: r.layout,
+            sharing: r.shape.sharing,
+            devices_per_node: (r.shape.devices / r.shape.nodes).max(1),
+        };
+        for c in &r.reg.circuits {
+            let Ok(circuit) = CircuitSpec::parse(&c.circuit).and_then(|s| s.build(r.layout.qubits)) else { continue };
+            let wire = match &c.transport {
+                Some(w) => match bare.wire(w) {
+                    Some(w) => Some(w),
+                    None => continue,
+                },
+                None => None,
+            };
+            let steps = compile(&circuit, &r.layout, c.schedule.unwrap_or(Schedule::Quest));
+            let Ok(p) = price(&steps, &at, &bare, wire) else { continue };
+            let (x, y) = ((steps.len() * r.shape.sharing) as f64, c.time.median);
+            if y > 0.0 {
+                xr += x * (y - p.seconds) / (y * y);
+                xx += x * x / (y * y);
+            }
+        }
+    }
+    (xx > 0.0).then(|| (xr / xx).max(0.0))
 }
 
 /// The local pass: every local class, its device's bytes against its time.
@@ -273,8 +381,8 @@ fn wire_rates(regs: &[Measured]) -> Vec<WireFigures> {
         for c in m.classes.iter().filter(|c| c.class.exchanges()) {
             let (Some(wire), Some(ex), Some(step)) = (&c.transport, &c.exchange, step_of(c)) else { continue };
             let bits: Vec<u32> = match step {
-                Step::GlobalSwap2(a, b) => vec![a - l, b - l],
-                Step::GlobalU { t, .. } | Step::GlobalSwap { t, .. } | Step::GlobalCx { t, .. } => vec![t - l],
+                PhysicalGate::GlobalSwap2(a, b) => vec![a - l, b - l],
+                PhysicalGate::GlobalU { t, .. } | PhysicalGate::GlobalSwap { t, .. } | PhysicalGate::GlobalCx { t, .. } => vec![t - l],
                 _ => continue,
             };
             let level = bits.iter().map(|&j| level_in_run(m.devices, m.layout.ranks(), j)).max().unwrap_or(Level::Node);

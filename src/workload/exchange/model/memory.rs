@@ -5,7 +5,7 @@
 //! bandwidth. Ranks that share a device pass over all their chunks.
 
 use super::{Machine, Part, Placement, Term, WireFigures, traffic};
-use crate::statevec::step::Step;
+use crate::statevec::step::PhysicalGate;
 use crate::workload::exchange::projection::{Table, nearest};
 
 pub struct Memory;
@@ -17,7 +17,7 @@ impl Term for Memory {
     fn part(&self) -> Part {
         Part::Serial
     }
-    fn seconds(&self, step: &Step, at: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
+    fn seconds(&self, step: &PhysicalGate, at: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
         if !step.is_local() {
             return Some(0.0);
         }

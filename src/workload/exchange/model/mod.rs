@@ -9,15 +9,16 @@
 
 pub mod described;
 pub mod fit;
+mod dispatch;
 mod launch;
 mod memory;
 pub mod settings;
 mod transfer;
 mod update;
 
-use crate::record::exchange::{ClassTime, Figure, PlanFigures};
+use crate::record::exchange::{ClassTime, Dispatch, Figure, PlanFigures};
 use crate::statevec::layout::Layout;
-use crate::statevec::step::{Class, Step};
+use crate::statevec::step::{Class, PhysicalGate};
 use serde::{Deserialize, Serialize};
 
 /// Where an exchange's partner sits, from nearest to farthest.
@@ -103,10 +104,21 @@ pub struct Machine {
     pub source: String,
     /// Bytes of one device's memory.
     pub gpu_memory: u64,
+    /// Devices in a node: GPUs, or cores where `host`.
     pub gpus_per_node: usize,
+    /// Host ranks: threads of one process on one node's cores, which take
+    /// turns on a core when there are more of them.
+    pub host: bool,
     /// A device's local pass: α per step (its launch and the wait for it),
-    /// β its memory's read + write bandwidth.
+    /// β its memory's read + write bandwidth, as the gate classes show them.
     pub local: Rate,
+    /// What a step costs besides its work within a circuit, where steps of
+    /// different kinds follow each other (the classes time one kind again
+    /// and again): `local.alpha_s` unless circuits were measured.
+    pub step_s: f64,
+    /// What starting a step on k ranks of one process costs (host ranks'
+    /// threads), (k, seconds); empty where nothing is started per step.
+    pub dispatch: Vec<(usize, f64)>,
     /// What was not known and is priced at nothing (a latency no source
     /// states): said beside every answer that depends on it.
     pub unknown: Vec<String>,
@@ -125,6 +137,8 @@ impl Machine {
             gpu_memory: self.gpu_memory,
             gpus_per_node: self.gpus_per_node,
             local: figure("local pass".into(), &self.local),
+            step_s: self.step_s,
+            dispatch: self.dispatch.iter().map(|&(ranks, seconds)| Dispatch { ranks, seconds }).collect(),
             wires: self
                 .wires
                 .iter()
@@ -174,12 +188,12 @@ impl Placement {
     }
 
     /// The farthest level an exchanging step's messages cross.
-    pub fn level(&self, step: &Step) -> Level {
+    pub fn level(&self, step: &PhysicalGate) -> Level {
         let l = self.layout.local_qubits();
         let bit = |q: u32| self.level_of_bit(q - l);
         match step {
-            Step::GlobalU { t, .. } | Step::GlobalSwap { t, .. } | Step::GlobalCx { t, .. } => bit(*t),
-            Step::GlobalSwap2(a, b) => bit(*a).max(bit(*b)),
+            PhysicalGate::GlobalU { t, .. } | PhysicalGate::GlobalSwap { t, .. } | PhysicalGate::GlobalCx { t, .. } => bit(*t),
+            PhysicalGate::GlobalSwap2(a, b) => bit(*a).max(bit(*b)),
             _ => Level::Device,
         }
     }
@@ -203,11 +217,12 @@ pub trait Term: Sync {
     fn part(&self) -> Part;
     /// Its seconds for `step` placed at `at` over `wire` (None for a local
     /// step); None when the machine has no figure for it.
-    fn seconds(&self, step: &Step, at: &Placement, m: &Machine, wire: Option<&WireFigures>) -> Option<f64>;
+    fn seconds(&self, step: &PhysicalGate, at: &Placement, m: &Machine, wire: Option<&WireFigures>) -> Option<f64>;
 }
 
 /// Every term of a step's price: a new term is a file and a line here.
-pub const TERMS: &[&dyn Term] = &[&launch::Launch, &memory::Memory, &transfer::Transfer, &update::Update];
+pub const TERMS: &[&dyn Term] =
+    &[&launch::Launch, &dispatch::Dispatch, &memory::Memory, &transfer::Transfer, &update::Update];
 
 /// Why a step could not be priced.
 #[derive(Debug, Clone, PartialEq)]
@@ -239,7 +254,7 @@ pub struct Price {
 
 /// The price of `steps` placed at `at` over `wire` (None on one rank).
 pub fn price(
-    steps: &[Step],
+    steps: &[PhysicalGate],
     at: &Placement,
     m: &Machine,
     wire: Option<&WireFigures>,
@@ -274,7 +289,7 @@ pub fn price(
 
 /// The bytes a memory-bound step moves on a rank, read and written: what
 /// it touches, in whole 32-byte sectors.
-pub fn traffic(step: &Step, layout: &Layout) -> f64 {
+pub fn traffic(step: &PhysicalGate, layout: &Layout) -> f64 {
     let l = layout.local_qubits();
     let chunk = layout.chunk_bytes() as f64;
     let b = layout.precision.bytes() as f64;
@@ -293,7 +308,7 @@ pub fn traffic(step: &Step, layout: &Layout) -> f64 {
 /// The bytes the update around an exchange moves on a rank: reading both
 /// halves of a pair and writing one (a gate), or packing and placing half a
 /// chunk (a swap, a CNOT).
-pub fn update_traffic(step: &Step, layout: &Layout) -> f64 {
+pub fn update_traffic(step: &PhysicalGate, layout: &Layout) -> f64 {
     let chunk = layout.chunk_bytes() as f64;
     let packed = step.qubits().iter().any(|&q| q + 1 < layout.local_qubits());
     match step.class() {
@@ -322,7 +337,10 @@ mod tests {
             source: "test".into(),
             gpu_memory: 141 << 30,
             gpus_per_node: 8,
+            host: false,
             local: Rate { alpha_s: launch_us * 1e-6, gbps: 4000.0 },
+            step_s: launch_us * 1e-6,
+            dispatch: Vec::new(),
             unknown: Vec::new(),
             wires: vec![WireFigures { name: "nccl".into(), levels, piece_amps: None, overlaps: false }],
             tables: Vec::new(),
@@ -335,8 +353,8 @@ mod tests {
         let levels: Vec<Level> = (0..6).map(|j| at.level_of_bit(j)).collect();
         assert_eq!(levels, [Level::Device, Level::Node, Level::Node, Level::Fabric, Level::Fabric, Level::Fabric]);
         let l = at.layout.local_qubits();
-        assert_eq!(at.level(&Step::GlobalU { t: l + 2, m: hadamard() }), Level::Node);
-        assert_eq!(at.level(&Step::GlobalSwap2(l, l + 5)), Level::Fabric);
+        assert_eq!(at.level(&PhysicalGate::GlobalU { t: l + 2, m: hadamard() }), Level::Node);
+        assert_eq!(at.level(&PhysicalGate::GlobalSwap2(l, l + 5)), Level::Fabric);
     }
 
     #[test]
@@ -347,20 +365,20 @@ mod tests {
         let w = m.wire("nccl");
         // 14 qubits: 256 KiB, every step about its launch.
         let small = at(14, 2);
-        let h = price(&[Step::H(0)], &small, &m, None).unwrap().seconds;
+        let h = price(&[PhysicalGate::H(0)], &small, &m, None).unwrap().seconds;
         assert!((h - 5e-6).abs() < 0.2e-6, "{h}");
-        let g = price(&[Step::GlobalU { t: 13, m: hadamard() }], &small, &m, w).unwrap();
+        let g = price(&[PhysicalGate::GlobalU { t: 13, m: hadamard() }], &small, &m, w).unwrap();
         assert!(g.seconds > 25e-6 && g.seconds < 27e-6, "{g:?}");
         assert_eq!(g.levels, vec![(Level::Node, g.seconds)]);
         // 33 qubits on 2: 64 GiB each way at 400 GB/s, latencies nothing.
         let big = at(33, 2);
-        let g = price(&[Step::GlobalU { t: 32, m: hadamard() }], &big, &m, w).unwrap().seconds;
+        let g = price(&[PhysicalGate::GlobalU { t: 32, m: hadamard() }], &big, &m, w).unwrap().seconds;
         let bytes = big.layout.chunk_bytes() as f64;
         assert!((g - (bytes / 400e9 + 3.0 * bytes / 4000e9)).abs() / g < 1e-3, "{g}");
         // No fabric figure: a step across nodes has no price.
         let far =
             Placement { layout: Layout::new(30, 16, Precision::Double).unwrap(), sharing: 1, devices_per_node: 8 };
-        let e = price(&[Step::GlobalU { t: 29, m: hadamard() }], &far, &m, w).unwrap_err();
+        let e = price(&[PhysicalGate::GlobalU { t: 29, m: hadamard() }], &far, &m, w).unwrap_err();
         assert_eq!(e, Unpriced::NoWire { wire: "nccl".into(), level: Level::Fabric });
     }
 
@@ -369,9 +387,9 @@ mod tests {
         let l = Layout::new(30, 1, Precision::Double).unwrap();
         let chunk = l.chunk_bytes() as f64;
         let p = num_complex::Complex64::new(0.0, 1.0);
-        assert_eq!(traffic(&Step::H(3), &l), 2.0 * chunk);
-        assert_eq!(traffic(&Step::Phase { qubits: vec![5, 4], phase: p }, &l), chunk / 2.0);
+        assert_eq!(traffic(&PhysicalGate::H(3), &l), 2.0 * chunk);
+        assert_eq!(traffic(&PhysicalGate::Phase { qubits: vec![5, 4], phase: p }, &l), chunk / 2.0);
         // Every other 16-byte amplitude: each 32-byte sector still moves.
-        assert_eq!(traffic(&Step::Phase { qubits: vec![5, 0], phase: p }, &l), chunk);
+        assert_eq!(traffic(&PhysicalGate::Phase { qubits: vec![5, 0], phase: p }, &l), chunk);
     }
 }

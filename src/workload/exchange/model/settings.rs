@@ -7,10 +7,7 @@
 use super::Machine;
 use crate::record::exchange::{Forecast, SimulatorSettings};
 use crate::statevec::layout::Layout;
-
-fn gib(b: u64) -> String {
-    format!("{:.1} GiB", b as f64 / f64::powi(2.0, 30))
-}
+use crate::units::human_bytes;
 
 /// The rank bits of a plan, fastest level first: within a node, then the nodes.
 fn bit_groups(f: &Forecast, m: &Machine) -> (u32, u32) {
@@ -31,7 +28,7 @@ fn quest(f: &Forecast, layout: &Layout) -> SimulatorSettings {
     let lines = if f.gpus == 1 {
         vec![
             "one process, no distribution: cmake -DENABLE_CUDA=ON (ENABLE_DISTRIBUTION off)".into(),
-            format!("memory per GPU: {} (the register)", gib(chunk)),
+            format!("memory per GPU: {} (the register)", human_bytes(chunk)),
         ]
     } else {
         let local = layout.local_qubits();
@@ -45,7 +42,7 @@ fn quest(f: &Forecast, layout: &Layout) -> SimulatorSettings {
         vec![
             "cmake -DENABLE_CUDA=ON -DENABLE_DISTRIBUTION=ON; one process per GPU".into(),
             format!("mpirun -np {} ./your_program", f.gpus),
-            format!("memory per GPU: {} (its chunk and a receive buffer as large)", gib(2 * chunk)),
+            format!("memory per GPU: {} (its chunk and a receive buffer as large)", human_bytes(2 * chunk)),
             auto,
         ]
     };

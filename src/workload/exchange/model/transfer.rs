@@ -4,7 +4,7 @@
 //! each of k' ranks k/k' of it.
 
 use super::{Level, Machine, Part, Placement, Term, WireFigures};
-use crate::statevec::step::Step;
+use crate::statevec::step::PhysicalGate;
 
 pub struct Transfer;
 
@@ -15,7 +15,7 @@ impl Term for Transfer {
     fn part(&self) -> Part {
         Part::Transfer
     }
-    fn seconds(&self, step: &Step, at: &Placement, _m: &Machine, wire: Option<&WireFigures>) -> Option<f64> {
+    fn seconds(&self, step: &PhysicalGate, at: &Placement, _m: &Machine, wire: Option<&WireFigures>) -> Option<f64> {
         if step.is_local() {
             return Some(0.0);
         }

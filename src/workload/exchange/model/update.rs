@@ -4,7 +4,7 @@
 //! moves over the memory's bandwidth.
 
 use super::{Machine, Part, Placement, Term, WireFigures, update_traffic};
-use crate::statevec::step::Step;
+use crate::statevec::step::PhysicalGate;
 use crate::workload::exchange::projection::{Table, nearest};
 
 pub struct Update;
@@ -16,7 +16,7 @@ impl Term for Update {
     fn part(&self) -> Part {
         Part::Update
     }
-    fn seconds(&self, step: &Step, at: &Placement, m: &Machine, wire: Option<&WireFigures>) -> Option<f64> {
+    fn seconds(&self, step: &PhysicalGate, at: &Placement, m: &Machine, wire: Option<&WireFigures>) -> Option<f64> {
         if step.is_local() {
             return Some(0.0);
         }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Time to verdict on one H200: qbench check at the prolog and quick levels
+# of h200x1, each run's wall time from outside and each step's seconds from
+# its record, on a node idle, under a 16-thread CPU load and under a
+# competing GPU load (a device copy looping on the same GPU). Wanted:
+# prolog <= 5 s and quick <= 15 s once the kernel cache is warm, READY idle
+# and under the CPU load in every run, NOT READY under the GPU load. The
+# first run starts from an empty kernel cache (NVRTC compiles), the rest
+# reuse it. Every run appends to one history, shown at the end.
+# Usage: bash results/h200/check/run-verdict-time-h200.sh QBENCH_BINARY [OUT_DIR]
+#   OUT_DIR (default $OUT) receives run.log, verdict-<case>-<level>-<i>.json
+#   and history/ (one JSON line per run).
+set -u
+Q=$(realpath "${1:?usage: run-verdict-time-h200.sh QBENCH_BINARY [OUT_DIR]}")
+OUT=${2:-${OUT:?give OUT_DIR or set OUT}}
+W=$(mktemp -d /tmp/verdict-h200.XXXXXX)
+mkdir -p "$OUT"
+exec > >(tee "$OUT/run.log") 2>&1
+# NVLink multicast stays off (the machine's rule), as in every run here.
+export NCCL_NVLS_ENABLE=0
+export QBENCH_KERNEL_CACHE=$W/kernels
+LOADS=()
+
+# run CASE LEVEL I: one check, its exit status and wall time, then where its seconds went.
+run() {
+    local json=$OUT/verdict-$1-$2-$3.json t0 rc
+    t0=$(date +%s.%N)
+    timeout 300 "$Q" check --level "$2" --quiet --history "$OUT/history" -J "$json"
+    rc=$?
+    echo "== $1 $2 $3: exit $rc in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
+    "$Q" show "$json" | sed -n '/ where the time went /,$p'
+}
+
+stop_loads() {
+    for p in "${LOADS[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    LOADS=()
+}
+trap stop_loads EXIT
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+cd "$W"
+run cold prolog 1
+for i in 1 2 3 4 5; do run idle prolog "$i"; done
+for i in 1 2 3 4 5; do run idle quick "$i"; done
+
+for _ in $(seq 16); do
+    sh -c 'while :; do :; done' &
+    LOADS+=($!)
+done
+for i in 1 2 3 4 5; do run cpu-load prolog "$i"; done
+for i in 1 2 3 4 5; do run cpu-load quick "$i"; done
+stop_loads
+
+# A competing job on the GPU: device copies of 4 GiB by the copy engine and
+# by kernels, back to back.
+sh -c "while :; do '$Q' copy --test local_ce,local_sm -b 4G -e 4G -n 200 >/dev/null 2>&1; done" &
+LOADS+=($!)
+sleep 5
+for i in 1 2 3; do run gpu-load prolog "$i"; done
+for i in 1 2 3; do run gpu-load quick "$i"; done
+stop_loads
+
+"$Q" show --history "$OUT/history" --last 30
