@@ -23,24 +23,9 @@ impl Table for CopyRun {
     }
 }
 
-/// `text` with each line wider than the terminal wrapped under itself, a
-/// comment's further lines starting as it does ("#  "); as it is in a pipe.
+/// `text` with its lines fitted to the terminal.
 fn fitted(text: &str) -> String {
-    let Some(w) = crate::ui::terminal_width() else { return text.to_string() };
-    let mut out = String::new();
-    for line in text.split_inclusive('\n') {
-        let (body, end) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
-        if body.chars().count() <= w {
-            out.push_str(line);
-            continue;
-        }
-        let lead = &body[..body.len() - body.trim_start_matches(['#', ' ']).len()];
-        let wrapped = super::fit::hanging(lead, &body[lead.len()..], Some(w));
-        let indent = format!("\n{}", " ".repeat(lead.chars().count()));
-        out.push_str(&wrapped.replace(&indent, &format!("\n{lead}")));
-        out.push_str(end);
-    }
-    out
+    super::fit::lines(text, crate::ui::terminal_width())
 }
 
 /// A psql-style table, numbers right-aligned; column `text` (if any) holds

@@ -139,6 +139,27 @@ pub fn hanging(lead: &str, text: &str, width: Option<usize>) -> String {
     }
 }
 
+/// `text` with each line wider than `width` wrapped under itself, a
+/// comment's further lines starting as it does ("#  "); as it is where no
+/// width is given.
+pub fn lines(text: &str, width: Option<usize>) -> String {
+    let Some(w) = width else { return text.to_string() };
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let (body, end) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
+        if body.chars().count() <= w {
+            out.push_str(line);
+            continue;
+        }
+        let lead = &body[..body.len() - body.trim_start_matches(['#', ' ']).len()];
+        let wrapped = hanging(lead, &body[lead.len()..], Some(w));
+        let indent = format!("\n{}", " ".repeat(lead.chars().count()));
+        out.push_str(&wrapped.replace(&indent, &format!("\n{lead}")));
+        out.push_str(end);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
