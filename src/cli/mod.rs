@@ -78,7 +78,7 @@ pub enum Command {
 /// What `--quiet` does to `qbench check`, under check's --help alone (its
 /// arguments may name it too): the form Slurm's Prolog and
 /// HealthCheckProgram take a drain reason in.
-pub const QUIET_CHECK: &str = "--quiet: no table. Nothing when every step passed; else on stderr one line per FAIL, then one per WARN (exit 0 with only WARNs), each with the node, the step, what was measured and what was wanted, then one SKIP line per step not measured, with why; each node's lines said once, by its first process. The form a Slurm Prolog or HealthCheckProgram takes (contrib/slurm/qbench-health, docs/check.md).";
+pub const QUIET_CHECK: &str = "--quiet: no table. Nothing when every step passed; else on stderr one line per FAIL, then one per WARN (exit 0 with only WARNs), each with the node, the step, what was measured and what was wanted, then one SKIP line per step not measured, with why; each node's lines said once, by its first process; what --init wrote, in one line, first. The form a Slurm Prolog or HealthCheckProgram takes (contrib/slurm/qbench-health, docs/check.md).";
 
 /// Where a run's records go besides the text on stdout.
 #[derive(Args, Debug, Clone)]
