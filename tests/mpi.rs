@@ -146,7 +146,8 @@ fn check_across_processes_gives_one_table_with_every_pair() {
     std::fs::create_dir_all(&dir).unwrap();
     let cpu = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/cpu.toml")).unwrap();
     let p = dir.join("impossible.toml");
-    let impossible: Vec<&str> = cpu.lines().map(|l| if l.starts_with("floor = ") { "floor = 1e9" } else { l }).collect();
+    let impossible: Vec<&str> =
+        cpu.lines().map(|l| if l.starts_with("floor = ") { "floor = 1e9" } else { l }).collect();
     std::fs::write(&p, impossible.join("\n") + "\n").unwrap();
     let o = mpirun(2, &["check", "--profile", p.to_str().unwrap(), "--level", "standard", "--quiet"], &[]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -498,6 +499,10 @@ fn osu_point_to_point_tests_print_osus_table_every_size_checked() {
         assert_eq!(record["wrong_elements"], 0);
         assert_eq!(record["rows"].as_array().unwrap().len(), 17);
         assert_eq!(record["rows"][16]["iterations"], 20);
+        // `qbench show` prints the record as the run printed it.
+        let shown = std::process::Command::new(env!("CARGO_BIN_EXE_qbench")).arg("show").arg(&json).output().unwrap();
+        assert!(shown.status.success(), "{program}: {}", String::from_utf8_lossy(&shown.stderr));
+        assert_eq!(String::from_utf8_lossy(&shown.stdout), out, "{program}");
         let _ = std::fs::remove_file(&json);
     }
 }
