@@ -10,9 +10,13 @@ use crate::progress::{Progress, Progressive};
 use crate::report::{Rows, Table};
 use crate::session::Session;
 use crate::ui::Ui;
+/// Whole lines on stderr, for the binary.
+pub use crate::ui::say;
 use crate::workload::Job;
-/// The panic hook's one line (and, under MPI, the end of the job), for the binary.
-pub use crate::world::panicked;
+/// The panic hook's one line (and, under MPI, the end of the job), and an
+/// error met before the job's world started said once for the job, for
+/// the binary.
+pub use crate::world::{before_start, panicked};
 
 /// Runs a parsed command with the terminal settings of `ui`.
 pub fn run(command: Command, ui: &Ui) -> Result<()> {
@@ -28,14 +32,18 @@ pub fn run(command: Command, ui: &Ui) -> Result<()> {
             ui.width,
         )),
         Command::Copy(a) => measure(&a.plan()?, &a.out.plan(), ui),
-        Command::Rdma(a) => measure(&a.plan()?, &a.out.plan(), ui),
+        Command::Rdma(c) => measure(&c.args.plan()?, &c.args.out.plan(), ui),
         Command::Osu(c) => measure(&c.args.plan(c.benchmark)?, &c.args.out.plan(), ui),
         Command::Show(a) => {
             if let Some(text) = a.history.render() {
                 return write_stdout(&text?);
             }
             for file in &a.files {
-                write_stdout(&crate::report::render_any(&crate::record::read(file)?))?;
+                let text = match crate::probe::reread(file, ui.width)? {
+                    Some(report) => report,
+                    None => crate::report::render_any(&crate::record::read(file)?),
+                };
+                write_stdout(&text)?;
             }
             Ok(())
         }

@@ -20,6 +20,9 @@ pub enum Error {
     Interrupted { signal: i32, step: String },
     /// Nobody reads stdout any more: the run ends quietly.
     StdoutClosed,
+    /// A failure every process of a job knows of and one of them has
+    /// already said: this process ends with `code` in silence.
+    Said { code: i32 },
 }
 
 impl Error {
@@ -32,6 +35,7 @@ impl Error {
             Error::Runtime(_) => 4,
             Error::Interrupted { signal, .. } => 128 + signal,
             Error::StdoutClosed => 0,
+            Error::Said { code } => *code,
         }
     }
 
@@ -39,7 +43,7 @@ impl Error {
         match self {
             Error::CheckFailed(m) | Error::Usage(m) | Error::Missing(m) | Error::Runtime(m) => m.clone(),
             Error::Interrupted { signal, step } => format!("{} at {step}", signal_name(*signal)),
-            Error::StdoutClosed => String::new(),
+            Error::StdoutClosed | Error::Said { .. } => String::new(),
         }
     }
 

@@ -90,8 +90,8 @@ fn watchdog(signal: &AtomicUsize) {
         );
         let words = LAST_WORDS.lock().unwrap_or_else(PoisonError::into_inner).take();
         match words.and_then(|w| w(&stopped)) {
-            Some(files) => eprintln!("qbench: {stopped}: the records gathered so far are in {files} (incomplete)"),
-            None => eprintln!("qbench: {stopped}, so no records were written"),
+            Some(files) => crate::ui::say(&format!("qbench: {stopped}: the records gathered so far are in {files} (incomplete)")),
+            None => crate::ui::say(&format!("qbench: {stopped}, so no records were written")),
         }
         // _exit, not exit: the threads still in the GPU or MPI libraries
         // would race the atexit handlers that tear those libraries down.

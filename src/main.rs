@@ -20,34 +20,39 @@ fn main() {
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if e.use_stderr() => {
-            // One line, exit 2: clap's message up to its usage block (the
-            // missing argument is on its second line), without "error: ".
-            let text = e.render().to_string();
-            let words: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
-                .filter(|l| !l.starts_with("tip:"))
-                .collect();
-            let message = words.join(" ");
-            let message = message.trim_start_matches("error: ");
-            eprintln!(
-                "qbench: {} (see qbench --help)",
-                if message.is_empty() { "invalid command line" } else { message }
-            );
-            std::process::exit(2);
-        }
+        Err(e) if e.use_stderr() => end(qbench::command::before_start(Error::Usage(one_line(&e)))),
         Err(e) => e.exit(),
     };
     let ui = cli.ui();
     let result = std::panic::catch_unwind(|| qbench::command::run(cli.command, &ui))
         .unwrap_or_else(|_| Err(Error::Runtime(String::new())));
     if let Err(e) = result {
-        let message = e.message();
-        if !message.is_empty() {
-            eprintln!("qbench: {message}");
-        }
-        std::process::exit(e.exit_code());
+        // A plan refused before the job's world started is said once for the job.
+        end(qbench::command::before_start(e));
     }
+}
+
+/// clap's message up to its usage block (the missing argument is on its
+/// second line), without "error: ", in one line.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let words: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .filter(|l| !l.starts_with("tip:"))
+        .collect();
+    let message = words.join(" ");
+    let message = message.trim_start_matches("error: ");
+    format!("{} (see qbench --help)", if message.is_empty() { "invalid command line" } else { message })
+}
+
+/// Ends the process with `e`'s exit status, after its one line (none for a
+/// failure already said).
+fn end(e: Error) -> ! {
+    let message = e.message();
+    if !message.is_empty() {
+        qbench::command::say(&format!("qbench: {message}"));
+    }
+    std::process::exit(e.exit_code())
 }

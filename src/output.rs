@@ -295,7 +295,7 @@ impl<R: Table + Rows> Observer<R> for Output {
     /// said once the job has found it can apply it, never before a refusal.
     fn begin(&mut self, run: &R) {
         if let (Some(fault), true) = (&run.header().fault, self.main) {
-            eprintln!("qbench: {fault}");
+            crate::ui::say(&format!("qbench: {fault}"));
         }
         self.begun = true;
         self.keep(run, false);

@@ -19,8 +19,10 @@ impl Session {
     /// what the command runs without them) and starts the world.
     pub fn start(libraries: &[Library], without_gpus: Option<&str>) -> Result<Session> {
         crate::interrupt::install()?;
-        libs::require(libraries, without_gpus)?;
+        let loaded = libs::require(libraries, without_gpus);
         let world = world::detect()?;
+        // A library missing on every node is said once, not by each process.
+        world::agree(world.as_ref(), loaded)?;
         let args: Vec<String> = std::env::args().skip(1).collect();
         let mut settings = world::settings(&args);
         settings.extend(world::agreed_environment());

@@ -1,6 +1,9 @@
 //! One thread per rank, or per part of a buffer: the items are handed to
 //! scoped threads started together, and the results come back in order. A
-//! panic in any thread is passed on to the caller.
+//! panic in any thread is passed on to the caller. More rank threads than
+//! CPUs is said once, on stderr: they take turns, and the times show it.
+
+use std::sync::Once;
 
 /// `f(index, item)` for every item, each on its own thread (inline for one).
 pub fn each<T: Send, R: Send>(items: Vec<T>, f: impl Fn(usize, T) -> R + Sync) -> Vec<R> {
@@ -16,7 +19,27 @@ pub fn each<T: Send, R: Send>(items: Vec<T>, f: impl Fn(usize, T) -> R + Sync) -
 
 /// `f(rank)` for ranks 0..n, each on its own thread.
 pub fn per_rank<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    static SAID: Once = Once::new();
+    if n > 1 {
+        SAID.call_once(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+            if let Some(line) = oversubscribed(n, cpus) {
+                crate::ui::say(&line);
+            }
+        });
+    }
     each((0..n).collect(), |_, r| f(r))
+}
+
+/// The warning for `ranks` rank threads on `cpus` CPUs, when there are more
+/// ranks than CPUs.
+fn oversubscribed(ranks: usize, cpus: usize) -> Option<String> {
+    (ranks > cpus).then(|| {
+        format!(
+            "qbench: warning: {ranks} host ranks run as threads on {cpus} CPU{}: they take turns, so the times measure the scheduler too (-g {cpus} or fewer, or more nodes under mpirun)",
+            if cpus == 1 { "" } else { "s" }
+        )
+    })
 }
 
 #[cfg(test)]
@@ -35,5 +58,13 @@ mod tests {
         });
         assert_eq!(lens, vec![4, 4, 2]);
         assert_eq!(data, vec![0, 0, 0, 0, 1, 1, 1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn more_ranks_than_cpus_is_a_warning() {
+        assert_eq!(oversubscribed(2, 2), None);
+        let line = oversubscribed(64, 2).unwrap();
+        assert!(line.starts_with("qbench: warning: 64 host ranks") && line.contains("-g 2 or fewer"), "{line}");
+        assert!(!line.contains('\n'));
     }
 }

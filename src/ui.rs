@@ -1,9 +1,11 @@
 //! How qbench talks to the person at the terminal, decided once in main:
 //! whether progress is drawn on stderr, and how wide stdout's terminal is
 //! for the tables that wrap their free text. Pipes and files get neither:
-//! their text is the same whatever the terminal.
+//! their text is the same whatever the terminal. Every line qbench writes
+//! on stderr goes out here, whole, in one write.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
 
 /// The terminal settings a command runs with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,13 +26,36 @@ impl Ui {
         let tty = stdout.is_terminal();
         let columns = std::env::var("COLUMNS").ok();
         let measured = if tty { terminal_size::terminal_size_of(&stdout).map(|(w, _)| w.0 as usize) } else { None };
-        Ui { quiet, width: width(tty, columns.as_deref(), measured), stderr_terminal: std::io::stderr().is_terminal() }
+        let ui =
+            Ui { quiet, width: width(tty, columns.as_deref(), measured), stderr_terminal: std::io::stderr().is_terminal() };
+        let _ = WIDTH.set(ui.width);
+        ui
     }
 
     /// Whether a long run shows its progress on stderr.
     pub fn progress(&self) -> bool {
         self.stderr_terminal && !self.quiet
     }
+}
+
+/// stdout's width as [`Ui::detect`] found it, for the renderers of
+/// records: set once, by the process's first detection.
+static WIDTH: OnceLock<Option<usize>> = OnceLock::new();
+
+/// The width the tables of this process fit (None: a pipe, a file, or no
+/// detection made, as in the library's tests): what a record's table,
+/// printed as it is measured or read back by `show`, is wrapped to.
+pub fn terminal_width() -> Option<usize> {
+    WIDTH.get().copied().flatten()
+}
+
+/// Writes `line` and its newline on stderr in one write, so that the lines
+/// of processes sharing a terminal or a launcher's stream never splice.
+/// Where stderr is a terminal the line first clears whatever a progress
+/// line left on it.
+pub fn say(line: &str) {
+    let clear = if std::io::stderr().is_terminal() { "\r\u{1b}[2K" } else { "" };
+    let _ = std::io::stderr().lock().write_all(format!("{clear}{line}\n").as_bytes());
 }
 
 /// Narrowest width text is wrapped to: below it a table is left as it is.

@@ -41,9 +41,25 @@ fn scratch(name: &str) -> PathBuf {
 /// The cpu profile with every floor at `floor` (GB/s).
 fn cpu_profile_with_floor(dir: &Path, floor: &str) -> PathBuf {
     let text = std::fs::read_to_string(repo().join("profiles/cpu.toml")).unwrap();
-    assert!(text.contains("floor = 0.001"));
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| if l.starts_with("floor = ") { format!("floor = {floor}") } else { l.to_string() })
+        .collect();
+    assert!(lines.iter().filter(|l| l.starts_with("floor = ")).count() >= 4);
     let p = dir.join("floor.toml");
-    std::fs::write(&p, text.replace("floor = 0.001", &format!("floor = {floor}"))).unwrap();
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    p
+}
+
+/// The cpu profile's steps made short (1M collectives, 5 operations a
+/// sample): the same paths in a second or two, for checks run many times.
+fn small_cpu_profile(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("profiles/cpu.toml")).unwrap();
+    let small = text.replace("size = \"16M\"", "size = \"1M\"").replace("iters = 20", "iters = 5");
+    let small = small.replace("name = \"cpu\"", "name = \"small\"");
+    assert!(small.matches("size = \"1M\"").count() >= 2 && small.matches("iters = 5").count() >= 3, "{small}");
+    let p = dir.join("small.toml");
+    std::fs::write(&p, small).unwrap();
     p
 }
 
@@ -296,12 +312,12 @@ fn malformed_profiles_are_refused_naming_the_place() {
         (
             "unknown-key.toml",
             cpu.replace("metric = \"algbw\"", "metric = \"algbw\"\nflor = 3"),
-            &["unknown-key.toml:31: step 'all_reduce 16M, host ranks': unknown field `flor`", "(in `flor = 3`)"],
+            &["unknown-key.toml:35: step 'all_reduce 16M, host ranks': unknown field `flor`", "(in `flor = 3`)"],
         ),
         (
             "wrong-type.toml",
-            cpu.replace("floor = 0.001", "floor = \"fast\""),
-            &["wrong-type.toml:31:", "(in `floor = \"fast\"`)"],
+            cpu.replacen("floor = 0.1", "floor = \"fast\"", 1),
+            &["wrong-type.toml:37:", "(in `floor = \"fast\"`)"],
         ),
         ("not-toml.toml", "this is [not toml\n".into(), &["not-toml.toml:1:"]),
         ("unknown-kind.toml", cpu.replace("kind = \"exchange\"", "kind = \"teleport\""), &["teleport"]),
@@ -423,11 +439,11 @@ fn profiles_that_would_check_nothing_are_refused_naming_the_place() {
     for (name, text, want) in [
         (
             "negative.toml",
-            cpu.replacen("floor = 0.001", "floor = -1", 1),
-            "negative.toml:31: step 'all_reduce 16M, host ranks': floor: -1 is not a positive number",
+            cpu.replacen("floor = 0.1", "floor = -1", 1),
+            "negative.toml:37: step 'all_reduce 16M, host ranks': floor: -1 is not a positive number",
         ),
-        ("nan.toml", cpu.replacen("floor = 0.001", "floor = nan", 1), "floor: NaN is not a positive number"),
-        ("inf.toml", cpu.replacen("floor = 0.001", "floor = -inf", 1), "floor: -inf is not a positive number"),
+        ("nan.toml", cpu.replacen("floor = 0.1", "floor = nan", 1), "floor: NaN is not a positive number"),
+        ("inf.toml", cpu.replacen("floor = 0.1", "floor = -inf", 1), "floor: -inf is not a positive number"),
         ("empty.toml", head.to_string(), "no facts and no steps"),
     ] {
         let p = dir.join(name);
@@ -555,13 +571,33 @@ fn an_rdma_step_needs_an_adapter_and_one_known_test() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `--init` writes a profile of what this node measured, says so in one
+/// line even with --quiet, and its bounds leave room for the node's own
+/// spread: ten checks against it right after all PASS.
 #[test]
-fn init_writes_a_profile_of_what_the_node_measured() {
+fn init_writes_a_profile_the_node_passes_ten_times_running() {
     let dir = scratch("init");
-    let p = dir.join("mine.toml");
-    let o = check(&["--profile", "cpu", "--init", p.to_str().unwrap()]);
+    let (small, p) = (small_cpu_profile(&dir), dir.join("mine.toml"));
+    let o = check(&["--profile", small.to_str().unwrap(), "--init", p.to_str().unwrap()]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains(&format!("written to {}", p.display())), "it says what it wrote: {}", stdout(&o));
+    // Again, quiet and replacing it: one line, on stderr, nothing on stdout.
+    // Nine samples a step, so that the profile sees this machine's spread.
+    let o = check(&[
+        "--profile",
+        small.to_str().unwrap(),
+        "--init",
+        p.to_str().unwrap(),
+        "--force",
+        "--quiet",
+        "--samples",
+        "9",
+    ]);
+    assert!(o.status.success() && stdout(&o).is_empty(), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    let said: Vec<&str> = err.lines().collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with("qbench: check: profile ") && said[0].contains(&format!("written to {}", p.display())));
     let text = std::fs::read_to_string(&p).unwrap();
     assert!(text.starts_with("# Written by qbench check --init on "), "{text}");
     let fraction: f64 = text
@@ -569,21 +605,46 @@ fn init_writes_a_profile_of_what_the_node_measured() {
         .find_map(|l| l.strip_prefix("floor_fraction = "))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no floor_fraction in {text}"));
-    // The node is judged again against what it measured a moment ago: each
-    // step expected at that figure, its floor the fraction of it, the ratio
-    // stated. (Whether it passes again is this machine's noise to decide.)
-    let o = check(&["--profile", p.to_str().unwrap(), "--json"]);
-    assert!(matches!(o.status.code(), Some(0 | 1)), "{}{}", stdout(&o), stderr(&o));
-    let r = json(&o);
-    assert!(r["measured_here"].as_bool().unwrap(), "{r}");
-    assert_eq!(r["profile"], format!("{}-init", r["host"].as_str().unwrap()));
-    for row in r["rows"].as_array().unwrap() {
-        let (expected, floor) = (row["expected"].as_f64().unwrap(), row["floor"].as_f64().unwrap());
-        // The floor sits under the worst sample, so at most the fraction of the median.
-        assert!(floor > 0.0 && floor <= fraction * expected * (1.0 + 1e-3), "{row}");
-        let ratio = row["measured"].as_f64().unwrap() / expected;
-        assert!((row["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9, "{row}");
+    for run in 0..10 {
+        let o = check(&["--profile", p.to_str().unwrap(), "--json"]);
+        let r = json(&o);
+        assert_eq!(o.status.code(), Some(0), "run {run}: {r}");
+        assert!(r["measured_here"].as_bool().unwrap(), "{r}");
+        assert_eq!(r["profile"], format!("{}-init", r["host"].as_str().unwrap()));
+        for row in r["rows"].as_array().unwrap() {
+            assert_eq!(row["status"], "PASS", "run {run}: {row}");
+            let (expected, floor) = (row["expected"].as_f64().unwrap(), row["floor"].as_f64().unwrap());
+            // The floor sits under the worst sample, so under the fraction of the median.
+            assert!(floor > 0.0 && floor <= fraction * expected * (1.0 + 1e-3), "{row}");
+            let ratio = row["measured"].as_f64().unwrap() / expected;
+            assert!((row["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9, "{row}");
+        }
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// An existing file (without --force), a directory and a path that cannot
+/// be written are refused in one line, exit 2, before anything is measured.
+#[test]
+fn init_refuses_a_path_it_would_not_write_before_measuring() {
+    let dir = scratch("init-path");
+    let existing = dir.join("there.toml");
+    std::fs::write(&existing, "# mine\n").unwrap();
+    let missing = dir.join("no-such-dir").join("p.toml");
+    for (path, why) in [
+        (existing.as_path(), "the file exists: add --force to replace it"),
+        (dir.as_path(), "a directory, not a file"),
+        (missing.as_path(), "cannot be written"),
+    ] {
+        let began = std::time::Instant::now();
+        let o = check(&["--profile", "cpu", "--init", path.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{err}");
+        assert!(err.contains(&format!("--init {}: {why}", path.display())), "{err}");
+        assert!(began.elapsed().as_secs_f64() < 3.0, "measured before refusing: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "# mine\n");
+    assert!(std::fs::read_dir(&dir).unwrap().count() == 1, "no trial file left behind");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -258,6 +258,11 @@ fn launcher_without_mpi_support_is_refused() {
         let o = qbench_with(&["allreduce", "--transport", "cpu"], &[(var, value)]);
         assert_eq!(o.status.code(), Some(2), "{var}");
         let err = String::from_utf8_lossy(&o.stderr);
+        // Rank 3 of the job is silent: the lowest rank says it, once.
+        if var == "PMIX_RANK" {
+            assert!(err.is_empty(), "{err}");
+            continue;
+        }
         assert!(err.contains("without MPI support") && err.contains("--features mpi"), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1);
     }

@@ -158,6 +158,58 @@ fn bare_node() {
     golden("bare", "bare", &[]);
 }
 
+/// A node without a GPU (a login or CPU node) SKIPs the GPU checks and
+/// passes, with WARNs; --expect-gpus makes the missing GPUs a FAIL. A node
+/// with GPUs is judged alike either way.
+#[test]
+fn a_node_without_a_gpu_skips_its_gpu_checks_unless_gpus_are_expected() {
+    let (out, report) = probe("bare", &[]);
+    assert_eq!((out.status.code(), report["verdict"].as_str()), (Some(0), Some("WARN")));
+    assert_eq!(status(&report, "gpu.devices"), "SKIP");
+    assert!(check(&report, "gpu.devices")["found"].as_str().unwrap().starts_with("no NVIDIA GPU on this node"));
+    let expecting = |fixture: &str| {
+        let out = command(&[])
+            .args(["probe", "--json", "--expect-gpus", "--sysfs-root"])
+            .arg(fixtures().join(fixture))
+            .output()
+            .unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap())
+    };
+    let (code, report) = expecting("bare");
+    assert_eq!((code, report["verdict"].as_str()), (Some(1), Some("FAIL")));
+    assert_eq!(status(&report, "gpu.devices"), "FAIL");
+    for fixture in ["mlx5-roce", "no-rdma"] {
+        let (out, plain) = probe(fixture, &[]);
+        let (code, expected) = expecting(fixture);
+        assert_eq!((code, &expected["checks"]), (out.status.code(), &plain["checks"]), "{fixture}");
+    }
+}
+
+/// `qbench show` of `qbench probe --json`'s document prints the report the
+/// probe printed; a document of the probe's schema that is not one is
+/// one line, exit 2.
+#[test]
+fn show_prints_a_probe_record_as_the_probe_printed_it() {
+    let dir = std::env::temp_dir().join(format!("qbench-probe-show-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for fixture in ["mlx5-roce", "bare", "malformed", "port-down"] {
+        let (out, _) = probe(fixture, &[]);
+        let file = dir.join(format!("{fixture}.json"));
+        std::fs::write(&file, &out.stdout).unwrap();
+        let printed = command(&[]).args(["probe", "--sysfs-root"]).arg(fixtures().join(fixture)).output().unwrap();
+        let shown = command(&[]).arg("show").arg(&file).output().unwrap();
+        assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+        assert_eq!(String::from_utf8_lossy(&shown.stdout), String::from_utf8_lossy(&printed.stdout), "{fixture}");
+    }
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"schema": "qbench.probe.v1", "facts": 3}"#).unwrap();
+    let out = command(&[]).arg("show").arg(&bad).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), err.lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("bad.json: not a valid qbench.probe.v1 report"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn seed_setup_passes_where_mlx4_0_and_ib0_exist_and_fails_where_they_do_not() {
     let (_, good) = probe("mlx4-ib", &SEED);

@@ -35,6 +35,11 @@ fn no_rdma_is_one_sentence_and_exit_3() {
         let err = one_line_error(&qbench(args), 3);
         assert!(err.starts_with("qbench: no RDMA"), "{args:?}: {err}");
     }
+    // perftest's program names are qbench rdma with their test.
+    for program in ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat"] {
+        let err = one_line_error(&qbench(&[program, "--loopback", "-n", "5"]), 3);
+        assert!(err.starts_with("qbench: no RDMA"), "{program}: {err}");
+    }
     // GPU memory needs the CUDA driver too: either is missing here.
     one_line_error(&qbench(&["rdma", "-d", "mlx5_0", "-a", "--report_gbits", "--use_cuda=0"]), 3);
 }

@@ -127,15 +127,25 @@ fn fixtures(golden: &Path) -> Vec<(PathBuf, PathBuf)> {
         .collect()
 }
 
-/// What a run writes with -J now reads back into its record type.
+/// What `qbench show FILE` prints; it must succeed.
+fn show(path: &Path) -> String {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_qbench")).arg("show").arg(path).output().unwrap();
+    assert!(o.status.success(), "show {}: {}", path.display(), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What a run writes with -J now reads back into its record type, and
+/// `qbench show` prints it as the run did: every kind of record qbench
+/// writes.
 #[test]
 fn json_written_by_each_command_reads_back() {
     let dir = std::env::temp_dir().join(format!("qbench-records-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let runs: [(&str, &[&str]); 3] = [
+    let runs: [(&str, &[&str]); 4] = [
         ("collective", &["allreduce", "--transport", "cpu", "-g", "2", "-b", "1K", "-e", "4K", "-f", "2"]),
         ("exchange", &["exchange", "--transport", "cpu", "-g", "2", "--qubits", "8", "-n", "1"]),
         ("sendrecv", &["sendrecv", "--transport", "cpu", "-g", "3", "-b", "8", "-e", "64", "-f", "8", "-o", "all"]),
+        ("check", &["check", "--profile", "cpu", "--level", "prolog"]),
     ];
     for (name, args) in runs {
         let path = dir.join(format!("{name}.json"));
@@ -148,13 +158,26 @@ fn json_written_by_each_command_reads_back() {
             .unwrap();
         assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
         let rec = record::read(&path).unwrap();
-        assert_eq!(
-            rec.header().schema,
-            format!("qbench.{}.v2", if name == "exchange" { "exchange" } else { "collective" })
-        );
+        let kind = match name {
+            "exchange" | "check" => name,
+            _ => "collective",
+        };
+        assert_eq!(rec.header().schema, format!("qbench.{kind}.v2"));
         assert!(same(&rec, &round_trip(&rec)));
-        // The table printed is the table the record renders.
+        // The table printed is the table the record renders, and `show` prints.
         assert_eq!(String::from_utf8_lossy(&o.stdout), qbench::report::render_any(&rec), "{name}");
+        assert_eq!(show(&path), String::from_utf8_lossy(&o.stdout), "{name}");
+    }
+    // The records of the GPU and RDMA machines' runs too: copy, rdma,
+    // compare, check (osu's: tests/mpi.rs, under mpirun).
+    let mut kinds = Vec::new();
+    let committed = ["results/h200x2", "results/h200"].iter().flat_map(|d| records_in(&root().join(d)));
+    for (path, rec) in committed.chain(records_in(&root().join("tests/golden/rdma"))) {
+        assert_eq!(show(&path), qbench::report::render_any(&rec), "{}", path.display());
+        kinds.push(rec.header().schema.clone());
+    }
+    for kind in ["copy", "rdma", "compare", "check", "collective", "exchange"] {
+        assert!(kinds.iter().any(|k| k.starts_with(&format!("qbench.{kind}."))), "no {kind} record shown: {kinds:?}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -21,7 +21,7 @@ use crate::record::{Header, Observer, Outcome};
 use crate::session::Session;
 use crate::workload::Job;
 use profile::{ExpectedFrom, Level, Profile};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// What `qbench check` runs, resolved before anything is measured.
@@ -299,6 +299,34 @@ fn init(
     Ok(())
 }
 
+/// `--init FILE`, before anything is measured: refused where FILE exists
+/// (unless `force`) or cannot be written, so that a run of many seconds
+/// does not end in a refusal. A file of this process's own is made beside
+/// it and removed, so that the path is tried as it will be written.
+pub fn init_target(path: &Path, force: bool) -> Result<()> {
+    let refuse = |why: String| Err(Error::Usage(format!("--init {}: {why}", path.display())));
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => return refuse("a directory, not a file".into()),
+        Ok(_) if !force => return refuse("the file exists: add --force to replace it".into()),
+        Ok(_) => {
+            if let Err(e) = std::fs::OpenOptions::new().append(true).open(path) {
+                return refuse(format!("cannot be written: {e}"));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return refuse(e.to_string()),
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let trial = path.with_file_name(format!(".{name}.qbench-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&trial) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&trial);
+            Ok(())
+        }
+        Err(e) => refuse(format!("cannot be written: {e}")),
+    }
+}
+
 /// Whether any process says yes.
 fn any(session: &Session, mine: bool) -> bool {
     session.world().max_f64(&[if mine { 1.0 } else { 0.0 }])[0] > 0.0
@@ -337,11 +365,22 @@ fn gather(session: &Session, mine: Mine) -> Result<(Vec<Row>, Vec<Spent>)> {
     Ok((all.rows.into_iter().map(|(_, r)| r).collect(), all.spent.into_iter().map(|(_, s)| s).collect()))
 }
 
+/// How `--init` sets a bound, in the words the profile it writes says it.
+const ROOM: &str = "its floor (a time's ceiling) is its worst sample moved away from the median by as much again, and by a fifth of the median at least (at most to half, or twice, the worst), then by the profile's floor_fraction and its warn band: a later run as far from the median as this one's worst sample went, and as far again, still passes";
+
+/// A step's bound from its median `m` and worst sample `w` (see [`ROOM`]):
+/// a bandwidth's floor, or a time's ceiling, where the node's own spread
+/// from run to run passes.
+fn room(time: bool, m: f64, w: f64, ff: f64, warn: f64) -> f64 {
+    let spread = (w - m).abs().max(0.2 * m);
+    if time { (w + spread).min(2.0 * w) / ff * (1.0 + warn) } else { (w - spread).max(0.5 * w) * ff / (1.0 + warn) }
+}
+
 /// A profile of this node: its facts and a `[match]` for it, every
 /// measured step expected at its median (the lowest node's, or the
-/// slowest's for a time), its floor at the profile's fraction of its worst
-/// sample (a ceiling likewise above it), so that the spread this node
-/// showed is not a failure of its next run. Returns what was written.
+/// slowest's for a time), its floor below its worst sample (a ceiling
+/// above it) as [`ROOM`] says, so that the spread this node showed is not
+/// a failure, nor a warning, of its next run. Returns what was written.
 fn write_profile(
     path: &PathBuf,
     plan: &CheckPlan,
@@ -381,22 +420,21 @@ fn write_profile(
         let (Some(m), Some(w)) = (median.filter(|m| *m > 0.0), worst.filter(|w| *w > 0.0)) else { continue };
         s.expected = Some(round(m));
         s.expected_from = Some(ExpectedFrom::Measured);
+        let room = room(time, m, w, ff, p.profile.warn);
         if time {
-            s.ceiling = Some(round(w / ff));
+            s.ceiling = Some(round(room));
             s.floor = None;
         } else {
-            s.floor = Some(round(w * ff));
+            s.floor = Some(round(room));
             s.ceiling = None;
         }
         written += 1;
     }
     let text = toml::to_string(&p).map_err(|e| Error::Runtime(format!("cannot write the profile: {e}")))?;
-    let head = format!(
-        "# Written by qbench check --init on {host}: each step expected at the median it measured, its bound at {ff} of its worst sample.\n"
-    );
+    let head = format!("# Written by qbench check --init on {host}: each step expected at the median it measured; {ROOM}.\n");
     std::fs::write(path, head + &text).map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))?;
     Ok(format!(
-        "profile {} written to {}: {written} steps expected as measured, bounds at {ff} of each step's worst sample{}",
+        "profile {} written to {}: {written} steps expected as measured, bounds below each one's worst sample by its spread{}",
         p.profile.name,
         path.display(),
         p.matches
@@ -404,4 +442,22 @@ fn write_profile(
             .map(|m| format!(", chosen on {} × {}", m.gpu_count.unwrap_or(0), m.gpu_model.as_deref().unwrap_or("")))
             .unwrap_or_default()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    /// A bound leaves the node's spread, twice, and a fifth at least:
+    /// a bandwidth of median 10 and worst 7 gets 4 × 0.9 / 1.05; one of
+    /// worst 9 or a steady one a fifth; a time's ceiling mirrors it; never
+    /// past half (twice) the worst.
+    #[test]
+    fn init_bounds_leave_room_for_the_nodes_spread() {
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(near(super::room(false, 10.0, 7.0, 0.9, 0.05), 4.0 * 0.9 / 1.05));
+        assert!(near(super::room(false, 10.0, 9.0, 0.9, 0.05), 7.0 * 0.9 / 1.05));
+        assert!(near(super::room(false, 10.0, 10.0, 0.9, 0.05), 8.0 * 0.9 / 1.05));
+        assert!(near(super::room(true, 10.0, 13.0, 0.9, 0.05), 16.0 / 0.9 * 1.05));
+        assert!(near(super::room(false, 10.0, 4.0, 0.9, 0.05), 2.0 * 0.9 / 1.05));
+        assert!(near(super::room(true, 10.0, 30.0, 0.9, 0.05), 50.0 / 0.9 * 1.05));
+    }
 }

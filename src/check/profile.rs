@@ -463,30 +463,34 @@ fn validate(p: &Profile) -> std::result::Result<(), (String, BadKey)> {
     Ok(())
 }
 
-/// The built-in profile whose match fits these GPUs best: the model and
-/// the count both, else the model alone; the cpu profile without GPUs.
+/// The built-in profile whose match fits these GPUs: their model and
+/// their count both (a match without a count takes any); the cpu profile
+/// without GPUs. None fits: refused, naming the nearest (the same model,
+/// the count nearest), so that a node is never held to another's GPUs.
 pub fn choose(gpu_names: &[String]) -> Result<(Profile, String)> {
     if gpu_names.is_empty() {
         return load("cpu");
     }
-    let mut best: Option<(u8, &str)> = None;
+    let n = gpu_names.len();
+    // (how far its count is from the node's, its name, its count)
+    let mut near: Vec<(usize, &str, Option<usize>)> = Vec::new();
     for (name, text) in BUILT_IN {
-        let p = parse(text, name)?;
-        let Some(m) = p.matches else { continue };
-        let model = m.gpu_model.as_deref().is_none_or(|want| gpu_names.iter().all(|g| g.contains(want)));
-        if !model || m.gpu_model.is_none() {
-            continue;
-        }
-        let score = if m.gpu_count == Some(gpu_names.len()) { 2 } else { 1 };
-        if best.is_none_or(|(s, _)| score > s) {
-            best = Some((score, name));
+        let Some(m) = parse(text, name)?.matches else { continue };
+        let Some(model) = m.gpu_model.as_deref() else { continue };
+        if gpu_names.iter().all(|g| g.contains(model)) {
+            near.push((m.gpu_count.map_or(0, |c| c.abs_diff(n)), name, m.gpu_count));
         }
     }
-    match best {
-        Some((_, name)) => load(name),
+    near.sort_by_key(|&(far, name, _)| (far, name));
+    match near.first() {
+        Some(&(0, name, _)) => load(name),
+        Some(&(_, name, count)) => Err(Error::Usage(format!(
+            "no built-in profile matches {n} × {}: the nearest, {name}, is for {} of them: name a profile with --profile (--profile {name} holds this node to it anyway), or write one of this node with --init FILE",
+            gpu_names[0],
+            count.unwrap_or(0)
+        ))),
         None => Err(Error::Usage(format!(
-            "no built-in profile matches {} × {}: name one with --profile, or write one with --init",
-            gpu_names.len(),
+            "no built-in profile matches {n} × {}: none is for this model; name a profile with --profile, or write one of this node with --init FILE",
             gpu_names[0]
         ))),
     }
@@ -556,5 +560,14 @@ mod tests {
         assert_eq!(choose(&h200(8)).unwrap().0.profile.name, "h200x8-ndr");
         assert_eq!(choose(&[]).unwrap().0.profile.name, "cpu");
         assert_eq!(choose(&["NVIDIA GeForce GTX 1080".to_string()]).unwrap_err().exit_code(), 2);
+        // A count no profile of the model has: refused, the nearest named.
+        let e = choose(&vec!["NVIDIA A100-SXM4-80GB".to_string(); 2]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message().starts_with("no built-in profile matches 2 × NVIDIA A100-SXM4-80GB"), "{e}");
+        assert!(e.message().contains("the nearest, a100x8-hdr, is for 8 of them"), "{e}");
+        let e = choose(&h200(4)).unwrap_err();
+        assert!(e.message().contains("the nearest, h200x2-nvlink, is for 2"), "{e}");
+        let e = choose(&["NVIDIA GeForce GTX 1080".to_string()]).unwrap_err();
+        assert!(e.message().contains("none is for this model"), "{e}");
     }
 }

@@ -28,9 +28,12 @@ pub struct CheckArgs {
     /// Write this check's record, to be the baseline of later checks
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
-    /// Measure this node and write a profile of it: its facts, a [match], each step expected at the median it measured, floors under the lowest sample (refused on fixtures and on a node that is not ready)
+    /// Measure this node and write a profile of it: its facts, a [match], each step expected at the median it measured, its floor below its worst sample by the spread the node showed (refused on fixtures, on a node that is not ready, and on an existing FILE without --force)
     #[arg(long, value_name = "FILE")]
     pub init: Option<PathBuf>,
+    /// With --init: replace FILE where it exists (without it an existing file is refused before anything is measured)
+    #[arg(long, requires = "init")]
+    pub force: bool,
     /// Samples every step takes, over the profile's `samples`; the median is judged, and a baseline keeps them all
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub samples: Option<u32>,
@@ -55,6 +58,9 @@ impl CheckArgs {
                     "--init measures this node, and --sysfs-root measures nothing: a profile needs a real node".into(),
                 ));
             }
+        }
+        if let Some(path) = &self.init {
+            crate::check::init_target(path, self.force)?;
         }
         let (profile, profile_from) = match &self.profile {
             Some(spec) => profile::load(spec)?,

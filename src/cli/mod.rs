@@ -33,7 +33,7 @@ use std::path::PathBuf;
     long_about = None,
 )]
 pub struct Cli {
-    /// No progress on stderr while a run works (it is drawn only when stderr is a terminal); for check, no table: nothing when every step passed, else one line per FAIL then per WARN on stderr, each with the node, the step, what was measured and what was wanted (exit 0 with only WARNs), then one SKIP line per step not measured, with why; for Slurm Prolog and HealthCheckProgram
+    /// No progress line on stderr (check: no table either; see qbench check --help)
     #[arg(long, global = true)]
     pub quiet: bool,
     #[command(subcommand)]
@@ -58,7 +58,7 @@ pub enum Command {
     /// The same bytes over every transport between partner GPUs, side by side
     Compare(CompareArgs),
     /// Is this node ready for the simulation? The profile's facts and measurements, judged, one verdict
-    #[command(after_help = check::CHECK_HELP)]
+    #[command(after_help = format!("{}\n{QUIET_CHECK}", check::CHECK_HELP))]
     Check(CheckArgs),
     /// Copy bandwidth and latency: host<->GPU, GPU<->GPU, zero-copy, gdrcopy (nvbandwidth, gdrcopy's copylat)
     #[command(
@@ -69,11 +69,16 @@ pub enum Command {
     Plot(PlotArgs),
     /// Print JSON records as their runs printed them: the nccl-tests table of a collective record, and so on
     Show(ShowArgs),
-    /// RDMA WRITE/READ/SEND bandwidth and latency between two adapters (perftest's ib_*_bw, ib_*_lat)
-    Rdma(RdmaArgs),
+    #[command(flatten)]
+    Rdma(rdma::RdmaCommand),
     #[command(flatten)]
     Osu(osu::OsuCommand),
 }
+
+/// What `--quiet` does to `qbench check`, under check's --help alone (its
+/// arguments may name it too): the form Slurm's Prolog and
+/// HealthCheckProgram take a drain reason in.
+pub const QUIET_CHECK: &str = "--quiet: no table. Nothing when every step passed; else on stderr one line per FAIL, then one per WARN (exit 0 with only WARNs), each with the node, the step, what was measured and what was wanted, then one SKIP line per step not measured, with why; each node's lines said once, by its first process; what --init wrote, in one line, first. The form a Slurm Prolog or HealthCheckProgram takes (contrib/slurm/qbench-health, docs/check.md).";
 
 /// Where a run's records go besides the text on stdout.
 #[derive(Args, Debug, Clone)]

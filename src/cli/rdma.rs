@@ -1,12 +1,15 @@
 //! `qbench rdma`'s command line, in perftest's letters, and the way to
-//! reach the peer it names: the options of the rdma library's plan.
+//! reach the peer it names: the options of the rdma library's plan. Each
+//! of perftest's programs (`qbench ib_write_bw …`) is `qbench rdma` with
+//! its test, so that a perftest line runs with `qbench` in front of it.
 
 use super::{OutputArgs, size_arg};
 use crate::error::Error;
 use crate::error::Result;
 use crate::rdma::oob::DEFAULT_PORT;
 use crate::rdma::plan::{GpuDevice, GpuReg, MemoryAsk, Options, Peer, Plan};
-use clap::{Args, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, FromArgMatches, Subcommand, ValueEnum};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// How GPU memory is registered with the adapter (`--gpu_reg`).
@@ -31,6 +34,67 @@ fn gpu_index(text: &str) -> std::result::Result<u32, String> {
         _ => return text.parse().map_err(|_| "--use_cuda takes a GPU index (0, 1, ...), as in perftest".to_string()),
     };
     Err(format!("--use_cuda takes a GPU index, as in perftest: {now}"))
+}
+
+/// perftest's programs and the test each runs.
+pub const PERFTEST: [(&str, &str); 6] = [
+    ("ib_write_bw", "write_bw"),
+    ("ib_read_bw", "read_bw"),
+    ("ib_send_bw", "send_bw"),
+    ("ib_write_lat", "write_lat"),
+    ("ib_read_lat", "read_lat"),
+    ("ib_send_lat", "send_lat"),
+];
+
+/// `qbench rdma`, or one of perftest's programs (hidden from the list of
+/// commands, named in rdma's help): the same options, the program's test.
+#[derive(Debug)]
+pub struct RdmaCommand {
+    pub args: RdmaArgs,
+}
+
+impl FromArgMatches for RdmaCommand {
+    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let (name, sub) = m.subcommand().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
+        let mut args = RdmaArgs::from_arg_matches(sub)?;
+        if let Some((program, test)) = PERFTEST.iter().find(|(p, _)| *p == name) {
+            if sub.value_source("test") == Some(ValueSource::CommandLine) {
+                return Err(clap::Error::raw(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("--test: {program} runs {test}; qbench rdma --test NAME,... runs others\n"),
+                ));
+            }
+            args.test = test.to_string();
+        }
+        Ok(RdmaCommand { args })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
+        *self = RdmaCommand::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for RdmaCommand {
+    fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
+        cmd = cmd.subcommand(RdmaArgs::augment_args(clap::Command::new("rdma")).about(
+            "RDMA WRITE/READ/SEND bandwidth and latency between two adapters (perftest's ib_*_bw and ib_*_lat, which are names of it too)",
+        ));
+        for (program, test) in PERFTEST {
+            let about = format!("perftest's {program}: qbench rdma --test {test}");
+            let sub = RdmaArgs::augment_args(clap::Command::new(program)).about(about).hide(true);
+            cmd = cmd.subcommand(sub.mut_arg("test", |a| a.hide(true)));
+        }
+        cmd
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        RdmaCommand::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        name == "rdma" || PERFTEST.iter().any(|(p, _)| *p == name)
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -354,6 +418,27 @@ mod tests {
             assert!(e.message().contains(text), "{args:?}: {e}");
             assert!(!e.message().contains('\n'), "{args:?}: {e}");
         }
+    }
+
+    /// `qbench ib_read_bw -d mlx5_0 host` is `qbench rdma --test read_bw -d
+    /// mlx5_0 host`; a --test beside a program's name is refused.
+    #[test]
+    fn perftest_programs_are_rdma_with_their_test() {
+        use crate::cli::{Cli, Command};
+        let rdma = |args: &[&str]| match Cli::try_parse_from(std::iter::once("qbench").chain(args.iter().copied())) {
+            Ok(Cli { command: Command::Rdma(c), .. }) => Ok(c.args),
+            Ok(other) => panic!("{args:?}: {other:?}"),
+            Err(e) => Err(e),
+        };
+        for (program, test) in PERFTEST {
+            let a = rdma(&[program, "-d", "mlx5_0", "-s", "4K", "host"]).unwrap();
+            assert_eq!((a.test.as_str(), a.device.as_deref(), a.host.as_deref()), (test, Some("mlx5_0"), Some("host")));
+            assert_eq!(a.plan().unwrap().agreement.sizes, Sizes::Single(4096), "{program}");
+        }
+        assert_eq!(rdma(&["rdma", "--loopback"]).unwrap().test, "write_bw");
+        let e = rdma(&["ib_send_lat", "--test", "write_bw"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("ib_send_lat runs send_lat"), "{e}");
     }
 
     #[test]

@@ -20,6 +20,17 @@ pub struct ProbePlan {
     pub json: bool,
     /// Read /sys, /dev and /proc under this directory instead of /.
     pub sysfs_root: Option<PathBuf>,
+    /// A node without an NVIDIA GPU FAILs (else its GPU checks SKIP).
+    pub expect_gpus: bool,
+}
+
+/// `qbench show` of a file: the probe's text report when the file holds
+/// `qbench probe --json`'s document (Ok(None) when it holds anything else).
+pub fn reread(path: &std::path::Path, width: Option<usize>) -> Result<Option<String>> {
+    let json = crate::input::read(path, &path.display().to_string(), crate::input::RECORD_BYTES)?;
+    let report = render::reread(&json, width).transpose();
+    // As `run` prints it.
+    report.map(|r| r.map(|text| format!("{text}\n"))).map_err(|e| Error::Usage(format!("{}: {}", path.display(), e.message())))
 }
 
 pub fn run(args: &ProbePlan, ui: &crate::ui::Ui) -> Result<()> {
@@ -29,7 +40,7 @@ pub fn run(args: &ProbePlan, ui: &crate::ui::Ui) -> Result<()> {
     let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
     let host = Host::new(args.sysfs_root.clone(), env);
     let facts = collect::collect(&host);
-    let checks = checks::evaluate(&facts);
+    let checks = checks::evaluate(&facts, args.expect_gpus);
     let verdict = checks::verdict(&checks);
     let report = if args.json {
         render::json(&facts, &checks, verdict)

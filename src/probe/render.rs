@@ -6,7 +6,8 @@ use crate::probe::collect::Facts;
 use crate::probe::collect::sysfs::Known;
 use crate::probe::topo::PciPlace;
 use crate::report::fit;
-use serde::Serialize;
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "qbench.probe.v1";
 
@@ -38,6 +39,29 @@ struct Report<'a> {
 pub fn json(facts: &Facts, checks: &[Check], verdict: Status) -> String {
     let report = Report { schema: SCHEMA, host: &facts.host, facts, checks, verdict };
     serde_json::to_string_pretty(&report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// [`Report`] read back.
+#[derive(Deserialize)]
+struct Reread {
+    host: crate::probe::collect::HostFacts,
+    facts: Facts,
+    checks: Vec<Check>,
+    verdict: Status,
+}
+
+/// The text report of `qbench probe --json`'s document in `json`, as the
+/// probe printed it (fitted to `width`); None when `json` is not one.
+pub fn reread(json: &str, width: Option<usize>) -> Option<Result<String>> {
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    if value.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
+        return None;
+    }
+    Some(
+        serde_json::from_value::<Reread>(value)
+            .map(|r| text(&Facts { host: r.host, ..r.facts }, &r.checks, r.verdict, width))
+            .map_err(|e| Error::Usage(format!("not a valid {SCHEMA} report: {e}"))),
+    )
 }
 
 /// The report for people; `width` (stdout's terminal, None for a pipe or a
@@ -94,10 +118,12 @@ fn note(reason: &str, notes: &mut Vec<String>) -> String {
     format!("?{n}")
 }
 
-fn with_notes(table: String, notes: &[String]) -> String {
+/// `table` and its notes under it, each wrapped to `width` under itself.
+fn with_notes(table: String, notes: &[String], width: Option<usize>) -> String {
     let mut s = table;
     for (i, n) in notes.iter().enumerate() {
-        s.push_str(&format!("\n  ?{}: {n}", i + 1));
+        s.push('\n');
+        s.push_str(&fit::hanging(&format!("  ?{}: ", i + 1), n, width));
     }
     s
 }
@@ -145,7 +171,7 @@ fn numa(f: &Facts, width: Option<usize>) -> String {
     if !unplaced.is_empty() {
         t.push_str(&format!("\n  on no node (numa_node -1): {}", few(&unplaced)));
     }
-    with_notes(t, &notes)
+    with_notes(t, &notes, width)
 }
 
 fn gpus(f: &Facts, width: Option<usize>) -> String {
@@ -167,7 +193,6 @@ fn gpus(f: &Facts, width: Option<usize>) -> String {
                 format!("GPU{i}"),
                 g.bus_id.clone(),
                 cell(&g.name, &mut notes),
-                cell(&g.uuid, &mut notes),
                 cell(&g.numa_node, &mut notes),
                 cell(&g.memory_bytes.clone().map(|b| gib(&b)), &mut notes),
                 cell(&g.compute_capability, &mut notes),
@@ -183,9 +208,11 @@ fn gpus(f: &Facts, width: Option<usize>) -> String {
         cell(&d.cuda.clone().map(|c| format!("CUDA {}", c.version)), &mut notes),
         cell(&d.nvml.clone().map(|n| format!("driver {}", n.driver_version)), &mut notes)
     );
-    let t =
-        table(&["GPU", "BUS ID", "NAME", "UUID", "NUMA", "MEMORY", "CC", "CUDA #", "NVLINK"], rows, width).to_string();
-    with_notes(format!("{driver}\n{t}"), &notes)
+    let t = table(&["GPU", "BUS ID", "NAME", "NUMA", "MEMORY", "CC", "CUDA #", "NVLINK"], rows, width).to_string();
+    // The UUIDs apart: beside the rest no row fits a terminal.
+    let uuids = f.gpu.gpus.iter().enumerate().map(|(i, g)| vec![format!("GPU{i}"), cell(&g.uuid, &mut notes)]).collect();
+    let uuids = table(&["GPU", "UUID"], uuids, width);
+    with_notes(format!("{driver}\n{t}\n{uuids}"), &notes, width)
 }
 
 fn topology(f: &Facts, width: Option<usize>) -> String {
@@ -243,7 +270,7 @@ fn topology(f: &Facts, width: Option<usize>) -> String {
     let mut header: Vec<&str> = vec![""];
     header.extend(names.iter().map(String::as_str));
     header.push("NUMA");
-    let source = match f.gpu.pairs.first().map(|p| p.source) {
+    let source = match f.gpu.pairs.first().map(|p| p.source.as_str()) {
         Some("nvml") => "GPU pairs from NVML, the rest from sysfs PCI paths",
         Some(_) => "from sysfs PCI paths: NVLinks are not visible there",
         None => "from sysfs PCI paths",
@@ -289,58 +316,57 @@ fn nearest(f: &Facts, width: Option<usize>) -> String {
     format!("{head}\n{t}{}", more(gpus.len(), "GPUs"))
 }
 
+/// The adapters, their ports and the ports' GIDs: three tables, so that
+/// each fits a terminal where one row of everything would not.
 fn rdma(f: &Facts, width: Option<usize>) -> String {
     if f.rdma.devices.is_empty() {
         return "none".into();
     }
     let mut notes = Vec::new();
-    let mut rows = Vec::new();
+    let devices = f
+        .rdma
+        .devices
+        .iter()
+        .take(ROWS)
+        .map(|d| {
+            vec![
+                d.name.clone(),
+                d.pci.as_ref().map_or("?".to_string(), |p| p.bus_id().to_string()),
+                cell(&d.numa_node, &mut notes),
+                cell(&d.node_guid, &mut notes),
+                cell(&d.fw_ver, &mut notes),
+                d.board_id.as_ref().map_or(String::new(), |b| cell(b, &mut notes)),
+            ]
+        })
+        .collect();
+    let head = ["DEVICE", "PCI", "NUMA", "NODE GUID", "FIRMWARE", "BOARD"];
+    let mut s = table(&head, devices, width).to_string() + &more(f.rdma.devices.len(), "devices");
+    let (mut ports, mut gids) = (Vec::new(), Vec::new());
     for (d, p) in f.rdma.ports().take(ROWS) {
-        let gids: Vec<String> = p
-            .gids
-            .iter()
-            .map(|g| {
-                let kind = g.kind.value().map_or("?", String::as_str);
-                let netdev = g.netdev.as_ref().and_then(|n| n.value()).map_or(String::new(), |n| format!(" {n}"));
-                format!("{}: {} {kind}{netdev}", g.index, g.address())
-            })
-            .collect();
-        rows.push(vec![
-            format!("{}/{}", d.name, p.port),
-            d.pci.as_ref().map_or("?".to_string(), |p| p.bus_id().to_string()),
-            cell(&d.numa_node, &mut notes),
-            cell(&d.node_guid, &mut notes),
-            cell(&d.fw_ver, &mut notes),
-            d.board_id.as_ref().map_or(String::new(), |b| cell(b, &mut notes)),
-            d.netdevs.join(","),
+        let port = format!("{}/{}", d.name, p.port);
+        ports.push(vec![
+            port.clone(),
             cell(&p.state.clone().map(|s| s.name), &mut notes),
             cell(&p.phys_state.clone().map(|s| s.name), &mut notes),
             cell(&p.rate, &mut notes),
             cell(&p.link_layer, &mut notes),
             cell(&p.lid, &mut notes),
-            gids.join("\n"),
+            d.netdevs.join(", "),
         ]);
+        gids.extend(p.gids.iter().map(|g| {
+            let netdev = g.netdev.as_ref().and_then(|n| n.value()).map_or(String::new(), String::clone);
+            vec![port.clone(), g.index.to_string(), g.address(), g.kind.value().map_or("?", String::as_str).into(), netdev]
+        }));
     }
-    let t = table(
-        &[
-            "PORT",
-            "PCI",
-            "NUMA",
-            "NODE GUID",
-            "FIRMWARE",
-            "BOARD",
-            "NETDEV",
-            "STATE",
-            "PHYS",
-            "RATE",
-            "LINK",
-            "LID",
-            "GIDS",
-        ],
-        rows,
-        width,
-    );
-    with_notes(t.to_string() + &more(f.rdma.ports().count(), "ports"), &notes)
+    let head = ["PORT", "STATE", "PHYS", "RATE", "LINK", "LID", "NETDEV"];
+    s.push_str(&format!("\n{}{}", table(&head, ports, width), more(f.rdma.ports().count(), "ports")));
+    if !gids.is_empty() {
+        let total = gids.len();
+        gids.truncate(ROWS);
+        let head = ["PORT", "GID", "ADDRESS", "TYPE", "NETDEV"];
+        s.push_str(&format!("\n{}{}", table(&head, gids, width), more(total, "GIDs")));
+    }
+    with_notes(s, &notes, width)
 }
 
 /// "a, b", or "none" for no items.
@@ -424,7 +450,7 @@ fn net(f: &Facts, width: Option<usize>) -> String {
         })
         .collect();
     let t = table(&["INTERFACE", "STATE", "TYPE", "ADDRESSES"], rows, width).to_string();
-    with_notes(t + &more(f.net.len(), "interfaces"), &notes)
+    with_notes(t + &more(f.net.len(), "interfaces"), &notes, width)
 }
 
 fn nccl(f: &Facts, width: Option<usize>) -> String {
@@ -437,7 +463,7 @@ fn nccl(f: &Facts, width: Option<usize>) -> String {
         cell(&n.library.path, &mut notes),
         cell(&n.library.version, &mut notes)
     );
-    s = with_notes(s, &notes);
+    s = with_notes(s, &notes, width);
     if n.variables.is_empty() {
         s.push_str("\nno NCCL_* variable set");
     } else {
@@ -462,22 +488,29 @@ fn mpi(f: &Facts) -> String {
 
 /// The checks with what was found and the remedy: those two columns
 /// wrapped at fixed widths, or, when that is still wider than the terminal,
-/// wrapped to fit it.
+/// the status first and the remedy under the finding, wrapped to fit it.
 /// Past [`ROWS`] checks, the FAILs and WARNs come first, then the others
 /// while room is left, in the checks' order; a line counts those left out.
 fn verdict_table(checks: &[Check], width: Option<usize>) -> String {
     let shown = shown(checks);
-    let rows = |wrapped: bool| {
-        let cell = |text: &str, w| if wrapped { fit::words(text, w).join("\n") } else { text.to_string() };
-        shown
-            .iter()
-            .map(|c| vec![c.check.clone(), c.status.to_string(), cell(&c.found, 64), cell(&c.fix, 52)])
-            .collect()
-    };
-    let head = ["CHECK", "STATUS", "FOUND", "FIX"];
-    let t = table(&head, rows(true), None);
+    let rows = shown
+        .iter()
+        .map(|c| {
+            vec![c.check.clone(), c.status.to_string(), fit::words(&c.found, 64).join("\n"), fit::words(&c.fix, 52).join("\n")]
+        })
+        .collect();
+    let t = table(&["CHECK", "STATUS", "FOUND", "FIX"], rows, None);
     let t = match width {
-        Some(w) if t.total_width() > w => table(&head, rows(false), width).to_string(),
+        Some(w) if t.total_width() > w => {
+            let rows = shown
+                .iter()
+                .map(|c| {
+                    let fix = if c.fix.is_empty() { String::new() } else { format!("\nfix: {}", c.fix) };
+                    vec![c.status.to_string(), c.check.clone(), format!("{}{fix}", c.found)]
+                })
+                .collect();
+            table(&["STATUS", "CHECK", "FOUND, AND THE FIX"], rows, width).to_string()
+        }
         _ => t.to_string(),
     };
     let left: Vec<&Check> = checks.iter().filter(|c| !shown.iter().any(|s| std::ptr::eq(*s, *c))).collect();

@@ -3,7 +3,7 @@
 //! device paths the way NCCL builds its topology.
 
 use crate::probe::collect::sysfs::Sysfs;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 /// The connection between two devices, best first.
@@ -58,8 +58,26 @@ impl Serialize for PathType {
     }
 }
 
+/// As written: NV18, PIX, PXB, PHB, NODE, SYS (`qbench show` of a probe).
+impl<'de> Deserialize<'de> for PathType {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(match text.as_str() {
+            "PIX" => PathType::Pix,
+            "PXB" => PathType::Pxb,
+            "PHB" => PathType::Phb,
+            "NODE" => PathType::Node,
+            "SYS" => PathType::Sys,
+            _ => match text.strip_prefix("NV").and_then(|n| n.parse().ok()) {
+                Some(n) => PathType::Nv(n),
+                None => return Err(serde::de::Error::custom(format!("no PCIe or NVLink path {text:?}"))),
+            },
+        })
+    }
+}
+
 /// A PCI device's place in the tree as NCCL sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PciPlace {
     /// The device's real sysfs path (/sys/devices/pci0000:00/…).
     pub path: String,
@@ -182,6 +200,10 @@ mod tests {
 
     #[test]
     fn nccl_ranks_order_paths() {
+        for t in [PathType::Nv(18), PathType::Pix, PathType::Pxb, PathType::Phb, PathType::Node, PathType::Sys] {
+            assert_eq!(serde_json::from_value::<PathType>(serde_json::to_value(t).unwrap()).unwrap(), t);
+        }
+        assert!(serde_json::from_str::<PathType>("\"NVX\"").is_err());
         let ranks: Vec<u8> = [PathType::Nv(18), PathType::Pix, PathType::Pxb, PathType::Phb, PathType::Sys]
             .map(PathType::nccl_rank)
             .into();

@@ -3,11 +3,16 @@
 //! node, with the verdict per node for Prometheus.
 
 use super::Table;
-use super::exchange::table;
 use super::rows::{Cell, Rows};
 use crate::record::check::{CheckRun, Row, Spent, Status, figure};
 use crate::record::history::{Flag, History, Trend};
 use crate::stats::Summary;
+
+/// A psql-style table with these column names, fitted to the terminal.
+fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let t = super::table(header.iter().map(|h| h.to_string()), rows);
+    super::fit::table(t, crate::ui::terminal_width()).to_string()
+}
 
 fn number(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), figure)
@@ -34,7 +39,7 @@ fn expected(r: &Row) -> String {
 
 impl Table for CheckRun {
     fn head(&self) -> String {
-        format!(
+        let text = format!(
             "# qbench check: profile {} ({}), level {} ({} s)\n# expected values, {}: {}\n# nodes: {}\n",
             self.profile,
             self.profile_from,
@@ -43,7 +48,8 @@ impl Table for CheckRun {
             if self.measured_here { "measured on such a machine" } else { "not measured here" },
             self.source,
             self.nodes.join(", ")
-        )
+        );
+        super::fit::lines(&text, crate::ui::terminal_width())
     }
 
     /// The rows come together, in the tail, as one table.
@@ -51,32 +57,12 @@ impl Table for CheckRun {
         String::new()
     }
 
+    /// The table, where the time went, the verdict and, under it, the
+    /// steps not measured, a line per reason: a SKIP row's measured cell
+    /// says only "-", so that a reason never widens the table.
     fn tail(&self) -> String {
-        let rows = self
-            .rows
-            .iter()
-            .map(|r| {
-                let measured = match r.measured {
-                    Some(m) => format!("{} {}", number(Some(m)), r.unit).trim_end().to_string(),
-                    None => r.found.clone(),
-                };
-                let ratio = match (r.ratio, r.vs_baseline) {
-                    (Some(x), Some(b)) => format!("{x:.2} (baseline {b:.2})"),
-                    (Some(x), None) => format!("{x:.2}"),
-                    (None, Some(b)) => format!("baseline {b:.2}"),
-                    (None, None) => "-".into(),
-                };
-                vec![
-                    r.label(),
-                    r.node.clone(),
-                    measured,
-                    expected(r),
-                    ratio,
-                    r.status.name().to_string(),
-                    r.fix.clone(),
-                ]
-            })
-            .collect();
+        let width = crate::ui::terminal_width();
+        let rows = self.rows.iter().map(cells).collect();
         let mut s = table(&["step", "node", "measured", "expected", "ratio", "status", "fix"], rows);
         s.push('\n');
         if !self.spent.is_empty() {
@@ -84,13 +70,20 @@ impl Table for CheckRun {
             s.push_str(&spent(&self.spent));
             s.push('\n');
         }
+        let mut said = Vec::new();
         if let Some(v) = &self.verdict {
-            s.push_str(&format!("qbench check: {} in {:.0} s\n", v.summary, self.elapsed_s));
+            said.push(format!("qbench check: {} in {:.0} s", v.summary, self.elapsed_s));
+            said.extend(skipped(self));
             if let Some(init) = &self.init {
-                s.push_str(&format!("qbench check: {init}\n"));
+                said.push(format!("qbench check: {init}"));
             }
         } else if !self.header.complete {
-            s.push_str(&format!("qbench check: stopped: {}\n", self.header.stopped.as_deref().unwrap_or("")));
+            said.push(format!("qbench check: stopped: {}", self.header.stopped.as_deref().unwrap_or("")));
+            said.extend(skipped(self));
+        }
+        for line in said {
+            s.push_str(&super::fit::lines(&line, width));
+            s.push('\n');
         }
         s
     }
@@ -101,6 +94,7 @@ impl Table for CheckRun {
     /// what was wanted. Then the SKIP rows with why, so that a health check
     /// knows which steps a run did not measure (a lone process measures no
     /// node pairs) and does not lift a drain that such a step put there.
+    /// What `--init` wrote comes first.
     fn quiet_lines(&self, rank: usize) -> Vec<String> {
         let mine: Vec<&Row> = self.rows_said_by(rank).collect();
         let judged = [Status::Fail, Status::Warn].into_iter().flat_map(|s| mine.iter().filter(move |r| r.status == s));
@@ -108,8 +102,58 @@ impl Table for CheckRun {
             format!("qbench: check {} {} {}: {}; {}", r.status, r.node, r.label(), found_and_wanted(r), r.fix)
         });
         let skipped = mine.iter().filter(|r| r.status == Status::Skip);
-        judged.chain(skipped.map(|r| format!("qbench: check SKIP {} {}: {}", r.node, r.label(), r.found))).collect()
+        let skipped = skipped.map(|r| format!("qbench: check SKIP {} {}: {}", r.node, r.label(), r.found));
+        // What --init wrote, said by the process that wrote it, quiet or not.
+        let init = self.init.iter().filter(|_| rank == 0).map(|i| format!("qbench: check: {i}"));
+        init.chain(judged).chain(skipped).collect()
     }
+}
+
+/// A row of the table: a SKIP's reason is said under it, by [`skipped`].
+fn cells(r: &Row) -> Vec<String> {
+    let measured = match r.measured {
+        Some(m) => format!("{} {}", number(Some(m)), r.unit).trim_end().to_string(),
+        None if r.status == Status::Skip => "-".into(),
+        None => r.found.clone(),
+    };
+    let ratio = match (r.ratio, r.vs_baseline) {
+        (Some(x), Some(b)) => format!("{x:.2} (baseline {b:.2})"),
+        (Some(x), None) => format!("{x:.2}"),
+        (None, Some(b)) => format!("baseline {b:.2}"),
+        (None, None) => "-".into(),
+    };
+    vec![r.label(), r.node.clone(), measured, expected(r), ratio, r.status.name().to_string(), r.fix.clone()]
+}
+
+/// The steps not measured, a line per reason: "SKIP node pairs, MPI
+/// sendrecv 1M: one process: no pair of nodes to test (…)", the nodes
+/// named where the run had several.
+fn skipped(run: &CheckRun) -> Vec<String> {
+    let mut reasons: Vec<(&str, Vec<String>, Vec<&str>)> = Vec::new();
+    for r in run.rows.iter().filter(|r| r.status == Status::Skip) {
+        let at = match reasons.iter().position(|(why, _, _)| *why == r.found) {
+            Some(i) => i,
+            None => {
+                reasons.push((&r.found, Vec::new(), Vec::new()));
+                reasons.len() - 1
+            }
+        };
+        let (_, steps, nodes) = &mut reasons[at];
+        if !steps.contains(&r.label()) {
+            steps.push(r.label());
+        }
+        if !nodes.contains(&r.node.as_str()) {
+            nodes.push(&r.node);
+        }
+    }
+    let several = run.nodes.len() > 1;
+    reasons
+        .into_iter()
+        .map(|(why, steps, nodes)| {
+            let on = if several { format!(" on {}", nodes.join(", ")) } else { String::new() };
+            format!("  SKIP {}{on}: {why}", steps.join("; "))
+        })
+        .collect()
 }
 
 /// Where the check's seconds went, a row per step in the order they ran

@@ -1,6 +1,7 @@
 //! Renderings of a copy run: a size-sweep table per test, nvbandwidth-style
 //! matrices at the largest size, gdrcopy copylat-style latency tables, the
-//! test list; and its rows, a row per figure.
+//! test list; and its rows, a row per figure. On a terminal the tables,
+//! matrices and comment lines fit its width; pipes and files get them whole.
 
 use super::Table;
 use super::rows::{Cell, Rows};
@@ -12,25 +13,30 @@ use tabled::settings::object::Columns;
 
 impl Table for CopyRun {
     fn head(&self) -> String {
-        header(self)
+        fitted(&header(self))
     }
     fn part(&self, t: &TestRecord) -> String {
-        section(t)
+        fitted(&section(t))
     }
     fn tail(&self) -> String {
-        footer(self)
+        fitted(&footer(self))
     }
 }
 
+/// `text` with its lines fitted to the terminal.
+fn fitted(text: &str) -> String {
+    super::fit::lines(text, crate::ui::terminal_width())
+}
+
 /// A psql-style table, numbers right-aligned; column `text` (if any) holds
-/// words and is left-aligned.
+/// words and is left-aligned. Fitted to the terminal.
 fn table(header: Vec<String>, rows: Vec<Vec<String>>, text: Option<usize>) -> String {
     let mut t = super::table(header, rows);
     t.with(Alignment::right());
     if let Some(c) = text {
         t.modify(Columns::one(c), Alignment::left());
     }
-    t.to_string()
+    super::fit::table(t, crate::ui::terminal_width()).to_string()
 }
 
 /// `qbench copy --list`; `width` (stdout's terminal) wraps the descriptions.
@@ -278,12 +284,17 @@ fn matrices(t: &TestRecord) -> String {
 }
 
 /// nvbandwidth's layout: column numbers in fields of 10, each row its
-/// number then its values in fields of 10.
+/// number then its values in fields of 10 (narrower, down to 9, where the
+/// terminal is).
 fn matrix_text(m: &[Vec<Option<f64>>]) -> String {
     let cols = m.first().map_or(0, Vec::len);
+    let f = match crate::ui::terminal_width() {
+        Some(w) if 1 + 10 * cols > w => (w.saturating_sub(1) / cols.max(1)).clamp(9, 10),
+        _ => 10,
+    };
     let mut s = String::from(" ");
     for c in 0..cols {
-        let _ = write!(s, "{c:>10}");
+        let _ = write!(s, "{c:>f$}");
     }
     s.push('\n');
     for (r, row) in m.iter().enumerate() {
@@ -291,10 +302,10 @@ fn matrix_text(m: &[Vec<Option<f64>>]) -> String {
         for v in row {
             match v {
                 Some(x) => {
-                    let _ = write!(s, "{x:>10.2}");
+                    let _ = write!(s, "{x:>f$.2}");
                 }
                 None => {
-                    let _ = write!(s, "{:>10}", "N/A");
+                    let _ = write!(s, "{:>f$}", "N/A");
                 }
             }
         }

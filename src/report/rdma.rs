@@ -3,7 +3,9 @@
 //! connection with perftest's columns (perftest 6.29's headings: MiB/sec,
 //! Gb/sec with --report_gbits, and its duration mode's latency columns),
 //! one row per size plus the data check qbench adds (#wrong), and the data
-//! summary; and its rows, one per row of the table.
+//! summary; and its rows, one per row of the table. On a terminal narrower
+//! than perftest's lines (80 columns) the same figures take narrower
+//! columns and the long lines wrap; pipes and files get perftest's text.
 
 use super::Table;
 use super::rows::{Cell, Rows};
@@ -14,6 +16,23 @@ use std::fmt::Write;
 
 /// perftest's RESULT_LINE.
 pub const LINE: &str = "---------------------------------------------------------------------------------------";
+
+/// The terminal's width where it is narrower than `natural`, perftest's
+/// width of the text at hand; None where perftest's text fits (or is piped).
+fn narrower(natural: usize) -> Option<usize> {
+    crate::ui::terminal_width().filter(|&w| w < natural)
+}
+
+/// perftest's RESULT_LINE, cut to a narrower terminal.
+fn line() -> &'static str {
+    &LINE[..narrower(LINE.len()).unwrap_or(LINE.len())]
+}
+
+/// `lead` then `text`, wrapped under itself on a terminal narrower than the line.
+fn hanging(lead: &str, text: &str) -> String {
+    let natural = lead.chars().count() + text.chars().count();
+    super::fit::hanging(lead, text, narrower(natural))
+}
 
 impl Table for RdmaRun {
     /// The server's banner while it waits for its client.
@@ -36,11 +55,12 @@ impl Table for RdmaRun {
             && !self.rows[..i].iter().any(|x| x.link == r.link)
         {
             if i > 0 {
-                let _ = writeln!(s, "{LINE}");
+                let _ = writeln!(s, "{}", line());
             }
             let _ = writeln!(s, "{}\n{}", header(link, self.mode), columns(link, self.report_gbits));
         }
-        let _ = writeln!(s, "{}", row(&r.row, self.report_gbits));
+        let narrow = self.link(r).is_some_and(|l| compact(l, self.report_gbits));
+        let _ = writeln!(s, "{}", row(&r.row, self.report_gbits, narrow));
         s
     }
 
@@ -50,7 +70,7 @@ impl Table for RdmaRun {
         if self.rows.is_empty() {
             return String::new();
         }
-        format!("{LINE}\n{}\n", summary(self))
+        format!("{}\n{}\n", line(), summary(self))
     }
 }
 
@@ -101,7 +121,7 @@ fn header(l: &Link, mode: Mode) -> String {
     let p = &l.params;
     let transport = if l.local.link_layer == "Ethernet" { "RoCE" } else { "InfiniBand" };
     let mut s = String::new();
-    let _ = writeln!(s, "{LINE}");
+    let _ = writeln!(s, "{}", line());
     let _ = writeln!(s, "                    {}", title(l.test));
     let _ = writeln!(s, " Number of qps   : {:<16} Transport type : {transport}", p.qps);
     let _ = writeln!(s, " Connection type : {:<16} Run            : {}", "RC", mode.name());
@@ -118,12 +138,12 @@ fn header(l: &Link, mode: Mode) -> String {
         let _ = writeln!(s, " Max inline data : {:<16} {what:<14} : {how_long}", format!("{}[B]", l.inline));
     }
     let _ = writeln!(s, " Mtu             : {:<16} Sizes          : {}", format!("{}[B]", l.path_mtu), sizes(&p.sizes));
-    let _ = writeln!(s, " local  : {}", endpoint(&l.local));
-    let _ = writeln!(s, " remote : {}", endpoint(&l.remote));
+    let _ = writeln!(s, "{}", hanging(" local  : ", &endpoint(&l.local)));
+    let _ = writeln!(s, "{}", hanging(" remote : ", &endpoint(&l.remote)));
     if let Some(p) = &l.numa {
-        let _ = writeln!(s, " numa   : {}", super::placement(&l.local.device, p));
+        let _ = writeln!(s, "{}", hanging(" numa   : ", &super::placement(&l.local.device, p)));
     }
-    s + LINE
+    s + line()
 }
 
 fn sizes(s: &[u64]) -> String {
@@ -135,8 +155,36 @@ fn sizes(s: &[u64]) -> String {
 }
 
 /// The column line of a test: perftest 6.29's RESULT_FMT, RESULT_FMT_G
-/// (--report_gbits), RESULT_FMT_LAT and RESULT_FMT_LAT_DUR (-D), and #wrong.
+/// (--report_gbits), RESULT_FMT_LAT and RESULT_FMT_LAT_DUR (-D), and
+/// #wrong; on a terminal narrower than that, the narrow columns' headings.
 fn columns(l: &Link, gbits: bool) -> String {
+    if compact(l, gbits) {
+        return if l.test.is_bw() {
+            let unit = if gbits { "Gb/sec" } else { "MiB/sec" };
+            format!(
+                " {:<10} {:>8} {:>16} {:>19} {:>13} {:>7}",
+                "#bytes",
+                "#iters",
+                format!("BW peak[{unit}]"),
+                format!("BW average[{unit}]"),
+                "MsgRate[Mpps]",
+                "#wrong"
+            )
+        } else {
+            " times in usec (t_typ: t_typical; p99, p99.9: the 99% and 99.9% percentiles)\n #bytes  #iters   t_min   t_max   t_typ   t_avg t_stdev     p99   p99.9 #wrong".into()
+        };
+    }
+    perftest_columns(l, gbits)
+}
+
+/// Whether a test's rows take the narrow columns: its perftest heading is
+/// wider than the terminal.
+fn compact(l: &Link, gbits: bool) -> bool {
+    narrower(perftest_columns(l, gbits).len()).is_some()
+}
+
+/// perftest's column line of a test, and #wrong.
+fn perftest_columns(l: &Link, gbits: bool) -> String {
     let perftest = if l.test.is_bw() {
         let unit = if gbits { "Gb/sec" } else { "MiB/sec" };
         format!(" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]")
@@ -155,7 +203,41 @@ pub fn bw_unit(bytes_per_s: f64, gbits: bool) -> f64 {
     if gbits { bytes_per_s * 8.0 / 1e9 } else { bytes_per_s / (1u64 << 20) as f64 }
 }
 
-fn row(r: &Row, gbits: bool) -> String {
+/// A row as perftest prints it, or in the narrow columns (`narrow`).
+fn row(r: &Row, gbits: bool, narrow: bool) -> String {
+    match (r, narrow) {
+        (Row::Bw(b), true) => {
+            let (peak, avg) =
+                (b.bw_peak_bytes_per_s.map_or(0.0, |p| bw_unit(p, gbits)), bw_unit(b.bw_avg_bytes_per_s, gbits));
+            // perftest's six decimals below 0.1 Gb/s.
+            let places = if gbits && avg < 0.1 { 6 } else { 2 };
+            format!(
+                " {:<10} {:>8} {peak:>16.places$} {avg:>19.places$} {:>13.6} {:>7}",
+                b.bytes, b.iterations, b.msg_rate_mpps, b.data.wrong_bytes
+            )
+        }
+        (Row::Lat(l), true) => {
+            let times = [l.t_min_us, l.t_max_us, l.t_typical_us, l.t_avg_us, l.t_stdev_us, l.t_p99_us, l.t_p99_9_us];
+            let times: String = times.iter().map(|&t| format!(" {}", seven(t))).collect();
+            format!(" {:<7} {:>6}{times} {:>6}", l.bytes, l.iterations, l.data.wrong_bytes)
+        }
+        (r, _) => perftest_row(r, gbits),
+    }
+}
+
+/// A time in seven characters: two decimals, fewer from 10 ms (its
+/// microseconds stay whole).
+fn seven(us: f64) -> String {
+    let places = match us {
+        t if t < 9999.995 => 2,
+        t if t < 99999.95 => 1,
+        _ => 0,
+    };
+    format!("{us:>7.places$}")
+}
+
+/// A row as perftest prints it.
+fn perftest_row(r: &Row, gbits: bool) -> String {
     match r {
         Row::Bw(b) => {
             let (peak, avg) =
@@ -196,22 +278,21 @@ fn row(r: &Row, gbits: bool) -> String {
 
 /// What was checked, and where each wrong byte was first seen.
 fn summary(run: &RdmaRun) -> String {
-    let mut s = format!(
-        "# data: {} bytes checked against the seeded pattern, {} wrong",
-        run.checked_bytes(),
-        run.wrong_bytes()
+    let mut s = hanging(
+        "# ",
+        &format!("data: {} bytes checked against the seeded pattern, {} wrong", run.checked_bytes(), run.wrong_bytes()),
     );
     for r in &run.rows {
         let (Some(at), Some(l)) = (r.row.data().first_wrong, run.link(r)) else { continue };
-        let _ = write!(
-            s,
-            "\n# {} {} B {} -> {}: {} wrong bytes, the first at offset {at}",
+        let wrong = format!(
+            "{} {} B {} -> {}: {} wrong bytes, the first at offset {at}",
             l.test.name(),
             r.row.bytes(),
             l.local.device,
             l.remote.device,
             r.row.data().wrong_bytes
         );
+        let _ = write!(s, "\n{}", hanging("# ", &wrong));
     }
     s
 }
@@ -297,9 +378,9 @@ mod tests {
             msg_rate_mpps: 0.000016,
             data,
         });
-        let text = row(&bw, false);
+        let text = row(&bw, false, false);
         assert!(text.starts_with(" 65536      5000             2.00               1.00"), "{text}");
-        assert!(row(&bw, true).contains(" 0.016777 "), "{}", row(&bw, true));
+        assert!(row(&bw, true, false).contains(" 0.016777 "), "{}", row(&bw, true, false));
         let lat = Row::Lat(LatRow {
             bytes: 2,
             iterations: 1000,
@@ -312,15 +393,15 @@ mod tests {
             t_p99_9_us: 9.0,
             data,
         });
-        let text = row(&lat, false);
+        let text = row(&lat, false, false);
         let fields: Vec<&str> = text.split_whitespace().collect();
         assert_eq!(fields, ["2", "1000", "1.00", "9.00", "2.00", "2.50", "0.50", "8.00", "9.00", "0"]);
         let dur = Row::LatDuration(LatDurationRow { bytes: 2, iterations: 4000, t_avg_us: 250.0, tps: 2000.0, data });
-        let fields: Vec<String> = row(&dur, false).split_whitespace().map(String::from).collect();
+        let fields: Vec<String> = row(&dur, false, false).split_whitespace().map(String::from).collect();
         assert_eq!(fields, ["2", "4000", "250.00", "2000.00", "0"]);
         // Below 0.1 Gb/s perftest prints six decimals.
         let slow = Row::Bw(BwRow { bw_peak_bytes_per_s: None, bw_avg_bytes_per_s: 1e6, ..bw_row(&bw) });
-        let fields: Vec<String> = row(&slow, true).split_whitespace().map(String::from).collect();
+        let fields: Vec<String> = row(&slow, true, false).split_whitespace().map(String::from).collect();
         assert_eq!(fields, ["65536", "5000", "0.000000", "0.008000", "0.000016", "0"]);
     }
 

@@ -136,10 +136,15 @@ fn processes(benchmark: Benchmark, n: usize) -> Result<()> {
         Benchmark::MbwMr => (n < 2 || !n.is_multiple_of(2)).then(|| "an even number of processes (pairs)".to_string()),
         Benchmark::Allreduce => (n < 2).then(|| "at least two processes".to_string()),
     };
-    match wrong {
-        None => Ok(()),
-        Some(need) => Err(Error::Usage(format!(
-            "{program} needs {need}, not {n}: start it under mpirun or srun (mpirun -np 2 qbench {program})"
+    // The count to launch instead: two, or the even count nearest above.
+    let fit = if benchmark == Benchmark::MbwMr { (n + n % 2).max(2) } else { 2 };
+    match (wrong, n) {
+        (None, _) => Ok(()),
+        (Some(need), 1) => Err(Error::Usage(format!(
+            "{program} needs {need}, not 1: start it under mpirun or srun (mpirun -np {fit} qbench {program})"
+        ))),
+        (Some(need), _) => Err(Error::Usage(format!(
+            "{program} needs {need}, not {n}: launch it with -np {fit} (mpirun -np {fit} qbench {program})"
         ))),
     }
 }
@@ -269,7 +274,8 @@ mod live {
 
     pub fn run(plan: &OsuPlan, session: &Session, obs: &mut dyn Observer<OsuRun>, out: &mut OsuRun) -> Result<()> {
         let world = session.world();
-        processes(plan.benchmark, world.size())?;
+        // Every process finds the same count: the first says it, once.
+        crate::world::agree(world, processes(plan.benchmark, world.size()))?;
         let mpi = world
             .mpi()
             .ok_or_else(|| Error::Runtime(format!("internal: {} processes without an MPI world", world.size())))?;
@@ -528,6 +534,11 @@ mod tests {
         assert!(processes(Benchmark::MbwMr, 4).is_ok());
         assert!(processes(Benchmark::Allreduce, 3).is_ok());
         assert_eq!(processes(Benchmark::Allreduce, 1).unwrap_err().exit_code(), 2);
+        // The fix fits the count: the launcher for one process, the count for more.
+        assert!(processes(Benchmark::Latency, 1).unwrap_err().message().contains("start it under mpirun"));
+        let three = processes(Benchmark::Latency, 3).unwrap_err().message();
+        assert!(three.contains("launch it with -np 2") && !three.contains("start it under"), "{three}");
+        assert!(processes(Benchmark::MbwMr, 3).unwrap_err().message().contains("-np 4"));
     }
 
     #[test]

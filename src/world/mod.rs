@@ -216,17 +216,92 @@ pub fn agree_on_settings(world: &dyn World, mine: &[String]) -> Result<()> {
     if world.rank() == 0 {
         let at = first.iter().zip(theirs).position(|(a, b)| a != b).unwrap_or(first.len().min(theirs.len()));
         let show = |s: &[String]| s.get(at).map_or_else(|| "nothing".to_string(), |x| format!("'{x}'"));
-        eprintln!(
+        crate::ui::say(&format!(
             "qbench: rank {rank} on {host} was launched with other settings than rank 0: {} where rank 0 has {} \
              (every process of a job must run the same command)",
             show(theirs),
             show(first)
-        );
+        ));
     }
     // No process exits before rank 0 has said why: the launcher ends the
     // job at the first exit.
     world.barrier();
-    Err(Error::Usage(String::new()))
+    Err(Error::Said { code: Error::Usage(String::new()).exit_code() })
+}
+
+/// A failure at a point every process of the job reaches (the session's
+/// start, a check of the job's shape), said once: every process's outcome
+/// is gathered, the lowest rank holding each distinct message says it
+/// (naming the ranks only where not every process failed alike), and every
+/// process ends with the lowest failing rank's exit status, none before
+/// those lines are out. Alone, `result` as it is.
+pub fn agree(world: &dyn World, result: Result<()>) -> Result<()> {
+    if world.size() == 1 {
+        return result;
+    }
+    let mine: Option<(i32, String)> = result.err().map(|e| (e.exit_code(), e.message()));
+    let encode = serde_json::to_vec(&(crate::host::short_hostname(), &mine))
+        .map_err(|e| Error::Runtime(format!("cannot encode an outcome: {e}")))?;
+    let all: Vec<(String, Option<(i32, String)>)> = world
+        .all_gather(&encode)
+        .iter()
+        .map(|b| serde_json::from_slice(b).map_err(|e| Error::Runtime(format!("cannot decode an outcome: {e}"))))
+        .collect::<Result<_>>()?;
+    let Some(code) = all.iter().find_map(|(_, o)| o.as_ref().map(|(code, _)| *code)) else { return Ok(()) };
+    if let Some((_, message)) = mine.filter(|(_, m)| !m.is_empty()) {
+        let holders: Vec<(usize, &str)> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, o))| o.as_ref().is_some_and(|(_, m)| *m == message))
+            .map(|(rank, (host, _))| (rank, host.as_str()))
+            .collect();
+        if holders.first().map(|h| h.0) == Some(world.rank()) {
+            crate::ui::say(&format!("qbench: {}{message}", who(&holders, world.size())));
+        }
+    }
+    world.barrier();
+    Err(Error::Said { code })
+}
+
+/// Past this many, a list of ranks or nodes names the first and counts the rest.
+const NAMED: usize = 8;
+
+/// "" when every process of a job of `size` holds the message; else "rank 2
+/// on vm: ", "ranks 1 and 3 on qn1, qn2: ".
+fn who(holders: &[(usize, &str)], size: usize) -> String {
+    if holders.len() == size {
+        return String::new();
+    }
+    let named = |items: Vec<String>| match items.len() {
+        n if n > NAMED => format!("{} and {} more", items[..NAMED].join(", "), n - NAMED),
+        1 => items[0].clone(),
+        n => format!("{} and {}", items[..n - 1].join(", "), items[n - 1]),
+    };
+    let mut hosts: Vec<String> = Vec::new();
+    for (_, h) in holders {
+        if !hosts.iter().any(|x| x == h) {
+            hosts.push(h.to_string());
+        }
+    }
+    let ranks = holders.iter().map(|(r, _)| r.to_string()).collect();
+    let noun = if holders.len() == 1 { "rank" } else { "ranks" };
+    format!("{noun} {} on {}: ", named(ranks), named(hosts))
+}
+
+/// An error met before the job's world started (the command line, a plan),
+/// to end this process with. Under a launcher, in a qbench built with MPI,
+/// the world is started to agree on it: every process launched alike fails
+/// alike, and the lowest rank says it once. Otherwise (alone, after the
+/// world started, or where it cannot start) `e` itself, for the caller to say.
+pub fn before_start(e: Error) -> Error {
+    #[cfg(feature = "mpi")]
+    if launched_as_many().is_some()
+        && !::mpi::environment::is_initialized()
+        && let Ok(world) = mpi::Mpi::init()
+    {
+        return agree(&world, Err(e)).err().unwrap_or(Error::Said { code: 4 });
+    }
+    e
 }
 
 /// Every process's ranks, in rank order, for the `# Using devices` block.
@@ -335,10 +410,21 @@ pub fn detect() -> Result<Box<dyn World>> {
         let _ = (var, n);
         Ok(Box::new(mpi::Mpi::init()?))
     }
+    // Every process of the launch meets this alike; the first says it.
     #[cfg(not(feature = "mpi"))]
-    Err(Error::Usage(format!(
-        "this qbench was started as one of several processes ({var} says {n}) but was built without MPI support, so each would run alone; rebuild with `cargo build --release --features mpi`, or start one process"
-    )))
+    Err(match launched_rank() {
+        Some(r) if r > 0 => Error::Said { code: Error::Usage(String::new()).exit_code() },
+        _ => Error::Usage(format!(
+            "this qbench was started as one of several processes ({var} says {n}) but was built without MPI support, so each would run alone; rebuild with `cargo build --release --features mpi`, or start one process"
+        )),
+    })
+}
+
+/// This process's rank as its launcher tells it (Open MPI, PMI, PMIx,
+/// Slurm), for a qbench that cannot ask MPI.
+#[cfg(not(feature = "mpi"))]
+fn launched_rank() -> Option<usize> {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"].iter().find_map(|v| count(v))
 }
 
 /// How a job's outcome ends this process. Every rank reaches the same
@@ -347,6 +433,8 @@ pub fn detect() -> Result<Box<dyn World>> {
 pub fn conclude(world: &dyn World, result: Result<()>) -> Result<()> {
     match result {
         Err(e @ Error::CheckFailed(_)) => verdict(world, Err(e)),
+        // Every process has it, and it was said: nobody is left waiting.
+        Err(e @ Error::Said { .. }) => Err(e),
         Err(e) if world.size() > 1 => fail_job(world, &e),
         r => r,
     }
@@ -357,6 +445,7 @@ pub fn conclude(world: &dyn World, result: Result<()>) -> Result<()> {
 pub fn verdict(world: &dyn World, result: Result<()>) -> Result<()> {
     match result {
         Err(e) if world.rank() != 0 => Err(match e {
+            Error::Said { .. } => e,
             Error::Missing(_) => Error::Missing(String::new()),
             Error::Usage(_) => Error::Usage(String::new()),
             Error::Runtime(_) => Error::Runtime(String::new()),
@@ -373,9 +462,12 @@ pub fn fail_job(world: &dyn World, e: &Error) -> ! {
     world.abort(e.exit_code())
 }
 
-/// A failure's one line, naming the rank and its node.
+/// A failure's one line, naming the rank and its node (nothing for a
+/// failure already said).
 fn say_for_rank(rank: usize, e: &Error) {
-    eprintln!("qbench: rank {rank} on {}: {e}", crate::host::short_hostname());
+    if !e.message().is_empty() {
+        crate::ui::say(&format!("qbench: rank {rank} on {}: {e}", crate::host::short_hostname()));
+    }
 }
 
 /// The one line of a panic (`e`, an internal error), from the panic hook.
@@ -391,7 +483,7 @@ pub fn panicked(e: &Error) {
         say_for_rank(world.rank() as usize, e);
         world.abort(e.exit_code())
     }
-    eprintln!("qbench: {e}");
+    crate::ui::say(&format!("qbench: {e}"));
     // A rank's thread that panics leaves the others waiting for it in a
     // barrier or a collective: the process ends here rather than hang
     // (_exit, as the other threads are still inside the libraries).

@@ -11,23 +11,31 @@ pub fn label(i: usize) -> String {
     format!("GPU{i}")
 }
 
-pub fn checks(f: &Facts) -> Vec<Check> {
+/// `expect_gpus`: no GPU is a FAIL; else the GPU checks of a node without
+/// one SKIP, as on a CPU or login node.
+pub fn checks(f: &Facts, expect_gpus: bool) -> Vec<Check> {
     let gpus = &f.gpu.gpus;
     if gpus.is_empty() {
         return vec![
-            devices(f),
+            devices(f, expect_gpus),
             Check::skip("gpu.driver", "no GPU"),
             Check::skip("gpu.nvlink", "no GPU"),
             Check::skip("gpu.peer_access", "no GPU"),
         ];
     }
-    vec![devices(f), driver(f), nvlink(gpus), peer_access(f)]
+    vec![devices(f, expect_gpus), driver(f), nvlink(gpus), peer_access(f)]
 }
 
-fn devices(f: &Facts) -> Check {
+fn devices(f: &Facts, expect_gpus: bool) -> Check {
     const NAME: &str = "gpu.devices";
     let gpus = &f.gpu.gpus;
     if gpus.is_empty() {
+        if !expect_gpus {
+            return Check::skip(
+                NAME,
+                "no NVIDIA GPU on this node (/sys/bus/pci/devices): host-memory runs only (--transport cpu); --expect-gpus makes this a FAIL",
+            );
+        }
         let cuda = match &f.gpu.driver.cuda {
             Known::Unknown { unknown } if f.host.live => format!("; CUDA: {unknown}"),
             _ => String::new(),

@@ -14,9 +14,9 @@ pub mod wanted;
 
 use crate::probe::collect::Facts;
 pub use crate::record::check::Status;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Check {
     pub check: String,
     pub status: Status,
@@ -25,7 +25,7 @@ pub struct Check {
     pub fix: String,
     /// What the check is about is not there at all (no GPU, no adapter),
     /// rather than slow or down: a missing-hardware failure.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub missing: bool,
 }
 
@@ -56,10 +56,11 @@ impl Check {
     }
 }
 
-/// Every check, section by section.
-pub fn evaluate(facts: &Facts) -> Vec<Check> {
+/// Every check, section by section; `expect_gpus`: a node without an
+/// NVIDIA GPU FAILs rather than SKIPs its GPU checks.
+pub fn evaluate(facts: &Facts, expect_gpus: bool) -> Vec<Check> {
     let mut checks = Vec::new();
-    checks.extend(gpu::checks(facts));
+    checks.extend(gpu::checks(facts, expect_gpus));
     checks.extend(rdma::checks(facts));
     checks.extend(gdr::checks(facts));
     checks.extend(nccl::checks(facts));

@@ -5,7 +5,7 @@ use super::gpu::GpuFacts;
 use super::rdma::RdmaFacts;
 use super::sysfs::{Known, Sysfs};
 use crate::probe::topo::PathType;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The files whose existence NCCL takes as "GPUDirect RDMA module loaded"
 /// (ncclIbGdrSupport, src/transport/net_ib/gdr.cc): legacy nv_peer_mem,
@@ -16,13 +16,13 @@ pub const PEER_MEMORY_PATHS: [&str; 3] = [
     "/sys/module/nvidia_peermem/version",
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PeerMemory {
     pub path: String,
     pub version: Known<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GpuNic {
     pub gpu: String,
     pub nic: String,
@@ -33,7 +33,7 @@ pub struct GpuNic {
     pub same_numa_node: Option<bool>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GdrFacts {
     /// The NCCL peer-memory paths that exist.
     pub peer_memory: Vec<PeerMemory>,

@@ -6,11 +6,11 @@ use super::gpu_link::NvLinks;
 use super::sysfs::{Known, Sysfs};
 use super::{Host, NOT_LIVE, cuda, nvml};
 use crate::probe::topo::{PathType, PciPlace};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const NVIDIA: &str = "0x10de";
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Gpu {
     /// PCI bus id as sysfs spells it (0000:18:00.0).
     pub bus_id: String,
@@ -30,33 +30,33 @@ pub struct Gpu {
     pub pci: Option<PciPlace>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GpuPair {
     /// Positions in `GpuFacts::gpus`.
     pub a: usize,
     pub b: usize,
     pub path: Known<PathType>,
     /// "nvml", or "sysfs" (PCIe only: NVLinks are not visible there).
-    pub source: &'static str,
+    pub source: String,
     /// cuDeviceCanAccessPeer, both ways.
     pub cuda_peer_access: Known<bool>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CudaDriver {
     /// The CUDA version the driver supports ("13.0").
     pub version: Known<String>,
     pub devices: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NvmlDriver {
     pub driver_version: Known<String>,
     pub cuda_version: Known<String>,
     pub devices: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Driver {
     /// /sys/module/nvidia/version; None when the module is not loaded.
     pub kernel_module: Option<Known<String>>,
@@ -64,7 +64,7 @@ pub struct Driver {
     pub nvml: Known<NvmlDriver>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GpuFacts {
     pub driver: Driver,
     /// In PCI bus order, as nvidia-smi numbers them.
@@ -219,7 +219,7 @@ fn pairs(gpus: &[Gpu], cuda: &Known<cuda::CudaView>, nvml: &Known<nvml::NvmlView
                 (Known::Unknown { unknown }, _, _) => Known::unknown(unknown.clone()),
                 _ => Known::unknown("not visible to CUDA"),
             };
-            out.push(GpuPair { a, b, path, source, cuda_peer_access });
+            out.push(GpuPair { a, b, path, source: source.to_string(), cuda_peer_access });
         }
     }
     out

@@ -3,10 +3,10 @@
 //! id as sysfs spells it, and its NVLinks as NVML reports them.
 
 use super::sysfs::Known;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NvLinks {
     /// Links that report a state, and how many of those are up.
     pub links: u32,

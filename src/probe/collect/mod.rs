@@ -17,7 +17,7 @@ mod cuda;
 mod gpu_link;
 mod nvml;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use sysfs::{Known, Sysfs, Unreadable};
@@ -45,7 +45,7 @@ impl Host {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HostFacts {
     pub hostname: Known<String>,
     pub kernel: Known<String>,
@@ -54,11 +54,19 @@ pub struct HostFacts {
     pub live: bool,
 }
 
+impl HostFacts {
+    /// The host of facts read back without it, until the report's own is put in.
+    fn apart() -> HostFacts {
+        let unknown = || Known::unknown("not in the facts: the report holds it");
+        HostFacts { hostname: unknown(), kernel: unknown(), root: String::new(), live: false }
+    }
+}
+
 /// Everything probed, section by section.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Facts {
-    /// Printed once, at the top of a report.
-    #[serde(skip)]
+    /// Printed once, at the top of a report (read back from there).
+    #[serde(skip_serializing, default = "HostFacts::apart")]
     pub host: HostFacts,
     /// The NUMA nodes and their CPUs.
     pub numa_nodes: Vec<numa::NumaNode>,

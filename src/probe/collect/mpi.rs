@@ -3,13 +3,13 @@
 
 use super::Host;
 use super::libpath::{find_library, which};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const LAUNCHERS: [&str; 3] = ["mpirun", "mpiexec", "srun"];
 /// Variables a launcher sets to the number of processes it started.
 const SIZE_VARS: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Launcher {
     pub name: String,
     pub path: String,
@@ -18,7 +18,7 @@ pub struct Launcher {
     pub target: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MpiFacts {
     pub launchers: Vec<Launcher>,
     pub library: Option<String>,

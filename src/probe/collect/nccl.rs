@@ -6,10 +6,10 @@ use super::libpath::find_library;
 use super::sysfs::Known;
 use super::{Host, NOT_LIVE};
 use crate::libs::{Library, loaded_path, locate, nccl_version_text};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ffi::c_int;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NcclLibrary {
     pub path: Known<String>,
     pub version: Known<String>,
@@ -17,14 +17,14 @@ pub struct NcclLibrary {
     pub cudarc_name: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NetPlugin {
     /// The names NCCL tries, in order; empty when NCCL_NET_PLUGIN=none.
     pub tried: Vec<String>,
     pub found: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NcclVar {
     pub name: String,
     pub value: String,
@@ -32,7 +32,7 @@ pub struct NcclVar {
     pub source: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NcclFacts {
     pub library: NcclLibrary,
     pub net_plugin: NetPlugin,

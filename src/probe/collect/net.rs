@@ -4,11 +4,11 @@
 
 use super::sysfs::Known;
 use super::{Host, NOT_LIVE};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NetIf {
     pub name: String,
     /// `up`, `down`, `unknown` (loopback and some virtual links).

@@ -4,9 +4,9 @@
 
 use super::sysfs::{Known, Sysfs};
 use crate::numa::{NODES, cpulist_file, format_list, parse_list};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NumaNode {
     pub node: u32,
     /// Its CPUs, as the kernel writes a list ("0-31,64-95").

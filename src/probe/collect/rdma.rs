@@ -4,7 +4,7 @@
 
 use super::sysfs::{Known, Sysfs};
 use crate::probe::topo::PciPlace;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::Ipv6Addr;
 
 const CLASS: &str = "/sys/class/infiniband";
@@ -12,7 +12,7 @@ const CLASS: &str = "/sys/class/infiniband";
 const ZERO_GID: &str = "0000:0000:0000:0000:0000:0000:0000:0000";
 
 /// A sysfs value written as "<code>: <NAME>" (`4: ACTIVE`, `5: LinkUp`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Coded {
     pub code: u32,
     pub name: String,
@@ -36,7 +36,7 @@ impl std::fmt::Display for Coded {
 pub const PORT_ACTIVE: u32 = 4;
 pub const PHYS_LINK_UP: u32 = 5;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Gid {
     pub index: u32,
     /// As sysfs writes it, eight groups of four hex digits.
@@ -74,7 +74,7 @@ impl Gid {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Port {
     pub port: u32,
     pub state: Known<Coded>,
@@ -103,7 +103,7 @@ impl Port {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RdmaDevice {
     pub name: String,
     pub node_guid: Known<String>,
@@ -119,7 +119,7 @@ pub struct RdmaDevice {
     pub ports: Vec<Port>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RdmaFacts {
     /// Whether /sys/class/infiniband exists at all (the ib_core module).
     pub class_present: bool,

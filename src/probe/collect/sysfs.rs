@@ -2,7 +2,7 @@
 //! tree (tests, offline reports) and the real machine go through the same
 //! code. Symbolic links are followed inside the root, never out of it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::fmt;
 use std::io::Read;
@@ -14,14 +14,14 @@ const MAX_FILE_BYTES: u64 = 64 * 1024;
 const MAX_LINKS: usize = 40;
 
 /// A fact that could not be read, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unreadable {
     pub path: String,
     pub reason: String,
 }
 
 /// A value, or the reason it is not known. Nothing is ever guessed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Known<T> {
     Value(T),
