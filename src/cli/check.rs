@@ -32,7 +32,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub init: Option<PathBuf>,
     /// Samples every step takes, over the profile's `samples`; the median is judged, and a baseline keeps them all
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(profile::MOST_SAMPLES)))]
     pub samples: Option<u32>,
     /// Append this run's record to DIR/NODE.jsonl, one JSON line per node, for `qbench show --history DIR` (the directory is made if missing)
     #[arg(long, value_name = "DIR")]

@@ -3,7 +3,7 @@
 //! slow in every pair it was in is the slow one (Google's cluster-health
 //! scanner re-pairs the nodes of failed pairs the same way).
 
-use super::{BadKey, Figure, Metric, Scope, StepKind, bytes};
+use super::{BadKey, Figure, Metric, Scope, StepKind, bytes, iters};
 use crate::error::Result;
 use crate::libs::Library;
 use crate::session::Session;
@@ -34,7 +34,8 @@ impl StepKind for Keys {
     }
 
     fn validate(&self, _metric: &str) -> std::result::Result<(), BadKey> {
-        bytes(&self.size).map(|_| ()).map_err(|e| BadKey::new("size", e))
+        bytes(&self.size).map_err(|e| BadKey::new("size", e))?;
+        iters(self.iters)
     }
 
     fn libraries(&self) -> Vec<Library> {
