@@ -57,6 +57,7 @@ where
     J::Record: Progressive + Table + Rows,
 {
     output.accepts(<J::Record as Rows>::KIND)?;
+    output.distinct()?;
     let session = Session::start(&job.libraries(), job.without_gpus())?;
     let main = session.main();
     let mut out = match Output::open(output, main) {

@@ -37,6 +37,9 @@ pub struct OutputPlan {
     pub files: Vec<(Format, PathBuf)>,
     /// No tables on stdout (`check --quiet`).
     pub quiet: bool,
+    /// Files the job writes itself (check's `--init`, its `--history`
+    /// line), held apart from the others all the same.
+    pub also: Vec<PathBuf>,
 }
 
 impl OutputPlan {
@@ -44,6 +47,27 @@ impl OutputPlan {
     fn all_files(&self) -> impl Iterator<Item = (Format, &PathBuf)> {
         let json = self.json_files.iter().map(|p| (self.format, p));
         json.chain(self.files.iter().map(|(f, p)| (*f, p)))
+    }
+
+    /// Err when two outputs of the run name one file, after resolving
+    /// `..` and symbolic links (and, for files that exist, by device and
+    /// inode): one would overwrite the other. Checked before any work.
+    pub fn distinct(&self) -> Result<()> {
+        let paths: Vec<&PathBuf> = self.all_files().map(|(_, p)| p).chain(&self.also).collect();
+        let keys: Vec<(PathBuf, Option<(u64, u64)>)> = paths.iter().map(|p| file_key(p)).collect();
+        for (i, a) in keys.iter().enumerate() {
+            let same = |b: &(PathBuf, Option<(u64, u64)>)| a.0 == b.0 || (a.1.is_some() && a.1 == b.1);
+            if let Some(j) = keys[..i].iter().position(same) {
+                let (first, second) = (paths[j].display(), paths[i].display());
+                let both = if first.to_string() == second.to_string() {
+                    format!("{first} is named as two outputs of one run")
+                } else {
+                    format!("{first} and {second} are one file, named as two outputs of one run")
+                };
+                return Err(Error::Usage(format!("{both}: give each its own file")));
+            }
+        }
+        Ok(())
     }
 
     /// Err when records of `kind` have no form in one of the formats asked
@@ -172,20 +196,29 @@ impl Kept {
     }
 }
 
-/// Two outputs of one run naming one file would overwrite each other.
-fn distinct(plan: &OutputPlan) -> Result<()> {
-    let mut seen: Vec<PathBuf> = Vec::new();
-    for (_, p) in plan.all_files() {
-        let at = std::path::absolute(p).unwrap_or_else(|_| p.clone());
-        if seen.contains(&at) {
-            return Err(Error::Usage(format!(
-                "{} is named as two outputs of one run: give each its own file",
-                p.display()
-            )));
+/// What names a file: its path as the file system resolves it (each
+/// existing part with its links followed, `..` taken after them, the parts
+/// not yet there as written), and its device and inode where it exists.
+fn file_key(path: &Path) -> (PathBuf, Option<(u64, u64)>) {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    let mut at = PathBuf::new();
+    for part in std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).components() {
+        match part {
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::CurDir => {}
+            part => {
+                at.push(part);
+                if let Ok(real) = std::fs::canonicalize(&at) {
+                    at = real;
+                }
+            }
         }
-        seen.push(at);
     }
-    Ok(())
+    let inode = std::fs::metadata(&at).ok().map(|m| (m.dev(), m.ino()));
+    (at, inode)
 }
 
 /// The open destinations of one run.
@@ -206,7 +239,6 @@ pub struct Output {
 impl Output {
     /// Creates the files (on the main process only).
     pub fn open(plan: &OutputPlan, main: bool) -> Result<Output> {
-        distinct(plan)?;
         let files: Vec<(Format, Pending)> = match main {
             true => plan
                 .all_files()

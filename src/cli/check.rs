@@ -117,6 +117,10 @@ impl CheckArgs {
     pub fn output(&self, quiet: bool) -> OutputPlan {
         let mut output = self.out.plan();
         output.json_files.extend(self.save_baseline.iter().cloned());
+        output.also.extend(self.init.iter().cloned());
+        // This node's line of --history (each node of a job writes its own).
+        let node = crate::host::short_hostname();
+        output.also.extend(self.history.iter().map(|d| crate::record::history::file_of(d, &node)));
         output.quiet = quiet;
         output
     }
