@@ -30,7 +30,8 @@ fn main() {
                 .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
                 .filter(|l| !l.starts_with("tip:"))
                 .collect();
-            let message = words.join(" ");
+            // clap quotes the value given whole: a long one is cut short.
+            let message = words.join(" ").split(' ').map(qbench::command::token).collect::<Vec<_>>().join(" ");
             let message = message.trim_start_matches("error: ");
             eprintln!(
                 "qbench: {} (see qbench --help)",

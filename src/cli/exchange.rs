@@ -4,7 +4,7 @@
 use super::{OutputArgs, size_arg};
 use crate::error::{Error, Result};
 use crate::record::exchange::ExchangeRun;
-use crate::statevec::layout::{GlobalOp, Precision};
+use crate::statevec::layout::{GlobalOp, Layout, Precision};
 use crate::statevec::schedule::Schedule;
 use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::Wire;
@@ -154,6 +154,14 @@ impl ExchangeArgs {
             Some(q) => parse_qubits(q)?,
             None => self.default_qubits(&circuits, &records)?,
         };
+        let ngpus = parse_counts(&self.ngpus)?;
+        if !self.plan {
+            // Every register and count measured is checked before the first
+            // runs: a count that cannot hold one is refused, not reached.
+            for (&n, &g) in qubits.iter().flat_map(|n| ngpus.iter().map(move |g| (n, g))) {
+                Layout::new(n, g, precision).map_err(|e| Error::Usage(format!("-g {g}: {}", e.message())))?;
+            }
+        }
         let transport = self.transport.clone().unwrap_or_else(|| "nccl".into());
         let wires = parse_wires(&transport, self.no_pipeline)?;
         let against = Against {
@@ -161,7 +169,7 @@ impl ExchangeArgs {
                 Some(t) => Against::parse_simulator(t, &circuits)?,
                 None => Vec::new(),
             },
-            one_gpu_runs: Against::load_one_gpu(&self.one_gpu_from)?,
+            one_gpu_runs: Against::load_one_gpu(&self.one_gpu_from, &qubits)?,
         };
         let forecast = match self.plan {
             true => Some(Forecasting {
@@ -176,7 +184,7 @@ impl ExchangeArgs {
         };
         Ok(ExchangePlan {
             qubits,
-            ngpus: parse_counts(&self.ngpus)?,
+            ngpus,
             forecast,
             precision,
             memories: memories(&wires, self.memory.as_deref())?,
