@@ -156,11 +156,7 @@ impl ExchangeArgs {
         };
         let ngpus = parse_counts(&self.ngpus)?;
         if !self.plan {
-            // Every register and count measured is checked before the first
-            // runs: a count that cannot hold one is refused, not reached.
-            for (&n, &g) in qubits.iter().flat_map(|n| ngpus.iter().map(move |g| (n, g))) {
-                Layout::new(n, g, precision).map_err(|e| Error::Usage(format!("-g {g}: {}", e.message())))?;
-            }
+            held(&qubits, &ngpus, precision)?;
         }
         let transport = self.transport.clone().unwrap_or_else(|| "nccl".into());
         let wires = parse_wires(&transport, self.no_pipeline)?;
@@ -230,6 +226,17 @@ impl ExchangeArgs {
             .map(|n| vec![n])
             .ok_or_else(|| Error::Usage("--qubits N (or A..B): the size of the register".into()))
     }
+}
+
+/// Every register and count to be measured, checked before the first
+/// runs: a count that cannot hold a register is refused, not reached.
+fn held(qubits: &[u32], ngpus: &[usize], precision: Precision) -> Result<()> {
+    for &n in qubits {
+        for &g in ngpus {
+            Layout::new(n, g, precision).map_err(|e| Error::Usage(format!("-g {g}: {}", e.message())))?;
+        }
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug, Clone)]
