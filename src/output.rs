@@ -54,10 +54,9 @@ impl OutputPlan {
     /// inode): one would overwrite the other. Checked before any work.
     pub fn distinct(&self) -> Result<()> {
         let paths: Vec<&PathBuf> = self.all_files().map(|(_, p)| p).chain(&self.also).collect();
-        let keys: Vec<(PathBuf, Option<(u64, u64)>)> = paths.iter().map(|p| file_key(p)).collect();
+        let keys: Vec<FileKey> = paths.iter().map(|p| FileKey::of(p)).collect();
         for (i, a) in keys.iter().enumerate() {
-            let same = |b: &(PathBuf, Option<(u64, u64)>)| a.0 == b.0 || (a.1.is_some() && a.1 == b.1);
-            if let Some(j) = keys[..i].iter().position(same) {
+            if let Some(j) = keys[..i].iter().position(|b| a.same(b)) {
                 let (first, second) = (paths[j].display(), paths[i].display());
                 let both = if first.to_string() == second.to_string() {
                     format!("{first} is named as two outputs of one run")
@@ -199,7 +198,26 @@ impl Kept {
 /// What names a file: its path as the file system resolves it (each
 /// existing part with its links followed, `..` taken after them, the parts
 /// not yet there as written), and its device and inode where it exists.
-fn file_key(path: &Path) -> (PathBuf, Option<(u64, u64)>) {
+struct FileKey(PathBuf, Option<(u64, u64)>);
+
+impl FileKey {
+    fn of(path: &Path) -> FileKey {
+        let (at, inode) = resolved(path);
+        FileKey(at, inode)
+    }
+
+    fn same(&self, other: &FileKey) -> bool {
+        self.0 == other.0 || (self.1.is_some() && self.1 == other.1)
+    }
+}
+
+/// Whether `a` and `b` name one file (`plot -o` over a record it reads).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    FileKey::of(a).same(&FileKey::of(b))
+}
+
+/// `path` resolved, and its device and inode where it exists.
+fn resolved(path: &Path) -> (PathBuf, Option<(u64, u64)>) {
     use std::os::unix::fs::MetadataExt;
     use std::path::Component;
     let mut at = PathBuf::new();

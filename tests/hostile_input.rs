@@ -135,5 +135,12 @@ fn stopped_and_empty_records_are_said_to_be() {
     let err = one_line_error(&o, 2);
     assert!(err.contains("no results"), "{err}");
     assert!(!picture.exists());
+    // Nor is a picture written over the record it draws.
+    let before = std::fs::read(&run).unwrap();
+    let over = dir.join("sub/../run.json");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let err = one_line_error(&qbench(&["plot", run.to_str().unwrap(), "-o", over.to_str().unwrap()]), 2);
+    assert!(err.contains("over the record"), "{err}");
+    assert_eq!(std::fs::read(&run).unwrap(), before);
     std::fs::remove_dir_all(dir).unwrap();
 }

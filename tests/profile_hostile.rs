@@ -66,16 +66,25 @@ const BAD: &[(&str, &str, &str)] = &[
     // Counts and budgets past what a level can hold.
     ("measured_here = false", "measured_here = false\nsamples = 1000000", "samples"),
     ("metric = \"algbw\"", "metric = \"algbw\"\nsamples = 5000", "samples"),
-    ("metric = \"algbw\"", "metric = \"algbw\"\nretries = 100000", "retries"),
     ("quick = 60", "quick = 0", "quick"),
     ("quick = 60", "quick = 9223372036854775807", "quick"),
     ("full = 900", "full = 9223372036854775807", "full"),
     ("metric = \"algbw\"", "metric = \"algbw\"\nseconds = 1e300", "quick"),
+    ("metric = \"algbw\"", "metric = \"algbw\"\nseconds = 1\nretries = 4294967295", "quick"),
     ("metric = \"algbw\"", "metric = \"algbw\"\nseconds = nan", "seconds"),
     // Figures that judge nothing.
     ("measured_here = false", "measured_here = false\nfloor_fraction = 0", "floor_fraction"),
     ("measured_here = false", "measured_here = false\nwarn = nan", "warn"),
     ("[levels]", "[facts]\nrdma_rate_gbps = -1\n\n[levels]", "rdma_rate_gbps"),
+    (
+        "[[step]]\nname = \"exchange\"",
+        "[[step]]\nname = \"pairs\"\nkind = \"pairs\"\nsize = \"2G\"\nmetric = \"gbps\"\nfloor = 1\n\n[[step]]\nname = \"exchange\"",
+        "size",
+    ),
+    // Tolerances against a baseline that hold nothing.
+    ("metric = \"algbw\"", "metric = \"algbw\"\nbaseline = { warn = nan, fail = 0.5 }", "baseline"),
+    ("[levels]", "[baseline]\nwarn = 0.2\nfail = 0.1\n\n[levels]", "warn"),
+    ("[levels]", "[baseline]\nwarn = 0.05\nfail = 3\n\n[levels]", "fail"),
     // Steps a baseline cannot tell apart.
     ("name = \"exchange\"", "name = \"allreduce\"", "name"),
     ("name = \"exchange\"", "name = \"\"", "name"),

@@ -403,9 +403,6 @@ fn line_in_block(text: &str, at: usize, hit: impl Fn(&str) -> bool) -> Option<us
 /// The most samples a step takes (the profile's, the step's or `--samples`).
 pub const MOST_SAMPLES: u32 = 100;
 
-/// The most retries a step may have: each is a whole run of its samples.
-const MOST_RETRIES: u32 = 10;
-
 /// The longest budget a level may have, seconds (a week): a check longer
 /// than that is a mistake, and its deadline must stay on the clock.
 const MOST_BUDGET: u64 = 7 * 24 * 3600;
@@ -423,6 +420,7 @@ fn validate(p: &Profile) -> std::result::Result<(), Bad> {
         return Err(bad("name", "the profile has no facts and no steps: it would check nothing".into()));
     }
     about(&p.profile).map_err(|b| (String::new(), b))?;
+    tolerance(&p.baseline).map_err(|b| (String::new(), b))?;
     if let Some(r) = p.facts.rdma_rate_gbps.filter(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(bad("rdma_rate_gbps", format!("{r} is not a positive number")));
     }
@@ -448,7 +446,7 @@ fn validate(p: &Profile) -> std::result::Result<(), Bad> {
             .steps
             .iter()
             .filter(|s| s.level <= level)
-            .filter_map(|s| Some(s.seconds? * samples(s) * f64::from(1 + s.retries)))
+            .filter_map(|s| Some(s.seconds? * samples(s) * (1.0 + f64::from(s.retries))))
             .sum();
         let budget = p.levels.of(level) as f64;
         if cost > budget {
@@ -472,6 +470,20 @@ fn about(a: &About) -> std::result::Result<(), BadKey> {
         return Err(BadKey { key: "warn", why: format!("{} is not a fraction in [0, 1)", a.warn) });
     }
     samples(a.samples)
+}
+
+/// A tolerance against a baseline: fractions, the warning's no larger
+/// than the failure's.
+fn tolerance(t: &Tolerance) -> std::result::Result<(), BadKey> {
+    for (key, v) in [("warn", t.warn), ("fail", t.fail)] {
+        if !(0.0..1.0).contains(&v) {
+            return Err(BadKey { key, why: format!("{v} is not a fraction in [0, 1)") });
+        }
+    }
+    match t.warn <= t.fail {
+        true => Ok(()),
+        false => Err(BadKey { key: "warn", why: format!("{} is above fail = {}", t.warn, t.fail) }),
+    }
 }
 
 /// A count of samples: 1 to [`MOST_SAMPLES`].
@@ -500,8 +512,8 @@ fn step(s: &Step) -> std::result::Result<(), BadKey> {
     if let Some(n) = s.samples {
         samples(n)?;
     }
-    if s.retries > MOST_RETRIES {
-        return Err(bad("retries", format!("{}: use 0 to {MOST_RETRIES}", s.retries)));
+    if let Some(t) = &s.baseline {
+        tolerance(t).map_err(|b| bad("baseline", format!("{}: {}", b.key, b.why)))?;
     }
     // A bound that is not a positive number checks nothing (NaN, -inf
     // and 0 pass every figure).

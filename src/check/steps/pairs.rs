@@ -28,13 +28,19 @@ fn partner(me: usize, n: usize, round: usize) -> Option<usize> {
 
 const METRICS: &[Metric] = &[Metric::rate("gbps", "GB/s")];
 
+/// The most bytes a pairwise round sends.
+const MOST_BYTES: u64 = 1 << 30;
+
 impl StepKind for Keys {
     fn metrics(&self) -> &'static [Metric] {
         METRICS
     }
 
     fn validate(&self, _metric: &str) -> std::result::Result<(), BadKey> {
-        bytes(&self.size).map_err(|e| BadKey::new("size", e))?;
+        // Each process holds the size twice, sent by one MPI call.
+        if bytes(&self.size).map_err(|e| BadKey::new("size", e))? > MOST_BYTES {
+            return Err(BadKey { key: "size", why: format!("\"{}\": at most 1G (MPI counts are 32-bit)", self.size) });
+        }
         iters(self.iters)
     }
 
