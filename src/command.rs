@@ -5,6 +5,9 @@
 
 use crate::cli::Command;
 use crate::error::{Error, Result};
+/// A long word of the command line quoted short, for the binary's one line
+/// of what clap refused.
+pub use crate::input::token;
 use crate::output::{Output, OutputPlan, write_stdout};
 use crate::progress::{Progress, Progressive};
 use crate::report::{Rows, Table};
@@ -65,6 +68,7 @@ where
     J::Record: Progressive + Table + Rows,
 {
     output.accepts(<J::Record as Rows>::KIND)?;
+    output.distinct()?;
     let session = Session::start(&job.libraries(), job.without_gpus())?;
     let main = session.main();
     let mut out = match Output::open(output, main) {

@@ -87,6 +87,17 @@ pub fn excerpt(text: &str, chars: usize) -> String {
     }
 }
 
+/// A word the user gave (an argument, a variable's value, a cell of a
+/// file), as an error line quotes it: whole up to twice [`EXCERPT_CHARS`]
+/// (so that a word cut once is not cut again), else its first
+/// [`EXCERPT_CHARS`] and its length.
+pub fn token(text: &str) -> String {
+    match text.chars().nth(2 * EXCERPT_CHARS) {
+        None => text.to_string(),
+        Some(_) => format!("{} ({} bytes)", excerpt(text, EXCERPT_CHARS), text.len()),
+    }
+}
+
 /// The longest message [`bounded`] lets through.
 const MESSAGE_CHARS: usize = 1000;
 
@@ -165,6 +176,15 @@ mod tests {
         assert_eq!(bounded(r#"a "q\"uote" b"#), r#"a "q\"uote" b"#);
         assert_eq!(bounded(&format!("\"{long}{long}")).chars().count(), EXCERPT_CHARS + 2);
         assert_eq!(bounded(&long.repeat(2)).chars().count(), MESSAGE_CHARS + 1);
+    }
+
+    #[test]
+    fn a_long_token_is_quoted_short_with_its_length() {
+        assert_eq!(token("16M"), "16M");
+        let once = token(&"9".repeat(1000));
+        assert_eq!(token(&once), once);
+        let cut = token(&"9".repeat(1 << 20));
+        assert_eq!(cut, format!("{}… (1048576 bytes)", "9".repeat(EXCERPT_CHARS)));
     }
 
     #[test]

@@ -42,7 +42,8 @@ fn one_line(e: &clap::Error) -> String {
         .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
         .filter(|l| !l.starts_with("tip:"))
         .collect();
-    let message = words.join(" ");
+    // clap quotes the value given whole: a long one is cut short.
+    let message = words.join(" ").split(' ').map(qbench::command::token).collect::<Vec<_>>().join(" ");
     let message = message.trim_start_matches("error: ");
     format!("{} (see qbench --help)", if message.is_empty() { "invalid command line" } else { message })
 }

@@ -37,6 +37,9 @@ pub struct OutputPlan {
     pub files: Vec<(Format, PathBuf)>,
     /// No tables on stdout (`check --quiet`).
     pub quiet: bool,
+    /// Files the job writes itself (check's `--init`, its `--history`
+    /// line), held apart from the others all the same.
+    pub also: Vec<PathBuf>,
 }
 
 impl OutputPlan {
@@ -44,6 +47,26 @@ impl OutputPlan {
     fn all_files(&self) -> impl Iterator<Item = (Format, &PathBuf)> {
         let json = self.json_files.iter().map(|p| (self.format, p));
         json.chain(self.files.iter().map(|(f, p)| (*f, p)))
+    }
+
+    /// Err when two outputs of the run name one file, after resolving
+    /// `..` and symbolic links (and, for files that exist, by device and
+    /// inode): one would overwrite the other. Checked before any work.
+    pub fn distinct(&self) -> Result<()> {
+        let paths: Vec<&PathBuf> = self.all_files().map(|(_, p)| p).chain(&self.also).collect();
+        let keys: Vec<FileKey> = paths.iter().map(|p| FileKey::of(p)).collect();
+        for (i, a) in keys.iter().enumerate() {
+            if let Some(j) = keys[..i].iter().position(|b| a.same(b)) {
+                let (first, second) = (paths[j].display(), paths[i].display());
+                let both = if first.to_string() == second.to_string() {
+                    format!("{first} is named as two outputs of one run")
+                } else {
+                    format!("{first} and {second} are one file, named as two outputs of one run")
+                };
+                return Err(Error::Usage(format!("{both}: give each its own file")));
+            }
+        }
+        Ok(())
     }
 
     /// Err when records of `kind` have no form in one of the formats asked
@@ -172,20 +195,48 @@ impl Kept {
     }
 }
 
-/// Two outputs of one run naming one file would overwrite each other.
-fn distinct(plan: &OutputPlan) -> Result<()> {
-    let mut seen: Vec<PathBuf> = Vec::new();
-    for (_, p) in plan.all_files() {
-        let at = std::path::absolute(p).unwrap_or_else(|_| p.clone());
-        if seen.contains(&at) {
-            return Err(Error::Usage(format!(
-                "{} is named as two outputs of one run: give each its own file",
-                p.display()
-            )));
-        }
-        seen.push(at);
+/// What names a file: its path as the file system resolves it (each
+/// existing part with its links followed, `..` taken after them, the parts
+/// not yet there as written), and its device and inode where it exists.
+struct FileKey(PathBuf, Option<(u64, u64)>);
+
+impl FileKey {
+    fn of(path: &Path) -> FileKey {
+        let (at, inode) = resolved(path);
+        FileKey(at, inode)
     }
-    Ok(())
+
+    fn same(&self, other: &FileKey) -> bool {
+        self.0 == other.0 || (self.1.is_some() && self.1 == other.1)
+    }
+}
+
+/// Whether `a` and `b` name one file (`plot -o` over a record it reads).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    FileKey::of(a).same(&FileKey::of(b))
+}
+
+/// `path` resolved, and its device and inode where it exists.
+fn resolved(path: &Path) -> (PathBuf, Option<(u64, u64)>) {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    let mut at = PathBuf::new();
+    for part in std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).components() {
+        match part {
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::CurDir => {}
+            part => {
+                at.push(part);
+                if let Ok(real) = std::fs::canonicalize(&at) {
+                    at = real;
+                }
+            }
+        }
+    }
+    let inode = std::fs::metadata(&at).ok().map(|m| (m.dev(), m.ino()));
+    (at, inode)
 }
 
 /// The open destinations of one run.
@@ -206,7 +257,6 @@ pub struct Output {
 impl Output {
     /// Creates the files (on the main process only).
     pub fn open(plan: &OutputPlan, main: bool) -> Result<Output> {
-        distinct(plan)?;
         let files: Vec<(Format, Pending)> = match main {
             true => plan
                 .all_files()

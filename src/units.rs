@@ -9,7 +9,8 @@ pub fn parse_size(text: &str) -> Result<u64> {
     let t = text.trim();
     let bad = || {
         Error::Usage(format!(
-            "invalid size '{text}': expected a number with an optional K, M, G or T suffix (binary, e.g. 16M = 16777216)"
+            "invalid size '{}': expected a number with an optional K, M, G or T suffix (binary, e.g. 16M = 16777216)",
+            crate::input::token(text)
         ))
     };
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
@@ -30,7 +31,10 @@ pub fn parse_size(text: &str) -> Result<u64> {
     };
     let bytes = value * mult as f64;
     if !bytes.is_finite() || bytes >= u64::MAX as f64 {
-        return Err(bad());
+        return Err(Error::Usage(format!(
+            "size '{}' is too large: at most 16 EiB (2^64 bytes) can be counted",
+            crate::input::token(text)
+        )));
     }
     Ok(bytes as u64)
 }

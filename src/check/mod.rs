@@ -216,7 +216,11 @@ fn context<'a>(
         shared_gpus: (sharing > 0).then_some(sharing),
         samples: plan.samples.or(plan.level.samples()),
         slow: matches!(plan.fault, Some(Fault::Slow(r)) if r == world.rank()),
-        deadline: start + std::time::Duration::from_secs(plan.profile.levels.of(plan.level)),
+        // Budgets are bounded when the profile is read; past the clock's
+        // end there would be no deadline to keep.
+        deadline: start
+            .checked_add(std::time::Duration::from_secs(plan.profile.levels.of(plan.level)))
+            .unwrap_or(start),
     }
 }
 

@@ -400,37 +400,43 @@ fn line_in_block(text: &str, at: usize, hit: impl Fn(&str) -> bool) -> Option<us
         .map(|(i, _)| i + 1)
 }
 
-/// Every step's keys and bounds make sense: the step (named) and what is wrong.
-fn validate(p: &Profile) -> std::result::Result<(), (String, BadKey)> {
-    for s in &p.steps {
-        let bad = |key, why: String| (s.name.clone(), BadKey { key, why });
-        s.kind().validate(&s.metric).map_err(|b| (s.name.clone(), b))?;
-        let metrics: Vec<&str> = s.kind().metrics().iter().map(|m| m.name).collect();
-        if !metrics.contains(&s.metric.as_str()) {
-            return Err(bad("metric", format!("'{}' is not one of {}", s.metric, metrics.join(", "))));
-        }
-        if s.expected.is_none() && s.floor.is_none() && s.ceiling.is_none() {
-            return Err(bad("name", "give `expected`, `floor` or `ceiling`".into()));
-        }
-        if s.samples == Some(0) {
-            return Err(bad("samples", "at least 1".into()));
-        }
-        // A bound that is not a positive number checks nothing (NaN, -inf
-        // and 0 pass every figure).
-        for (key, v) in [("expected", s.expected), ("floor", s.floor), ("ceiling", s.ceiling), ("seconds", s.seconds)] {
-            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
-                return Err(bad(key, format!("{v} is not a positive number")));
-            }
-        }
-    }
+/// The most samples a step takes (the profile's, the step's or `--samples`).
+pub const MOST_SAMPLES: u32 = 100;
+
+/// The longest budget a level may have, seconds (a week): a check longer
+/// than that is a mistake, and its deadline must stay on the clock.
+const MOST_BUDGET: u64 = 7 * 24 * 3600;
+
+/// What is wrong with a profile: the step it is in (empty for the profile's
+/// own keys) and the key.
+type Bad = (String, BadKey);
+
+/// Every step's keys and bounds make sense, the profile's counts and
+/// budgets are within their limits and its steps' costs within them: the
+/// step (named) and what is wrong.
+fn validate(p: &Profile) -> std::result::Result<(), Bad> {
+    let bad = |key, why: String| (String::new(), BadKey { key, why });
     if p.steps.is_empty() && p.facts == Facts::default() {
-        return Err((
-            String::new(),
-            BadKey { key: "name", why: "the profile has no facts and no steps: it would check nothing".into() },
-        ));
+        return Err(bad("name", "the profile has no facts and no steps: it would check nothing".into()));
     }
-    if p.profile.samples == 0 {
-        return Err((String::new(), BadKey { key: "samples", why: "at least 1".into() }));
+    about(&p.profile).map_err(|b| (String::new(), b))?;
+    tolerance(&p.baseline).map_err(|b| (String::new(), b))?;
+    if let Some(r) = p.facts.rdma_rate_gbps.filter(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err(bad("rdma_rate_gbps", format!("{r} is not a positive number")));
+    }
+    for s in &p.steps {
+        step(s).map_err(|b| (s.name.clone(), b))?;
+    }
+    let mut names: Vec<&str> = p.steps.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err((w[0].to_string(), BadKey { key: "name", why: "two steps have this name".into() }));
+    }
+    for level in p.levels.levels() {
+        let budget = p.levels.of(level);
+        if budget == 0 || budget > MOST_BUDGET {
+            return Err(bad(level.name(), format!("{budget} s: a level's budget is 1 to {MOST_BUDGET} s (a week)")));
+        }
     }
     // A level's budget holds what its steps say they cost, every sample
     // and retry taken.
@@ -440,25 +446,81 @@ fn validate(p: &Profile) -> std::result::Result<(), (String, BadKey)> {
             .steps
             .iter()
             .filter(|s| s.level <= level)
-            .filter_map(|s| Some(s.seconds? * samples(s) * f64::from(1 + s.retries)))
+            .filter_map(|s| Some(s.seconds? * samples(s) * (1.0 + f64::from(s.retries))))
             .sum();
         let budget = p.levels.of(level) as f64;
         if cost > budget {
-            return Err((
-                String::new(),
-                BadKey {
-                    key: level.name(),
-                    why: format!(
-                        "its steps cost {cost:.0} s by their `seconds` (samples and retries taken), over the {budget:.0} s budget"
-                    ),
-                },
+            return Err(bad(
+                level.name(),
+                format!(
+                    "its steps cost {cost:.0} s by their `seconds` (samples and retries taken), over the {budget:.0} s budget"
+                ),
             ));
         }
     }
-    let mut names: Vec<&str> = p.steps.iter().map(|s| s.name.as_str()).collect();
-    names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err((w[0].to_string(), BadKey { key: "name", why: "two steps have this name".into() }));
+    Ok(())
+}
+
+/// The profile's own figures: fractions between 0 and 1, samples counted.
+fn about(a: &About) -> std::result::Result<(), BadKey> {
+    if !(a.floor_fraction > 0.0 && a.floor_fraction <= 1.0) {
+        return Err(BadKey { key: "floor_fraction", why: format!("{} is not a fraction in (0, 1]", a.floor_fraction) });
+    }
+    if !(0.0..1.0).contains(&a.warn) {
+        return Err(BadKey { key: "warn", why: format!("{} is not a fraction in [0, 1)", a.warn) });
+    }
+    samples(a.samples)
+}
+
+/// A tolerance against a baseline: fractions, the warning's no larger
+/// than the failure's.
+fn tolerance(t: &Tolerance) -> std::result::Result<(), BadKey> {
+    for (key, v) in [("warn", t.warn), ("fail", t.fail)] {
+        if !(0.0..1.0).contains(&v) {
+            return Err(BadKey { key, why: format!("{v} is not a fraction in [0, 1)") });
+        }
+    }
+    match t.warn <= t.fail {
+        true => Ok(()),
+        false => Err(BadKey { key: "warn", why: format!("{} is above fail = {}", t.warn, t.fail) }),
+    }
+}
+
+/// A count of samples: 1 to [`MOST_SAMPLES`].
+fn samples(n: u32) -> std::result::Result<(), BadKey> {
+    match n {
+        1..=MOST_SAMPLES => Ok(()),
+        _ => Err(BadKey { key: "samples", why: format!("{n}: use 1 to {MOST_SAMPLES}") }),
+    }
+}
+
+/// A step's keys (its kind's, checked as the command line checks them) and
+/// its bounds.
+fn step(s: &Step) -> std::result::Result<(), BadKey> {
+    let bad = |key, why: String| BadKey { key, why };
+    if s.name.trim().is_empty() {
+        return Err(bad("name", "a step needs a name (baselines match steps by it)".into()));
+    }
+    s.kind().validate(&s.metric)?;
+    let metrics: Vec<&str> = s.kind().metrics().iter().map(|m| m.name).collect();
+    if !metrics.contains(&s.metric.as_str()) {
+        return Err(bad("metric", format!("'{}' is not one of {}", s.metric, metrics.join(", "))));
+    }
+    if s.expected.is_none() && s.floor.is_none() && s.ceiling.is_none() {
+        return Err(bad("name", "give `expected`, `floor` or `ceiling`".into()));
+    }
+    if let Some(n) = s.samples {
+        samples(n)?;
+    }
+    if let Some(t) = &s.baseline {
+        tolerance(t).map_err(|b| bad("baseline", format!("{}: {}", b.key, b.why)))?;
+    }
+    // A bound that is not a positive number checks nothing (NaN, -inf
+    // and 0 pass every figure).
+    for (key, v) in [("expected", s.expected), ("floor", s.floor), ("ceiling", s.ceiling), ("seconds", s.seconds)] {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+            return Err(bad(key, format!("{v} is not a positive number")));
+        }
     }
     Ok(())
 }

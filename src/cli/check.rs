@@ -35,7 +35,7 @@ pub struct CheckArgs {
     #[arg(long, requires = "init")]
     pub force: bool,
     /// Samples every step takes, over the profile's `samples`; the median is judged, and a baseline keeps them all
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(profile::MOST_SAMPLES)))]
     pub samples: Option<u32>,
     /// Append this run's record to DIR/NODE.jsonl, one JSON line per node, for `qbench show --history DIR` (the directory is made if missing)
     #[arg(long, value_name = "DIR")]
@@ -123,6 +123,10 @@ impl CheckArgs {
     pub fn output(&self, quiet: bool) -> OutputPlan {
         let mut output = self.out.plan();
         output.json_files.extend(self.save_baseline.iter().cloned());
+        output.also.extend(self.init.iter().cloned());
+        // This node's line of --history (each node of a job writes its own).
+        let node = crate::host::short_hostname();
+        output.also.extend(self.history.iter().map(|d| crate::record::history::file_of(d, &node)));
         output.quiet = quiet;
         output
     }

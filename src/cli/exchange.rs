@@ -4,7 +4,7 @@
 use super::{OutputArgs, size_arg};
 use crate::error::{Error, Result};
 use crate::record::exchange::ExchangeRun;
-use crate::statevec::layout::{GlobalOp, Precision};
+use crate::statevec::layout::{GlobalOp, Layout, Precision};
 use crate::statevec::schedule::Schedule;
 use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::Wire;
@@ -157,6 +157,10 @@ impl ExchangeArgs {
             Some(q) => parse_qubits(q)?,
             None => self.default_qubits(&circuits, &records)?,
         };
+        let ngpus = parse_counts(&self.ngpus)?;
+        if !self.plan {
+            held(&qubits, &ngpus, precision)?;
+        }
         let transport = self.transport.clone().unwrap_or_else(|| "nccl".into());
         let wires = parse_wires(&transport, self.no_pipeline)?;
         let against = Against {
@@ -164,7 +168,7 @@ impl ExchangeArgs {
                 Some(t) => Against::parse_simulator(t, &circuits)?,
                 None => Vec::new(),
             },
-            one_gpu_runs: Against::load_one_gpu(&self.one_gpu_from)?,
+            one_gpu_runs: Against::load_one_gpu(&self.one_gpu_from, &qubits)?,
         };
         let forecast = match self.plan {
             true => Some(Forecasting {
@@ -179,7 +183,7 @@ impl ExchangeArgs {
         };
         Ok(ExchangePlan {
             qubits,
-            ngpus: parse_counts(&self.ngpus)?,
+            ngpus,
             forecast,
             precision,
             memories: memories(&wires, self.memory.as_deref())?,
@@ -226,6 +230,17 @@ impl ExchangeArgs {
             .map(|n| vec![n])
             .ok_or_else(|| Error::Usage("--qubits N (or A..B): the size of the register".into()))
     }
+}
+
+/// Every register and count to be measured, checked before the first
+/// runs: a count that cannot hold a register is refused, not reached.
+fn held(qubits: &[u32], ngpus: &[usize], precision: Precision) -> Result<()> {
+    for &n in qubits {
+        for &g in ngpus {
+            Layout::new(n, g, precision).map_err(|e| Error::Usage(format!("-g {g}: {}", e.message())))?;
+        }
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug, Clone)]

@@ -119,6 +119,7 @@ impl OutputArgs {
             },
             files: files.into_iter().filter_map(|(f, path)| Some((f, path.clone()?))).collect(),
             quiet: false,
+            also: Vec::new(),
         }
     }
 }

@@ -129,7 +129,7 @@ impl OsuArgs {
         };
         let iterations = self.iterations.map(|i| positive("-i", i)).transpose()?;
         let window = positive("-W", self.window.unwrap_or(64))?;
-        Ok(OsuPlan {
+        let plan = OsuPlan {
             benchmark,
             min,
             max,
@@ -141,7 +141,18 @@ impl OsuArgs {
             full: self.full,
             validation_column: self.validation,
             fault: crate::fault::Fault::requested(program, &[crate::fault::Kind::Element])?,
-        })
+        };
+        // A type larger than every size would be measured at none of them.
+        let largest = plan.sizes().last().copied().unwrap_or(0);
+        if let Some(d) = plan.datatypes.iter().find(|d| d.size() > largest) {
+            return Err(Error::Usage(format!(
+                "-m {}: no size of at least {} bytes (one {}) to measure; raise the maximum",
+                self.message_size.as_deref().unwrap_or_default(),
+                d.size(),
+                d.name()
+            )));
+        }
+        Ok(plan)
     }
 }
 

@@ -1,6 +1,6 @@
 //! `qbench plot` and `qbench show`: records read back, drawn or printed.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -25,6 +25,14 @@ pub struct PlotArgs {
 
 impl PlotArgs {
     pub fn plan(&self) -> Result<crate::report::plot::PlotPlan> {
+        let read = |out: &PathBuf| self.files.iter().find(|f| crate::output::same_file(f, out));
+        if let Some(f) = self.output.as_ref().and_then(read) {
+            return Err(Error::Usage(format!(
+                "-o {}: the picture would be written over the record {} it draws: name another file",
+                self.output.as_ref().map_or(String::new(), |o| o.display().to_string()),
+                f.display()
+            )));
+        }
         crate::report::plot::PlotPlan::new(
             self.files.clone(),
             self.output.clone(),

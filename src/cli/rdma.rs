@@ -123,8 +123,8 @@ pub struct RdmaArgs {
     /// Port of the device
     #[arg(short = 'i', long = "ib-port", alias = "ib_port", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
     pub ib_port: u8,
-    /// GID index (default: for RoCE, the RoCE v2 GID holding an IPv4 address, as NCCL; none for InfiniBand)
-    #[arg(short = 'x', long = "gid-index", alias = "gid_index")]
+    /// GID index, 0 to 255 (default: for RoCE, the RoCE v2 GID holding an IPv4 address, as NCCL; none for InfiniBand)
+    #[arg(short = 'x', long = "gid-index", alias = "gid_index", value_parser = clap::value_parser!(u32).range(0..=255))]
     pub gid_index: Option<u32>,
     /// Message size (default 65536 for bandwidth, 2 for latency; K, M, G suffixes are binary)
     #[arg(short = 's', long = "size", value_parser = size_arg, conflicts_with = "all")]

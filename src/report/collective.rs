@@ -258,7 +258,16 @@ fn footer(run: &CollectiveRun) -> String {
     );
     let verdict = run.min_bandwidth.as_ref().map_or("", |m| if m.ok { "OK" } else { "FAILED" });
     let _ = writeln!(s, "# {:<20} : {} {}", "Avg bus bandwidth", cfmt::g(run.avg_busbw_gbps), verdict);
-    let _ = writeln!(s, "#\n# Collective test concluded: {}", run.program);
+    match (run.header.complete, &run.header.stopped) {
+        (true, _) => {
+            let _ = writeln!(s, "#\n# Collective test concluded: {}", run.program);
+        }
+        // A record written when the run was stopped: what it holds is all.
+        (false, stopped) => {
+            let why = stopped.as_deref().unwrap_or("before it finished");
+            let _ = writeln!(s, "#\n# Collective test stopped: {} (the record is incomplete): {why}", run.program);
+        }
+    }
     if let Some(m) = &run.memory {
         let parts = [
             ("Initialization", m.initialization_bytes),

@@ -2,7 +2,7 @@
 //! `iters`), as `qbench <collective> -b SIZE -e SIZE` runs it: its
 //! out-of-place bandwidth or time, every element checked.
 
-use super::{BadKey, Figure, Metric, Scope, StepKind, bytes, done, per_process};
+use super::{BadKey, Figure, Metric, Scope, StepKind, bytes, done, gpus, iters, per_process};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::record::Quiet;
@@ -75,6 +75,8 @@ impl StepKind for Keys {
         }
         self.transport().map_err(|e| BadKey::new("transport", e))?;
         bytes(&self.size).map_err(|e| BadKey::new("size", e))?;
+        gpus(self.gpus, false)?;
+        iters(self.iters)?;
         self.plan(self.gpus.unwrap_or(1)).map(|_| ()).map_err(|e| BadKey::new("collective", e))
     }
 

@@ -2,7 +2,7 @@
 //! --test T -b SIZE -e SIZE` runs it: a figure per GPU or pair it copies
 //! on, every word checked. Latency tests give the median host-clock time.
 
-use super::{BadKey, Figure, Metric, Scope, StepKind, bytes, done};
+use super::{BadKey, Figure, Metric, Scope, StepKind, bytes, done, iters};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::record::Quiet;
@@ -34,7 +34,8 @@ impl StepKind for Keys {
         if !TESTS.iter().any(|t| t.name == self.test) {
             return Err(BadKey { key: "test", why: format!("unknown copy test '{}' (qbench copy --list)", self.test) });
         }
-        bytes(&self.size).map(|_| ()).map_err(|e| BadKey::new("size", e))
+        bytes(&self.size).map_err(|e| BadKey::new("size", e))?;
+        iters(self.iters)
     }
 
     fn libraries(&self) -> Vec<Library> {

@@ -5,12 +5,12 @@
 //! circuit's median time end to end, the slowest of the wires; every
 //! amplitude checked.
 
-use super::{BadKey, Figure, Metric, Scope, StepKind, done, per_process};
+use super::{BadKey, Figure, Metric, Scope, StepKind, done, gpus, iters, per_process};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::record::Quiet;
 use crate::session::Session;
-use crate::statevec::layout::{GlobalOp, Precision};
+use crate::statevec::layout::{GlobalOp, Layout, Precision};
 use crate::statevec::schedule::Schedule;
 use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::{Memory, Wire};
@@ -109,6 +109,9 @@ impl StepKind for Keys {
     fn validate(&self, metric: &str) -> std::result::Result<(), BadKey> {
         self.wires().map_err(|e| BadKey::new("transport", e))?;
         self.schedule().map_err(|e| BadKey::new("schedule", e))?;
+        gpus(self.gpus, true)?;
+        iters(self.iters)?;
+        Layout::new(self.qubits, self.gpus.unwrap_or(1), Precision::Double).map_err(|e| BadKey::new("qubits", e))?;
         if self.rounds == Some(0) {
             return Err(BadKey { key: "rounds", why: "at least 1".into() });
         }

@@ -149,9 +149,36 @@ fn done<R>(o: crate::record::Outcome<R>) -> Result<R> {
     }
 }
 
-/// A step's size key in bytes.
+/// A step's size key in bytes: at least one (no bytes measure nothing).
 fn bytes(size: &str) -> Result<u64> {
-    crate::units::parse_size(size)
+    match crate::units::parse_size(size)? {
+        0 => Err(crate::error::Error::Usage(format!("\"{size}\" is no bytes: give at least 1"))),
+        n => Ok(n),
+    }
+}
+
+/// The most timed iterations a step may ask for: more would outlast any
+/// level's budget.
+const MOST_ITERS: u32 = 100_000;
+
+/// A step's `iters`: 1 to [`MOST_ITERS`], said as the profile's key.
+fn iters(iters: Option<u32>) -> std::result::Result<(), BadKey> {
+    match iters {
+        Some(n) if n == 0 || n > MOST_ITERS => Err(BadKey { key: "iters", why: format!("{n}: use 1 to {MOST_ITERS}") }),
+        _ => Ok(()),
+    }
+}
+
+/// A step's `gpus` (host ranks for the cpu transport) a process: at least
+/// one, a power of two where a register spreads over them.
+fn gpus(gpus: Option<usize>, power_of_two: bool) -> std::result::Result<(), BadKey> {
+    match gpus {
+        Some(0) => Err(BadKey { key: "gpus", why: "0: use at least 1".into() }),
+        Some(g) if power_of_two && !g.is_power_of_two() => {
+            Err(BadKey { key: "gpus", why: format!("{g}: a register spreads over a power of two (1, 2, 4, 8, …)") })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// GPUs (or host ranks) per process: host ranks under MPI are one a process.

@@ -8,7 +8,7 @@
 //! best pair (against the floor) and what the pass says of its node; the
 //! job's row holds every pair and what the pass says of the fabric.
 
-use super::{BadKey, Figure, Judged, Metric, Scope, StepKind, bytes};
+use super::{BadKey, Figure, Judged, Metric, Scope, StepKind, bytes, iters};
 use crate::check::localise::{self, Fabric, Round, Schedule, Verdict};
 use crate::error::{Error, Result};
 use crate::libs::Library;
@@ -79,13 +79,20 @@ impl Keys {
     }
 }
 
+/// The most bytes a pairwise round sends.
+const MOST_BYTES: u64 = 1 << 30;
+
 impl StepKind for Keys {
     fn metrics(&self) -> &'static [Metric] {
         METRICS
     }
 
     fn validate(&self, _metric: &str) -> std::result::Result<(), BadKey> {
-        bytes(&self.size).map_err(|e| BadKey::new("size", e))?;
+        // Each process holds the size twice, sent by one MPI call.
+        if bytes(&self.size).map_err(|e| BadKey::new("size", e))? > MOST_BYTES {
+            return Err(BadKey { key: "size", why: format!("\"{}\": at most 1G (MPI counts are 32-bit)", self.size) });
+        }
+        iters(self.iters)?;
         if let Some(s) = self.slow.filter(|s| !(*s > 0.0 && *s < 1.0)) {
             return Err(BadKey { key: "slow", why: format!("{s} is no fraction of the median (between 0 and 1)") });
         }

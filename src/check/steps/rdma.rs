@@ -3,7 +3,7 @@
 //! memory: a figure a pair, every byte checked. Bandwidth tests give the
 //! average in 10^9 bit/s, latency tests the typical (median) time.
 
-use super::{BadKey, Figure, Metric, Scope, StepKind, bytes, done};
+use super::{BadKey, Figure, Metric, Scope, StepKind, bytes, done, iters};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::rdma::plan::{Options, Peer, Plan, Test};
@@ -59,6 +59,7 @@ impl StepKind for Keys {
         if let Some(s) = &self.size {
             bytes(s).map_err(|e| BadKey::new("size", e))?;
         }
+        iters(self.iters)?;
         self.plan().map(|_| ()).map_err(|e| BadKey::new("iters", e))
     }
 

@@ -18,6 +18,14 @@ impl Figure {
     pub fn series(&self) -> usize {
         self.panels.iter().map(|p| p.chart.series()).sum()
     }
+
+    /// Whether no panel holds a figure (records without results).
+    pub fn is_empty(&self) -> bool {
+        self.panels.iter().all(|p| match &p.chart {
+            Chart::Lines(l) => l.series.iter().all(|s| s.points.is_empty()),
+            chart => chart.series() == 0,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -185,6 +185,14 @@ pub fn figure(records: &[(PathBuf, AnyRecord)], options: &Options) -> Result<Fig
 /// The records drawn as a picture in the options' format.
 pub fn draw(records: &[(PathBuf, AnyRecord)], options: &Options) -> Result<Picture> {
     let fig = figure(records, options)?;
+    // An empty picture would say nothing was measured as if it were a result.
+    if fig.is_empty() {
+        let files: Vec<String> = records.iter().map(|(p, _)| p.display().to_string()).collect();
+        return Err(Error::Usage(format!(
+            "{}: no results to draw (a run stopped before its first figure?)",
+            files.join(", ")
+        )));
+    }
     let bytes = match options.format {
         Format::Svg => draw::svg(&fig)?.into_bytes(),
         Format::Png => draw::png(&fig)?,

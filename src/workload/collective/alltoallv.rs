@@ -33,13 +33,14 @@ enum Traffic {
     Matrix { dim: usize, bytes: Vec<u64> },
 }
 
-/// A number of the environment's variable `name`, None when unset.
-fn number(name: &str, what: &str) -> std::result::Result<Option<f64>, String> {
+/// A number of the environment's variable `name` that `fits` accepts,
+/// None when unset.
+fn number(name: &str, what: &str, fits: fn(f64) -> bool) -> std::result::Result<Option<f64>, String> {
     match std::env::var(name) {
         Err(_) => Ok(None),
         Ok(v) => match v.trim().parse::<f64>() {
-            Ok(x) if !x.is_nan() => Ok(Some(x)),
-            _ => Err(format!("{name}={v}: give a number ({what})")),
+            Ok(x) if x.is_finite() && fits(x) => Ok(Some(x)),
+            _ => Err(format!("{name}={}: give {what}", crate::input::token(&v))),
         },
     }
 }
@@ -48,11 +49,12 @@ fn number(name: &str, what: &str) -> std::result::Result<Option<f64>, String> {
 /// or the matrix file is not what nccl-tests takes.
 fn asked_traffic() -> std::result::Result<Traffic, String> {
     let Some(file) = std::env::var_os(MATRIX) else {
-        let spread = number(SPREAD, "0 uniform … 1 weighted by distance")?.unwrap_or(1.0);
+        // Past 0 or 1 it is taken as the nearer end, as nccl-tests takes it.
+        let spread = number(SPREAD, "a number (0 uniform … 1 weighted by distance)", |_| true)?.unwrap_or(1.0);
         return Ok(Traffic::Generated { spread: spread.clamp(0.0, 1.0) });
     };
     let path = file.to_string_lossy().into_owned();
-    let scale = number(SCALE, "the factor of every cell")?.unwrap_or(1.0).max(0.0);
+    let scale = number(SCALE, "a factor above 0 (of every cell)", |s| s > 0.0)?.unwrap_or(1.0);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{MATRIX}={path}: cannot read it: {e}"))?;
     parse_matrix(&text, scale).map_err(|e| format!("{MATRIX}={path}: {e}"))
 }
@@ -68,10 +70,10 @@ fn parse_matrix(text: &str, scale: f64) -> std::result::Result<Traffic, String> 
             let v = word
                 .parse::<f64>()
                 .ok()
-                .filter(|v| !v.is_nan())
-                .ok_or_else(|| format!("the value '{word}' at row {r} column {c} is no number"))?;
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("the value '{}' at row {r} column {c} is no number", crate::input::token(word)))?;
             if v < 0.0 {
-                return Err(format!("the value {word} at row {r} column {c} is negative"));
+                return Err(format!("the value {} at row {r} column {c} is negative", crate::input::token(word)));
             }
             let scaled = v * scale;
             if scaled >= u64::MAX as f64 {

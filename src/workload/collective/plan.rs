@@ -269,5 +269,11 @@ fn nccl_tests_modes(c: &Options, transport: TransportKind) -> Result<()> {
 /// `NCCL_TESTS_MIN_BW`, as nccl-tests reads it.
 fn min_bandwidth() -> Result<Option<f64>> {
     let Ok(v) = std::env::var("NCCL_TESTS_MIN_BW") else { return Ok(None) };
-    v.trim().parse().map(Some).map_err(|_| Error::Usage(format!("NCCL_TESTS_MIN_BW={v}: expected a bandwidth in GB/s")))
+    match v.trim().parse::<f64>() {
+        Ok(gbps) if gbps.is_finite() && gbps >= 0.0 => Ok(Some(gbps)),
+        _ => Err(Error::Usage(format!(
+            "NCCL_TESTS_MIN_BW={}: expected a bandwidth in GB/s, a number of at least 0",
+            crate::input::token(&v)
+        ))),
+    }
 }

@@ -14,6 +14,10 @@ use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::Memory;
 use crate::units::human_seconds as secs;
 
+/// The longest one-GPU circuit time a record may hold, seconds (about 12
+/// days): a figure past it is not a measurement.
+const MOST_CIRCUIT_S: f64 = 1e6;
+
 /// What the verdict holds a spread run against besides this run's own
 /// registers.
 #[derive(Debug, Clone, Default)]
@@ -61,7 +65,11 @@ impl Against {
     }
 
     /// `--one-gpu-from`: exchange records, each with a circuit run on one rank.
-    pub fn load_one_gpu(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ExchangeRun)>> {
+    /// The records `--one-gpu-from` names, each holding a circuit run
+    /// correctly on one rank of a register of `qubits`, every such time a
+    /// time: a record that cannot be the one-GPU time is refused, not
+    /// passed over while the verdict says it was measured.
+    pub fn load_one_gpu(paths: &[std::path::PathBuf], qubits: &[u32]) -> Result<Vec<(String, ExchangeRun)>> {
         let mut out = Vec::new();
         for p in paths {
             let name = p.display().to_string();
@@ -69,10 +77,30 @@ impl Against {
                 crate::record::AnyRecord::Exchange(r) => r,
                 _ => return Err(Error::Usage(format!("--one-gpu-from {name}: not the record of a qbench exchange"))),
             };
-            if !run.registers.iter().any(|r| r.ranks == 1 && r.circuits.iter().any(|c| c.wrong == 0)) {
+            let alone = |r: &&RegisterRun| r.ranks == 1 && r.circuits.iter().any(|c| c.wrong == 0);
+            let sizes: Vec<String> = run.registers.iter().filter(alone).map(|r| r.qubits.to_string()).collect();
+            if sizes.is_empty() {
                 return Err(Error::Usage(format!(
                     "--one-gpu-from {name}: no circuit ran correctly on one rank there; `qbench exchange -g 1 --circuit …` records one"
                 )));
+            }
+            if !run.registers.iter().filter(alone).any(|r| qubits.contains(&r.qubits)) {
+                let asked: Vec<String> = qubits.iter().map(u32::to_string).collect();
+                return Err(Error::Usage(format!(
+                    "--one-gpu-from {name}: its one-rank registers are of {} qubits, this run's of {}: record `qbench exchange -g 1` on the same register",
+                    sizes.join(", "),
+                    asked.join(", ")
+                )));
+            }
+            for (i, r) in run.registers.iter().enumerate().filter(|(_, r)| r.ranks == 1) {
+                for (j, c) in r.circuits.iter().enumerate().filter(|(_, c)| c.wrong == 0) {
+                    let t = c.time.median;
+                    if !(t.is_finite() && t > 0.0 && t <= MOST_CIRCUIT_S) {
+                        return Err(Error::Usage(format!(
+                            "--one-gpu-from {name}: registers[{i}].circuits[{j}].time.median is {t}: not a measured time (above 0, at most {MOST_CIRCUIT_S:e} s)"
+                        )));
+                    }
+                }
             }
             out.push((name, run));
         }
