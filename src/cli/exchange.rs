@@ -142,6 +142,13 @@ impl ExchangeArgs {
         };
         let circuits: Vec<CircuitSpec> =
             circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?;
+        for c in &circuits {
+            if let Some(skips) = c.skips()?
+                && first_of_job()
+            {
+                eprintln!("qbench: {skips}");
+            }
+        }
         let precision = match &self.precision {
             Some(p) => Precision::parse(p)?,
             None => records
@@ -222,6 +229,14 @@ impl ExchangeArgs {
             .map(|n| vec![n])
             .ok_or_else(|| Error::Usage("--qubits N (or A..B): the size of the register".into()))
     }
+}
+
+/// Whether this process is the first of its job's (or runs alone), so that
+/// a note every process would print is printed once.
+fn first_of_job() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
+        .iter()
+        .all(|v| std::env::var(v).is_ok_and(|r| r.trim() == "0") || std::env::var_os(v).is_none())
 }
 
 #[derive(Args, Debug, Clone)]

@@ -257,7 +257,7 @@ fn circuits(r: &RegisterRun) -> String {
                 c.circuit.clone(),
                 c.schedule.map_or("-".into(), |s| s.name().to_string()),
                 c.transport.clone().unwrap_or_else(|| "-".into()),
-                c.gates.to_string(),
+                if c.circuit == "qft" { c.gates.to_string() } else { format!("{} + their mirror", c.gates / 2) },
                 c.steps.to_string(),
                 c.exchanges.to_string(),
                 if c.bytes_per_rank > 0 { format_size(c.bytes_per_rank) } else { "-".into() },

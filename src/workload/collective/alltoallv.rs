@@ -53,7 +53,8 @@ fn asked_traffic() -> std::result::Result<Traffic, String> {
     };
     let path = file.to_string_lossy().into_owned();
     let scale = number(SCALE, "the factor of every cell")?.unwrap_or(1.0).max(0.0);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{MATRIX}={path}: cannot read it: {e}"))?;
+    let text = crate::input::read(std::path::Path::new(&path), &format!("{MATRIX}={path}"), crate::input::MATRIX_BYTES)
+        .map_err(|e| e.message())?;
     parse_matrix(&text, scale).map_err(|e| format!("{MATRIX}={path}: {e}"))
 }
 
