@@ -495,8 +495,8 @@ impl Program<'_> {
         self.takes(s, &params, qubits, d.params.len(), d.args.len())?;
         if depth >= DEFINITION_DEPTH {
             return Err(self.err(
-                s.line,
-                format!("'{}' nests gate definitions more than {DEFINITION_DEPTH} deep", s.name),
+                self.top_line,
+                format!("gate definitions nest more than {DEFINITION_DEPTH} deep ('{}' at line {})", s.name, s.line),
             ));
         }
         let inner: HashMap<String, f64> = d.params.iter().cloned().zip(params).collect();
@@ -873,7 +873,7 @@ mod tests {
         }
         chain += "c100 q[0];\n";
         let e = parse(&chain, "t.qasm").unwrap_err();
-        assert!(e.message().contains("nests gate definitions more than 64 deep"), "{e}");
+        assert_eq!(e.message(), "t.qasm:103: gate definitions nest more than 64 deep ('c36' at line 39)");
     }
 
     #[test]
