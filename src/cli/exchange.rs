@@ -27,7 +27,7 @@ pub struct ExchangeArgs {
     /// Qubits of the register: N, or a range A..B to run every size from A to B (default: an OpenQASM circuit's qreg, or with --plan --from the records' largest register)
     #[arg(long, value_name = "N|A..B")]
     pub qubits: Option<String>,
-    /// GPUs per process (host ranks for --transport cpu), or several counts, 1,2,4,8: each measured where this node can, projected where not (with --plan, total GPUs, all projected); a power of two
+    /// GPUs per process (host ranks for --transport cpu, at most 1024: a thread each), or several counts, 1,2,4,8: each measured where this node can, projected where not (with --plan, total GPUs, all projected); a power of two
     #[arg(short = 'g', long = "ngpus", default_value = "1", value_name = "N|N,N,...")]
     pub ngpus: String,
     /// Bytes per amplitude: single (complex<float>, 8) or double (complex<double>, 16) (default: double, or with --plan --from the records')
@@ -181,12 +181,23 @@ impl ExchangeArgs {
             }),
             false => None,
         };
+        let ngpus = parse_counts(&self.ngpus)?;
+        let memories = memories(&wires, self.memory.as_deref())?;
+        let most = crate::transport::cpu::MAX_RANKS;
+        if let Some(n) = ngpus.iter().find(|&&n| n > most)
+            && !self.plan
+            && memories.contains(&crate::transport::amplitudes::Memory::Host)
+        {
+            return Err(Error::Usage(format!(
+                "-g {n}: host ranks run as threads of this process, at most {most} (use --plan to project more)"
+            )));
+        }
         Ok(ExchangePlan {
             qubits,
-            ngpus: parse_counts(&self.ngpus)?,
+            ngpus,
             forecast,
             precision,
-            memories: memories(&wires, self.memory.as_deref())?,
+            memories,
             wires,
             chunk: check_chunk(self.chunk)?,
             iters: self.iters,
