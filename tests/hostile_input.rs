@@ -145,3 +145,45 @@ fn a_files_mirror_and_its_skipped_measures_are_said() {
     assert!(common::stdout(&o).contains("2 + their mirror"), "{}", common::stdout(&o));
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// Counts past what a process can hold are refused before anything is
+/// built or started: host ranks past 1024, an OSU window past 65536, a
+/// register of 59 qubits (whose buffers pass 2^64 bytes) said in its true
+/// size, a traffic matrix past memory.
+#[test]
+fn counts_past_every_limit_are_refused_with_their_limit() {
+    let exchange = |extra: &[&str]| bounded(&[&["exchange", "--transport", "cpu", "-n", "1"][..], extra].concat(), &[]);
+    refused(
+        &exchange(&["--qubits", "20", "-g", "32768"]),
+        "-g 32768: host ranks run as threads of this process, at most 1024",
+    );
+    refused(&exchange(&["--qubits", "2..4294967295"]), "past any machine");
+    refused(&exchange(&["--qubits", "60"]), "at most 59 qubits");
+    // 59 qubits as 58: missing hardware, with the bytes it needs.
+    let err = common::one_line_error(&exchange(&["--qubits", "59", "-g", "1"]), 3);
+    assert!(err.contains("needs 2 × 8388608T of host memory"), "{err}");
+    refused(&bounded(&["osu_bw", "-W", "4294967295"], &[]), "-W 4294967295: at most 65536 messages in flight");
+    let d = scratch("counts");
+    let m = d.join("petabyte");
+    std::fs::write(&m, "0 1e15\n1e15 0\n").unwrap();
+    let o = bounded(
+        &[
+            "alltoallv",
+            "--transport",
+            "cpu",
+            "-g",
+            "2",
+            "-b",
+            "1000000000000000",
+            "-e",
+            "1000000000000000",
+            "-n",
+            "1",
+            "-w",
+            "0",
+        ],
+        &[("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", m.to_str().unwrap())],
+    );
+    refused(&o, "alltoallv needs larger buffers than the");
+    std::fs::remove_dir_all(d).unwrap();
+}

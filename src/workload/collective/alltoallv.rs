@@ -145,8 +145,10 @@ impl Traffic {
     /// Bytes the busiest of `n` ranks sends or receives under a matrix.
     fn busiest(&self, n: usize) -> u64 {
         let Traffic::Matrix { dim, bytes } = self else { return 0 };
-        let sent = (0..n).map(|i| (0..n).map(|j| bytes[i * dim + j]).sum::<u64>());
-        let received = (0..n).map(|j| (0..n).map(|i| bytes[i * dim + j]).sum::<u64>());
+        // Saturating: cells near 2^64 must not wrap to a small need.
+        let total = |cells: &mut dyn Iterator<Item = u64>| cells.fold(0u64, u64::saturating_add);
+        let sent = (0..n).map(|i| total(&mut (0..n).map(|j| bytes[i * dim + j])));
+        let received = (0..n).map(|j| total(&mut (0..n).map(|i| bytes[i * dim + j])));
         sent.chain(received).max().unwrap_or(0)
     }
 }
