@@ -142,13 +142,7 @@ impl ExchangeArgs {
         };
         let circuits: Vec<CircuitSpec> =
             circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?;
-        for c in &circuits {
-            if let Some(skips) = c.skips()?
-                && first_of_job()
-            {
-                eprintln!("qbench: {skips}");
-            }
-        }
+        say_skips(&circuits)?;
         let precision = match &self.precision {
             Some(p) => Precision::parse(p)?,
             None => records
@@ -183,15 +177,7 @@ impl ExchangeArgs {
         };
         let ngpus = parse_counts(&self.ngpus)?;
         let memories = memories(&wires, self.memory.as_deref())?;
-        let most = crate::transport::cpu::MAX_RANKS;
-        if let Some(n) = ngpus.iter().find(|&&n| n > most)
-            && !self.plan
-            && memories.contains(&crate::transport::amplitudes::Memory::Host)
-        {
-            return Err(Error::Usage(format!(
-                "-g {n}: host ranks run as threads of this process, at most {most} (use --plan to project more)"
-            )));
-        }
+        host_ranks_fit(&ngpus, &memories, self.plan)?;
         Ok(ExchangePlan {
             qubits,
             ngpus,
@@ -239,6 +225,30 @@ impl ExchangeArgs {
             .max()
             .map(|n| vec![n])
             .ok_or_else(|| Error::Usage("--qubits N (or A..B): the size of the register".into()))
+    }
+}
+
+/// Says once what the files' circuits skip (`measure`, `barrier`).
+fn say_skips(circuits: &[CircuitSpec]) -> Result<()> {
+    for c in circuits {
+        if let Some(skips) = c.skips()?
+            && first_of_job()
+        {
+            eprintln!("qbench: {skips}");
+        }
+    }
+    Ok(())
+}
+
+/// Err unless every count of ranks held in host memory runs as threads of
+/// this process, at most the cpu transport's (a plan starts none).
+fn host_ranks_fit(ngpus: &[usize], memories: &[crate::transport::amplitudes::Memory], plan: bool) -> Result<()> {
+    let most = crate::transport::cpu::MAX_RANKS;
+    match ngpus.iter().find(|&&n| n > most) {
+        Some(n) if !plan && memories.contains(&crate::transport::amplitudes::Memory::Host) => Err(Error::Usage(
+            format!("-g {n}: host ranks run as threads of this process, at most {most} (use --plan to project more)"),
+        )),
+        _ => Ok(()),
     }
 }
 
