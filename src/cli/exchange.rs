@@ -53,7 +53,7 @@ pub struct ExchangeArgs {
     /// Untimed repetitions before them
     #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 1)]
     pub warmup_iters: u32,
-    /// Circuits run on every register, comma-separated: qft (QuEST's), random[:GATES[:SEED]] (mirrored), or an OpenQASM 2 file (mirrored) (default: qft, or with --plan --from the records' circuits)
+    /// Circuits run on every register, comma-separated: qft (QuEST's), random[:GATES[:SEED]] (mirrored), or an OpenQASM 2 file (mirrored); at most 1000000 gates, a file's once its gate definitions are expanded (default: qft, or with --plan --from the records' circuits)
     #[arg(long)]
     pub circuit: Option<String>,
     /// How circuits meet global qubits: quest (exchange for each gate on one), swap (swap it into a local position first), both
