@@ -15,6 +15,10 @@ pub const PROFILE_BYTES: u64 = 4 << 20;
 /// 10 to 20 bytes), more than a register runs in a timed step.
 pub const CIRCUIT_BYTES: u64 = 16 << 20;
 
+/// nccl-tests' alltoallv traffic matrix: 16 MiB holds a matrix of 1024
+/// ranks (qbench's most host ranks) at 15 characters a cell.
+pub const MATRIX_BYTES: u64 = 16 << 20;
+
 /// A record or baseline: the largest committed one (every type, op and
 /// size of a sweep) is under 1 MiB; 256 MiB leaves room for sweeps of a
 /// hundred times more rows and long per-iteration samples, while a parse

@@ -27,7 +27,7 @@ pub struct ExchangeArgs {
     /// Qubits of the register: N, or a range A..B to run every size from A to B (default: an OpenQASM circuit's qreg, or with --plan --from the records' largest register)
     #[arg(long, value_name = "N|A..B")]
     pub qubits: Option<String>,
-    /// GPUs per process (host ranks for --transport cpu), or several counts, 1,2,4,8: each measured where this node can, projected where not (with --plan, total GPUs, all projected); a power of two
+    /// GPUs per process (host ranks for --transport cpu, at most 1024: a thread each), or several counts, 1,2,4,8: each measured where this node can, projected where not (with --plan, total GPUs, all projected); a power of two
     #[arg(short = 'g', long = "ngpus", default_value = "1", value_name = "N|N,N,...")]
     pub ngpus: String,
     /// Bytes per amplitude: single (complex<float>, 8) or double (complex<double>, 16) (default: double, or with --plan --from the records')
@@ -53,7 +53,7 @@ pub struct ExchangeArgs {
     /// Untimed repetitions before them
     #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", default_value_t = 1)]
     pub warmup_iters: u32,
-    /// Circuits run on every register, comma-separated: qft (QuEST's), random[:GATES[:SEED]] (mirrored), or an OpenQASM 2 file (mirrored) (default: qft, or with --plan --from the records' circuits)
+    /// Circuits run on every register, comma-separated: qft (QuEST's), random[:GATES[:SEED]] (mirrored), or an OpenQASM 2 file (mirrored); at most 1000000 gates, a file's once its gate definitions are expanded (default: qft, or with --plan --from the records' circuits)
     #[arg(long)]
     pub circuit: Option<String>,
     /// How circuits meet global qubits: quest (exchange for each gate on one), swap (swap it into a local position first), both
@@ -145,6 +145,7 @@ impl ExchangeArgs {
         };
         let circuits: Vec<CircuitSpec> =
             circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?;
+        say_skips(&circuits)?;
         let precision = match &self.precision {
             Some(p) => Precision::parse(p)?,
             None => records
@@ -181,12 +182,15 @@ impl ExchangeArgs {
             }),
             false => None,
         };
+        let ngpus = parse_counts(&self.ngpus)?;
+        let memories = memories(&wires, self.memory.as_deref())?;
+        host_ranks_fit(&ngpus, &memories, self.plan)?;
         Ok(ExchangePlan {
             qubits,
             ngpus,
             forecast,
             precision,
-            memories: memories(&wires, self.memory.as_deref())?,
+            memories,
             wires,
             chunk: check_chunk(self.chunk)?,
             iters: self.iters,
@@ -241,6 +245,38 @@ fn held(qubits: &[u32], ngpus: &[usize], precision: Precision) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Says once what the files' circuits skip (`measure`, `barrier`).
+fn say_skips(circuits: &[CircuitSpec]) -> Result<()> {
+    for c in circuits {
+        if let Some(skips) = c.skips()?
+            && first_of_job()
+        {
+            eprintln!("qbench: {skips}");
+        }
+    }
+    Ok(())
+}
+
+/// Err unless every count of ranks held in host memory runs as threads of
+/// this process, at most the cpu transport's (a plan starts none).
+fn host_ranks_fit(ngpus: &[usize], memories: &[crate::transport::amplitudes::Memory], plan: bool) -> Result<()> {
+    let most = crate::transport::cpu::MAX_RANKS;
+    match ngpus.iter().find(|&&n| n > most) {
+        Some(n) if !plan && memories.contains(&crate::transport::amplitudes::Memory::Host) => Err(Error::Usage(
+            format!("-g {n}: host ranks run as threads of this process, at most {most} (use --plan to project more)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether this process is the first of its job's (or runs alone), so that
+/// a note every process would print is printed once.
+fn first_of_job() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
+        .iter()
+        .all(|v| std::env::var(v).is_ok_and(|r| r.trim() == "0") || std::env::var_os(v).is_none())
 }
 
 #[derive(Args, Debug, Clone)]

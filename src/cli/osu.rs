@@ -68,7 +68,7 @@ pub struct OsuArgs {
     /// Untimed warm-up iterations before timing
     #[arg(short = 'x', long = "warmup", value_name = "ITER")]
     pub warmup: Option<u32>,
-    /// Messages sent before each wait (osu_bw, osu_bibw, osu_mbw_mr)
+    /// Messages sent before each wait (osu_bw, osu_bibw, osu_mbw_mr), at most 65536
     #[arg(short = 'W', long = "window-size", value_name = "SIZE")]
     pub window: Option<u32>,
     /// cuda: buffers in GPU memory (with SRC DST, the sides named D)
@@ -129,6 +129,10 @@ impl OsuArgs {
         };
         let iterations = self.iterations.map(|i| positive("-i", i)).transpose()?;
         let window = positive("-W", self.window.unwrap_or(64))?;
+        let most = crate::workload::osu::MOST_WINDOW;
+        if window > most {
+            return Err(Error::Usage(format!("-W {window}: at most {most} messages in flight (each holds a request)")));
+        }
         let plan = OsuPlan {
             benchmark,
             min,

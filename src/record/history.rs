@@ -134,17 +134,22 @@ fn tail(path: &Path, n: usize) -> std::io::Result<Vec<String>> {
     const CHUNK: u64 = 1 << 16;
     let mut file = File::open(path)?;
     let mut at = file.seek(SeekFrom::End(0))?;
-    let mut bytes: Vec<u8> = Vec::new();
-    // One newline more than lines wanted: the first line kept is whole.
-    while at > 0 && bytes.iter().filter(|b| **b == b'\n').count() <= n {
+    // Chunks from the end back, until one newline more than lines wanted
+    // (the first line kept is whole) or a record's bytes (a file of one
+    // endless line is not read whole).
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let (mut newlines, mut read) = (0, 0);
+    while at > 0 && newlines <= n && read < crate::input::RECORD_BYTES {
         let step = at.min(CHUNK);
         at -= step;
         file.seek(SeekFrom::Start(at))?;
         let mut chunk = vec![0u8; step as usize];
         file.read_exact(&mut chunk)?;
-        chunk.extend_from_slice(&bytes);
-        bytes = chunk;
+        newlines += chunk.iter().filter(|b| **b == b'\n').count();
+        read += step;
+        chunks.push(chunk);
     }
+    let bytes: Vec<u8> = chunks.into_iter().rev().flatten().collect();
     let text = String::from_utf8_lossy(&bytes);
     let mut lines: Vec<&str> = text.lines().collect();
     if at > 0 && !lines.is_empty() {

@@ -291,7 +291,7 @@ fn circuits(r: &RegisterRun) -> String {
             vec![
                 c.circuit.clone(),
                 how,
-                c.gates.to_string(),
+                if c.circuit == "qft" { c.gates.to_string() } else { format!("{} + mirror", c.gates / 2) },
                 c.exchanges.to_string(),
                 if c.bytes_per_rank > 0 { format_size(c.bytes_per_rank) } else { "-".into() },
                 human_seconds(c.time.median),

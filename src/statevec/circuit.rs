@@ -154,6 +154,11 @@ impl Stream {
     }
 }
 
+/// The most gates a circuit may have before it is mirrored, a random one
+/// or a file's once its gate definitions are expanded: a million gates run
+/// for minutes on a large register, and their list takes tens of MiB.
+pub const MOST_GATES: usize = 1_000_000;
+
 /// A random circuit of `count` gates on `n` qubits, drawn from `seed`: H,
 /// T, CZ, controlled phase, CNOT and SWAP on uniformly random qubits,
 /// mirrored (the gates, then their inverses in reverse) so that it ends in

@@ -4,15 +4,31 @@
 //! register runs the unitary part); `creg` is accepted; anything else, an
 //! unknown gate or a qubit out of range is one line naming the file and
 //! line, exit 2. A global phase (rz's e^{-iθ/2}) is dropped: it changes no
-//! measurement, and a mirrored circuit undoes it anyway.
+//! measurement, and a mirrored circuit undoes it anyway. What a hostile
+//! file could make explode is bounded: an expression's length (so that
+//! neither parsing nor evaluating it recurses deeply), the nesting of gate
+//! definitions, the gates they expand to (the cap random circuits have),
+//! register sizes and indices, and every angle is finite.
 
-use super::circuit::{Circuit, Gate, hadamard, is_h};
+use super::circuit::{Circuit, Gate, MOST_GATES, hadamard, is_h};
 use super::state::ProductState;
 use crate::error::{Error, Result};
 use num_complex::Complex64;
 use std::collections::HashMap;
 use std::f64::consts::PI;
 use std::path::Path;
+use std::rc::Rc;
+
+/// The most tokens one parameter's expression may hold: an angle is a few
+/// (`-(phi+lambda)/2` is 8), and the parser and its evaluation recurse at
+/// most this deep, however the tokens nest or chain.
+const EXPR_TOKENS: usize = 256;
+
+/// The deepest gate definitions may call one another.
+const DEFINITION_DEPTH: usize = 64;
+
+/// The most qubits a file's registers may hold in all (2^60 amplitudes).
+const MOST_QUBITS: u64 = 60;
 
 /// qelib1.inc's gates that are not built in, as the standard library
 /// defines them (OpenQASM 2.0, arXiv:1707.03429, its appendix).
@@ -32,9 +48,15 @@ gate rxx(theta) a,b { u3(pi/2,theta,0) a; h b; cx a,b; u1(-theta) b; cx a,b; h b
 /// Reads an OpenQASM 2 file (a regular file, at most
 /// [`CIRCUIT_BYTES`](crate::input::CIRCUIT_BYTES)).
 pub fn read(path: &Path) -> Result<Circuit> {
+    read_noting(path).map(|(c, _)| c)
+}
+
+/// [`read`], and a line saying what the file holds that the register does
+/// not run (`measure`, `barrier`), None when nothing was skipped.
+pub fn read_noting(path: &Path) -> Result<(Circuit, Option<String>)> {
     let name = path.display().to_string();
     let text = crate::input::read(path, &name, crate::input::CIRCUIT_BYTES)?;
-    parse(&text, &name)
+    parse_noting(&text, &name)
 }
 
 /// A gate a file defines: its parameters, its qubit arguments and its body.
@@ -57,7 +79,7 @@ struct Statement {
 #[derive(Debug, Clone)]
 enum Arg {
     /// `q[i]`, or `q` (a whole register; inside a definition, an argument).
-    Bit(String, Option<usize>),
+    Bit(String, Option<u64>),
 }
 
 #[derive(Debug, Clone)]
@@ -160,6 +182,13 @@ struct Parser<'a> {
     toks: Vec<(String, usize)>,
     at: usize,
     file: &'a str,
+    /// Where the parameter being read began, for [`EXPR_TOKENS`].
+    expr_start: usize,
+}
+
+/// A token as an error quotes it: a long one cut short.
+fn shown(t: &str) -> String {
+    crate::input::excerpt(t, crate::input::EXCERPT_CHARS)
 }
 
 impl Parser<'_> {
@@ -185,7 +214,7 @@ impl Parser<'_> {
         let got = self.next()?;
         if got != want {
             self.at -= 1;
-            return Err(self.err(format!("expected '{want}', found '{got}'")));
+            return Err(self.err(format!("expected '{want}', found '{}'", shown(&got))));
         }
         Ok(())
     }
@@ -194,16 +223,20 @@ impl Parser<'_> {
         let w = self.next()?;
         if !w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
             self.at -= 1;
-            return Err(self.err(format!("expected a name, found '{w}'")));
+            return Err(self.err(format!("expected a name, found '{}'", shown(&w))));
         }
         Ok(w)
     }
 
-    fn index(&mut self) -> Result<usize> {
+    /// An index or a size: any u64 (checked against what it indexes by the caller).
+    fn index(&mut self) -> Result<u64> {
         let w = self.next()?;
         w.parse().map_err(|_| {
             self.at -= 1;
-            self.err(format!("expected an index, found '{w}'"))
+            match w.bytes().all(|b| b.is_ascii_digit()) {
+                true => self.err(format!("the index {} is past any register", shown(&w))),
+                false => self.err(format!("expected an index, found '{}'", shown(&w))),
+            }
         })
     }
 
@@ -222,9 +255,15 @@ impl Parser<'_> {
             }
             if sep != "," {
                 self.at -= 1;
-                return Err(self.err(format!("expected ',' or '{end}', found '{sep}'")));
+                return Err(self.err(format!("expected ',' or '{end}', found '{}'", shown(&sep))));
             }
         }
+    }
+
+    /// A gate's parameter: an expression of at most [`EXPR_TOKENS`] tokens.
+    fn parameter(&mut self) -> Result<Expr> {
+        self.expr_start = self.at;
+        self.expr()
     }
 
     fn expr(&mut self) -> Result<Expr> {
@@ -255,6 +294,13 @@ impl Parser<'_> {
     }
 
     fn atom(&mut self) -> Result<Expr> {
+        // Every recursion of the parser passes here having read a token
+        // more, so this bounds its depth (and the tree's) too.
+        if self.at - self.expr_start >= EXPR_TOKENS {
+            return Err(self.err(format!(
+                "an expression of more than {EXPR_TOKENS} tokens (nested or chained): an angle needs far fewer"
+            )));
+        }
         let t = self.next()?;
         if t == "-" {
             return Ok(Expr::Neg(Box::new(self.atom()?)));
@@ -267,7 +313,9 @@ impl Parser<'_> {
             self.expect(")")?;
             return Ok(e);
         }
-        if let Ok(x) = t.parse::<f64>() {
+        if let Ok(x) = t.parse::<f64>()
+            && t.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        {
             return Ok(Expr::Num(x));
         }
         if t.starts_with(|c: char| c.is_ascii_alphabetic()) {
@@ -280,7 +328,7 @@ impl Parser<'_> {
             return Ok(Expr::Var(t));
         }
         self.at -= 1;
-        Err(self.err(format!("expected an expression, found '{t}'")))
+        Err(self.err(format!("expected an expression, found '{}'", shown(&t))))
     }
 
     fn arg(&mut self) -> Result<Arg> {
@@ -299,7 +347,7 @@ impl Parser<'_> {
         let line = self.toks[self.at - 1].1;
         let params = if self.peek() == Some("(") {
             self.next()?;
-            self.list(")", Self::expr)?
+            self.list(")", Self::parameter)?
         } else {
             Vec::new()
         };
@@ -317,9 +365,19 @@ impl Parser<'_> {
 /// What the file declares and applies.
 struct Program<'a> {
     file: &'a str,
-    regs: Vec<(String, usize, u32)>,
-    defs: HashMap<String, Definition>,
+    /// Each qreg: its name, its first qubit and its size.
+    regs: Vec<(String, u32, u32)>,
+    /// Every register's name, qreg or creg, to refuse one declared twice.
+    names: Vec<String>,
+    defs: HashMap<String, Rc<Definition>>,
     gates: Vec<Gate>,
+    /// Built-in gates applied so far, identities included, against [`MOST_GATES`].
+    applied: usize,
+    /// The line of the file's statement being applied, which the gate cap names.
+    top_line: usize,
+    /// The `measure` and `barrier` statements skipped.
+    measures: usize,
+    barriers: usize,
 }
 
 impl Program<'_> {
@@ -327,8 +385,51 @@ impl Program<'_> {
         Error::Usage(format!("{}:{line}: {what}", self.file))
     }
 
+    fn new(file: &str, defs: HashMap<String, Rc<Definition>>) -> Program<'_> {
+        Program { file, regs: Vec::new(), names: Vec::new(), defs, gates: Vec::new(), applied: 0, top_line: 0, measures: 0, barriers: 0 }
+    }
+
     fn qubits(&self) -> u32 {
         self.regs.iter().map(|r| r.2).sum()
+    }
+
+    /// Declares `qreg name[size]` (or a creg): a name declared before, a
+    /// qreg of no qubits or registers past [`MOST_QUBITS`] in all are refused.
+    fn declare(&mut self, quantum: bool, name: String, size: u64, line: usize) -> Result<()> {
+        if self.names.contains(&name) {
+            return Err(self.err(line, format!("a register named '{name}' is declared already")));
+        }
+        if quantum {
+            let all = self.qubits() as u64 + size;
+            if size == 0 {
+                return Err(self.err(line, format!("qreg {name}[0] holds no qubit")));
+            }
+            if size > MOST_QUBITS || all > MOST_QUBITS {
+                return Err(self.err(
+                    line,
+                    format!("qreg {name}[{size}] makes {all} qubits in all, past any machine (at most {MOST_QUBITS})"),
+                ));
+            }
+            self.regs.push((name.clone(), self.qubits(), size as u32));
+        }
+        self.names.push(name);
+        Ok(())
+    }
+
+    /// Defines a gate: one that is built in or defined already is refused,
+    /// and so is a body that applies a gate not defined before it.
+    fn define(&mut self, name: String, d: Definition, line: usize) -> Result<()> {
+        if builtin(&name).is_some() || self.defs.contains_key(&name) {
+            return Err(self.err(
+                line,
+                format!("gate '{name}' is defined already (built in, by qelib1.inc or above): give it another name"),
+            ));
+        }
+        if let Some(s) = d.body.iter().find(|s| builtin(&s.name).is_none() && !self.defs.contains_key(&s.name)) {
+            return Err(self.err(s.line, format!("unknown gate '{}' in the definition of '{name}'", s.name)));
+        }
+        self.defs.insert(name, Rc::new(d));
+        Ok(())
     }
 
     /// The qubits an argument names at top level: one, or a whole register.
@@ -336,10 +437,10 @@ impl Program<'_> {
         let Arg::Bit(name, index) = a;
         let (_, first, size) =
             self.regs.iter().find(|r| &r.0 == name).ok_or_else(|| self.err(line, format!("no qreg named '{name}'")))?;
-        match index {
-            Some(i) if (*i as u32) < *size => Ok(vec![*first as u32 + *i as u32]),
+        match *index {
+            Some(i) if i < *size as u64 => Ok(vec![first + i as u32]),
             Some(i) => Err(self.err(line, format!("qubit {name}[{i}] is out of range: {name} has {size}"))),
-            None => Ok((0..*size).map(|i| *first as u32 + i).collect()),
+            None => Ok((0..*size).map(|i| first + i).collect()),
         }
     }
 
@@ -351,6 +452,7 @@ impl Program<'_> {
         if sets.iter().any(|q| q.len() != 1 && q.len() != width) {
             return Err(self.err(s.line, "registers of different sizes in one statement"));
         }
+        self.top_line = s.line;
         for i in 0..width {
             let qs: Vec<u32> = sets.iter().map(|q| if q.len() == 1 { q[0] } else { q[i] }).collect();
             self.apply(s, &qs, &HashMap::new(), 0)?;
@@ -358,12 +460,32 @@ impl Program<'_> {
         Ok(())
     }
 
+    /// The values of `s`'s parameters, each finite.
+    fn values(&self, s: &Statement, vars: &HashMap<String, f64>) -> Result<Vec<f64>> {
+        let mut out = Vec::with_capacity(s.params.len());
+        for (k, e) in s.params.iter().enumerate() {
+            let x = e.eval(vars).map_err(|why| self.err(s.line, why))?;
+            if !x.is_finite() {
+                let what = if x.is_nan() { "not a number" } else { "infinite" };
+                return Err(self.err(s.line, format!("parameter {} of '{}' is {what}: give a finite angle", k + 1, s.name)));
+            }
+            out.push(x);
+        }
+        Ok(out)
+    }
+
     /// Applies `s` with its arguments bound to qubits and its parameters to values.
     fn apply(&mut self, s: &Statement, qubits: &[u32], vars: &HashMap<String, f64>, depth: usize) -> Result<()> {
-        let params: Vec<f64> =
-            s.params.iter().map(|e| e.eval(vars).map_err(|why| self.err(s.line, why))).collect::<Result<_>>()?;
-        if let Some(b) = BUILTINS.iter().find(|b| b.names.contains(&s.name.as_str())) {
+        let params = self.values(s, vars)?;
+        if let Some(b) = builtin(&s.name) {
             self.takes(s, &params, qubits, b.params.unwrap_or(params.len()), b.qubits)?;
+            self.applied += 1;
+            if self.applied > MOST_GATES {
+                return Err(self.err(
+                    self.top_line,
+                    format!("the circuit expands to more than {MOST_GATES} gates, the most a circuit may have"),
+                ));
+            }
             self.gates.extend((b.make)(&params, qubits));
             return Ok(());
         }
@@ -371,8 +493,11 @@ impl Program<'_> {
             return Err(self.err(s.line, format!("unknown gate '{}'", s.name)));
         };
         self.takes(s, &params, qubits, d.params.len(), d.args.len())?;
-        if depth > 64 {
-            return Err(self.err(s.line, format!("'{}' is defined in terms of itself", s.name)));
+        if depth >= DEFINITION_DEPTH {
+            return Err(self.err(
+                self.top_line,
+                format!("gate definitions nest more than {DEFINITION_DEPTH} deep ('{}' at line {})", s.name, s.line),
+            ));
         }
         let inner: HashMap<String, f64> = d.params.iter().cloned().zip(params).collect();
         let bound: HashMap<&str, u32> = d.args.iter().map(String::as_str).zip(qubits.iter().copied()).collect();
@@ -422,6 +547,11 @@ struct Builtin {
     params: Option<usize>,
     qubits: usize,
     make: fn(&[f64], &[u32]) -> Option<Gate>,
+}
+
+/// The built-in gate named `name`.
+fn builtin(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.names.contains(&name))
 }
 
 const BUILTINS: &[Builtin] = &[
@@ -507,25 +637,37 @@ fn u3(theta: f64, phi: f64, lambda: f64) -> [Complex64; 4] {
 }
 
 /// Parses OpenQASM 2 text; `file` names it in errors.
-pub fn parse(text: &str, file: &str) -> Result<Circuit> {
-    let mut library = Program { file: "qelib1.inc", regs: Vec::new(), defs: HashMap::new(), gates: Vec::new() };
+#[cfg(test)]
+fn parse(text: &str, file: &str) -> Result<Circuit> {
+    parse_noting(text, file).map(|(c, _)| c)
+}
+
+/// Parses OpenQASM 2 text, and says what it skipped (see [`read_noting`]).
+fn parse_noting(text: &str, file: &str) -> Result<(Circuit, Option<String>)> {
+    let mut library = Program::new("qelib1.inc", HashMap::new());
     parse_into(QELIB1, &mut library, false)?;
-    let mut prog = Program { file, regs: Vec::new(), defs: library.defs, gates: Vec::new() };
+    let mut prog = Program::new(file, library.defs);
     parse_into(text, &mut prog, true)?;
     let n = prog.qubits();
     if n == 0 {
         return Err(Error::Usage(format!("{file}: no qreg: the circuit has no qubits")));
     }
-    if n > 60 {
-        return Err(Error::Usage(format!("{file}: {n} qubits is beyond any machine")));
-    }
-    Ok(Circuit { name: file.into(), qubits: n, gates: prog.gates, start: ProductState::new(n), end: None })
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let skipped = match (prog.measures, prog.barriers) {
+        (0, 0) => None,
+        (m, 0) => Some(plural(m, "measure")),
+        (0, b) => Some(plural(b, "barrier")),
+        (m, b) => Some(format!("{} and {}", plural(m, "measure"), plural(b, "barrier"))),
+    };
+    let note = skipped.map(|s| format!("{file}: {s} skipped: the register runs the circuit's unitary part"));
+    let circuit = Circuit { name: file.into(), qubits: n, gates: prog.gates, start: ProductState::new(n), end: None };
+    Ok((circuit, note))
 }
 
 /// Reads the definitions of `text` into `prog`, and where `applies` (a
 /// circuit, not the library) its registers and gates too.
 fn parse_into(text: &str, prog: &mut Program, applies: bool) -> Result<()> {
-    let mut p = Parser { toks: tokens(text), at: 0, file: prog.file };
+    let mut p = Parser { toks: tokens(text), at: 0, file: prog.file, expr_start: 0 };
     while let Some(t) = p.peek().map(str::to_string) {
         p.next()?;
         match t.as_str() {
@@ -544,23 +686,28 @@ fn parse_into(text: &str, prog: &mut Program, applies: bool) -> Result<()> {
                 p.expect(";")?;
             }
             "qreg" | "creg" => {
+                let line = p.line();
                 let name = p.name()?;
                 p.expect("[")?;
                 let size = p.index()?;
                 p.expect("]")?;
                 p.expect(";")?;
-                if t == "qreg" {
-                    let first = prog.qubits() as usize;
-                    prog.regs.push((name, first, size as u32));
-                }
+                prog.declare(t == "qreg", name, size, line)?;
             }
             "gate" | "opaque" => {
+                let line = p.line();
                 if let Some((name, d)) = definition(&mut p, t == "opaque")? {
-                    prog.defs.insert(name, d);
+                    prog.define(name, d, line)?;
                 }
             }
-            "barrier" => p.skip()?,
-            "measure" => p.skip()?,
+            "barrier" => {
+                prog.barriers += 1;
+                p.skip()?
+            }
+            "measure" => {
+                prog.measures += 1;
+                p.skip()?
+            }
             "reset" | "if" => return Err(p.err(format!("'{t}' is not a unitary step: qbench runs unitary circuits"))),
             _ => {
                 let s = p.statement(t)?;
@@ -666,11 +813,73 @@ mod tests {
             ("h q[0];\n", "no qreg named 'q'"),
             ("qreg q[2];\nh q[0]\n", "unexpected end of file"),
             ("creg c[1];\n", "no qreg"),
+            ("qreg q[2];\nh q[4294967296];\n", "t.qasm:2: qubit q[4294967296] is out of range: q has 2"),
+            ("qreg q[2];\nh q[99999999999999999999];\n", "t.qasm:2: the index 99999999999999999999 is past any register"),
+            ("qreg q[4294967297];\n", "t.qasm:1: qreg q[4294967297] makes 4294967297 qubits in all, past any"),
+            ("qreg q[40];\nqreg r[30];\n", "t.qasm:2: qreg r[30] makes 70 qubits in all"),
+            ("qreg q[0];\n", "qreg q[0] holds no qubit"),
+            ("qreg q[2];\nqreg q[3];\n", "t.qasm:2: a register named 'q' is declared already"),
+            ("qreg q[2];\ncreg q[3];\n", "t.qasm:2: a register named 'q' is declared already"),
+            ("qreg q[1];\ngate h a { x a; }\n", "t.qasm:2: gate 'h' is defined already"),
+            ("qreg q[1];\ngate ccx a,b,c { x a; }\n", "t.qasm:2: gate 'ccx' is defined already"),
+            ("qreg q[1];\ngate g a { g a; }\n", "t.qasm:2: unknown gate 'g' in the definition of 'g'"),
+            ("qreg q[1];\nrz(0/0) q[0];\n", "t.qasm:2: parameter 1 of 'rz' is not a number: give a finite angle"),
+            ("qreg q[1];\nrz(1e400) q[0];\n", "t.qasm:2: parameter 1 of 'rz' is infinite"),
+            ("qreg q[1];\nrz(inf) q[0];\n", "t.qasm:2: unknown parameter 'inf'"),
+            ("qreg q[1];\ngate g(a) x {\nu3(1,a,ln(0)) x; }\ng(1) q[0];\n", "t.qasm:3: parameter 3 of 'u3' is infinite"),
         ] {
             let e = parse(text, "t.qasm").unwrap_err();
             assert_eq!(e.exit_code(), 2);
             assert!(e.message().contains(want), "{text:?}: {e}");
             assert_eq!(e.message().lines().count(), 1);
         }
+    }
+
+    #[test]
+    fn deep_expressions_are_one_line_not_a_stack_overflow() {
+        let deep = 100_000;
+        for (expr, what) in [
+            (format!("{}1{}", "(".repeat(deep), ")".repeat(deep)), "parentheses"),
+            (format!("{}1", "-".repeat(deep)), "minus signs"),
+            (format!("1{}", "+1".repeat(deep)), "a chain"),
+            (format!("{}2", "2^".repeat(deep)), "powers"),
+        ] {
+            let e = parse(&format!("qreg q[1];\nrz({expr}) q[0];\n"), "t.qasm").unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{what}");
+            assert!(e.message().starts_with("t.qasm:2: an expression of more than 256 tokens"), "{what}: {e}");
+        }
+        // Within the limit, still read.
+        let fine = format!("qreg q[1];\nrz({}pi{}) q[0];\n", "(-".repeat(60), ")".repeat(60));
+        assert_eq!(parse(&fine, "t.qasm").unwrap().gates.len(), 1);
+    }
+
+    #[test]
+    fn expansion_stops_at_the_gate_cap_and_nesting_at_its_depth() {
+        // g30 calls g29 twice, …: 2^30 gates.
+        let mut text = String::from("qreg q[1];\ngate g0 a { x a; }\n");
+        for k in 1..=30 {
+            text += &format!("gate g{k} a {{ g{} a; g{} a; }}\n", k - 1, k - 1);
+        }
+        text += "g30 q[0];\n";
+        let started = std::time::Instant::now();
+        let e = parse(&text, "t.qasm").unwrap_err();
+        assert_eq!(e.message(), "t.qasm:33: the circuit expands to more than 1000000 gates, the most a circuit may have");
+        assert!(started.elapsed().as_secs() < 30);
+        // Below the cap, read.
+        assert_eq!(parse(&text.replace("g30 q[0];", "g19 q[0];"), "t.qasm").unwrap().gates.len(), 1 << 19);
+        let mut chain = String::from("qreg q[1];\ngate c0 a { x a; }\n");
+        for k in 1..=100 {
+            chain += &format!("gate c{k} a {{ c{} a; }}\n", k - 1);
+        }
+        chain += "c100 q[0];\n";
+        let e = parse(&chain, "t.qasm").unwrap_err();
+        assert_eq!(e.message(), "t.qasm:103: gate definitions nest more than 64 deep ('c36' at line 39)");
+    }
+
+    #[test]
+    fn skipped_statements_are_said_once() {
+        let (_, note) = parse_noting("qreg q[1];\ncreg c[1];\nbarrier q;\nh q[0];\nmeasure q -> c;\n", "t.qasm").unwrap();
+        assert_eq!(note.as_deref(), Some("t.qasm: 1 measure and 1 barrier skipped: the register runs the circuit's unitary part"));
+        assert_eq!(parse_noting("qreg q[1];\nh q[0];\n", "t.qasm").unwrap().1, None);
     }
 }

@@ -3,7 +3,7 @@
 //! by qasm.rs. It sits above both, so that qasm.rs builds on circuit.rs and
 //! nothing points back.
 
-use super::circuit::{Circuit, mirror, qft, random};
+use super::circuit::{Circuit, MOST_GATES, mirror, qft, random};
 use super::qasm;
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -36,7 +36,7 @@ impl CircuitSpec {
             Some("random") => {
                 let gates = match parts.next() {
                     None => Self::DEFAULT_RANDOM_GATES,
-                    Some(g) => g.parse().ok().filter(|&g| (1..=1_000_000).contains(&g)).ok_or_else(bad)?,
+                    Some(g) => g.parse().ok().filter(|&g| (1..=MOST_GATES).contains(&g)).ok_or_else(bad)?,
                 };
                 let seed = match parts.next() {
                     None => Self::DEFAULT_SEED,
@@ -81,6 +81,15 @@ impl CircuitSpec {
     pub fn qubits(&self) -> Result<Option<u32>> {
         match self {
             CircuitSpec::File { path } => Ok(Some(qasm::read(Path::new(path))?.qubits)),
+            _ => Ok(None),
+        }
+    }
+
+    /// What a file's circuit skips (`measure`, `barrier`), in one line;
+    /// None for a built-in circuit or a file that skips nothing.
+    pub fn skips(&self) -> Result<Option<String>> {
+        match self {
+            CircuitSpec::File { path } => Ok(qasm::read_noting(Path::new(path))?.1),
             _ => Ok(None),
         }
     }

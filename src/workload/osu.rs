@@ -18,6 +18,11 @@ const LARGE_MESSAGE: u64 = 8192;
 /// The largest message: MPI counts are 32-bit.
 pub const MAX_MESSAGE: u64 = 1 << 30;
 
+/// The most messages `-W` puts in flight before a wait: each holds an MPI
+/// request (and its status), so 2^32 of them would take tens of GB; OSU's
+/// own window is 64.
+pub const MOST_WINDOW: u32 = 1 << 16;
+
 /// A run as the command line asked for it.
 #[derive(Debug, Clone)]
 pub struct OsuPlan {

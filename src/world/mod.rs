@@ -125,6 +125,16 @@ pub fn check_interrupt(world: &dyn World) -> Result<()> {
 /// contents are part of what the processes must agree on.
 const PLAN_FILES: [&str; 3] = ["--profile", "--baseline", "--circuit"];
 
+/// The most bytes its reader takes of the file that `option` of
+/// [`PLAN_FILES`] names.
+fn limit(option: &str) -> u64 {
+    match option {
+        "--baseline" => crate::input::RECORD_BYTES,
+        "--circuit" => crate::input::CIRCUIT_BYTES,
+        _ => crate::input::PROFILE_BYTES,
+    }
+}
+
 /// Options whose value names a file only rank 0 writes: a launch may give
 /// each rank its own name, so the names are not compared.
 const OUTPUT_FILES: [&str; 6] = ["-J", "--output_file", "--output-file", "--csv", "--save-baseline", "--init"];
@@ -134,7 +144,7 @@ const OUTPUT_FILES: [&str; 6] = ["-J", "--output_file", "--output-file", "--csv"
 /// name (a profile that drifted on one node differs there).
 pub fn settings(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
-    let mut files = Vec::new();
+    let mut files: Vec<(&str, u64)> = Vec::new();
     for (i, arg) in args.iter().enumerate() {
         // Whether `arg` is the value of an option of `names` written apart.
         let value_of = |names: &[&str]| i > 0 && option(&args[i - 1], names).is_some_and(|(_, v)| v.is_none());
@@ -144,20 +154,21 @@ pub fn settings(args: &[String]) -> Vec<String> {
         }
         out.push(option(arg, &OUTPUT_FILES).map_or_else(|| arg.clone(), |(name, _)| name.to_string()));
         if value_of(&PLAN_FILES) {
-            files.push(arg.as_str());
-        } else if let Some((_, Some(path))) = option(arg, &PLAN_FILES) {
-            files.push(path);
+            files.push((arg.as_str(), limit(&args[i - 1])));
+        } else if let Some((name, Some(path))) = option(arg, &PLAN_FILES) {
+            files.push((path, limit(name)));
         }
     }
-    out.extend(files.into_iter().filter_map(contents));
+    out.extend(files.into_iter().filter_map(|(path, most)| contents(path, most)));
     out
 }
 
-/// "the contents of PATH (digest …)" of a file every process reads; None
-/// when it cannot be read (the reader says why).
-fn contents(path: &str) -> Option<String> {
+/// "the contents of PATH (digest …)" of a file every process reads, read
+/// as its reader reads it (a regular file of at most `limit` bytes, never
+/// blocking); None when it cannot be read so (the reader says why).
+fn contents(path: &str, limit: u64) -> Option<String> {
     use std::hash::{Hash, Hasher};
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::input::read(std::path::Path::new(path), path, limit).ok()?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     bytes.hash(&mut h);
     Some(format!("the contents of {path} (digest {:016x})", h.finish()))
@@ -182,7 +193,7 @@ const AGREED_ENV_FILES: [&str; 1] = ["NCCL_TESTS_ALLTOALLV_MATRIX_FILE"];
 pub fn agreed_environment() -> Vec<String> {
     let mut out: Vec<String> =
         AGREED_ENV.iter().map(|v| format!("{v}={}", std::env::var(v).unwrap_or_else(|_| "(unset)".into()))).collect();
-    out.extend(AGREED_ENV_FILES.iter().filter_map(|v| contents(&std::env::var(v).ok()?)));
+    out.extend(AGREED_ENV_FILES.iter().filter_map(|v| contents(&std::env::var(v).ok()?, crate::input::MATRIX_BYTES)));
     out
 }
 

@@ -140,12 +140,14 @@ pub struct HostRegister<'w, T: Real> {
 
 /// Why `local` ranks of this layout cannot be held in this host's memory, if so.
 pub fn does_not_fit(layout: &Layout, local: usize) -> Option<String> {
-    let need = 2 * layout.chunk_bytes() * local as u64;
+    let (chunk, buffers) = (layout.chunk_bytes(), 2 * local as u64);
     let avail = crate::host::mem_available()?;
-    (need + (1 << 30) > avail).then(|| {
+    // Checked: at 59 qubits a chunk is 2^63 bytes, and two pass u64.
+    let need = chunk.checked_mul(buffers);
+    need.is_none_or(|n| n.saturating_add(1 << 30) > avail).then(|| {
         format!(
             "needs {} of host memory (chunk and exchange buffer per rank), {} is available",
-            crate::units::format_size(need),
+            need.map_or_else(|| format!("{buffers} × {}", crate::units::format_size(chunk)), crate::units::format_size),
             crate::units::format_size(avail)
         )
     })

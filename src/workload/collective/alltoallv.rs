@@ -55,7 +55,8 @@ fn asked_traffic() -> std::result::Result<Traffic, String> {
     };
     let path = file.to_string_lossy().into_owned();
     let scale = number(SCALE, "a factor above 0 (of every cell)", |s| s > 0.0)?.unwrap_or(1.0);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{MATRIX}={path}: cannot read it: {e}"))?;
+    let text = crate::input::read(std::path::Path::new(&path), &format!("{MATRIX}={path}"), crate::input::MATRIX_BYTES)
+        .map_err(|e| e.message())?;
     parse_matrix(&text, scale).map_err(|e| format!("{MATRIX}={path}: {e}"))
 }
 
@@ -146,8 +147,10 @@ impl Traffic {
     /// Bytes the busiest of `n` ranks sends or receives under a matrix.
     fn busiest(&self, n: usize) -> u64 {
         let Traffic::Matrix { dim, bytes } = self else { return 0 };
-        let sent = (0..n).map(|i| (0..n).map(|j| bytes[i * dim + j]).sum::<u64>());
-        let received = (0..n).map(|j| (0..n).map(|i| bytes[i * dim + j]).sum::<u64>());
+        // Saturating: cells near 2^64 must not wrap to a small need.
+        let total = |cells: &mut dyn Iterator<Item = u64>| cells.fold(0u64, u64::saturating_add);
+        let sent = (0..n).map(|i| total(&mut (0..n).map(|j| bytes[i * dim + j])));
+        let received = (0..n).map(|j| total(&mut (0..n).map(|i| bytes[i * dim + j])));
         sent.chain(received).max().unwrap_or(0)
     }
 }

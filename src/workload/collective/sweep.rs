@@ -209,6 +209,13 @@ impl<'a> Bench<'a> {
         let max = o.maxbytes.min(world.min_u64(transport.buffer_limit()));
         if max < o.maxbytes {
             run.max_bytes_reduced_to = Some(max);
+            // Sizes a collective cannot shrink (a traffic matrix's) must still fit.
+            spec.fits_sizes(n, max, max).map_err(|_| {
+                Error::Usage(format!(
+                    "{} needs larger buffers than the {max} bytes a rank this node's memory holds: ask for less",
+                    spec.command()
+                ))
+            })?;
         }
         let sizes = plan.sizes_within(max);
         if let Some(Fault::Element { rank, index }) = plan.fault {

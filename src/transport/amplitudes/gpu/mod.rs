@@ -303,7 +303,8 @@ fn exchange_buffer_bytes(layout: &Layout, gpus: &[Gpu], sharing: usize) -> Resul
             (chunk, "the whole state vector")
         };
         // Processes sharing a GPU each need their part of it.
-        if need * sharing as u64 + (1 << 30) > free {
+        // In u128: a 2^63-byte chunk shared or doubled passes u64.
+        if u128::from(need) * sharing as u128 + (1 << 30) > u128::from(free) {
             return Err(Error::Usage(format!(
                 "{} qubits over {} GPU{} need {} per GPU ({what}) but GPU {} has {} free: use fewer qubits or more GPUs",
                 layout.qubits,
@@ -314,7 +315,7 @@ fn exchange_buffer_bytes(layout: &Layout, gpus: &[Gpu], sharing: usize) -> Resul
                 crate::units::format_size(free)
             )));
         }
-        if layout.ranks() == 1 && 2 * chunk + (1 << 30) > free {
+        if layout.ranks() == 1 && 2 * u128::from(chunk) + (1 << 30) > u128::from(free) {
             xbuf_bytes = chunk.min(1 << 30);
         }
     }
