@@ -142,7 +142,7 @@ fn a_files_mirror_and_its_skipped_measures_are_said() {
         skipped,
         [format!("qbench: {p}: 1 measure and 1 barrier skipped: the register runs the circuit's unitary part")]
     );
-    assert!(common::stdout(&o).contains("2 + their mirror"), "{}", common::stdout(&o));
+    assert!(common::stdout(&o).contains("2×2"), "{}", common::stdout(&o));
     std::fs::remove_dir_all(d).unwrap();
 }
 

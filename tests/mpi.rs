@@ -273,7 +273,7 @@ fn exchange_on_host_ranks_across_processes_checks_every_amplitude() {
         let o = mpirun(np, &args, &[]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "np {np}: {out}{}", String::from_utf8_lossy(&o.stderr));
-        assert!(out.contains(&format!("{np} ranks in host memory")), "np {np}: {out}");
+        assert!(out.contains(&format!("{np} host ranks:")), "np {np}: {out}");
         for what in ["local classes", "cpu"] {
             let (n, wrong) = checked(&out, what);
             assert!(n > 1 << 14 && wrong == 0, "np {np} {what}: {out}");
@@ -285,7 +285,7 @@ fn exchange_on_host_ranks_across_processes_checks_every_amplitude() {
             }
         }
         assert_eq!(out.matches("check: cpu:").count(), 1, "rank 0 alone prints: {out}");
-        assert!(out.contains(&format!("qft(14) on {np} ranks")) && out.contains("(projected:"), "np {np}: {out}");
+        assert!(out.contains(&format!("qft(14) on {np} ranks")) && out.contains("(scaled, not"), "np {np}: {out}");
     }
 }
 

@@ -125,26 +125,7 @@ impl ExchangeArgs {
     pub fn plan(&self) -> Result<ExchangePlan> {
         let ops = GlobalOp::parse_list(&self.pattern)?;
         let records = if self.plan { self.records()? } else { Vec::new() };
-        let from_records = |f: &dyn Fn(&ExchangeRun) -> Vec<String>| -> Vec<String> {
-            let mut out: Vec<String> = Vec::new();
-            for name in records.iter().flat_map(|(_, r)| f(r)) {
-                if !out.contains(&name) {
-                    out.push(name);
-                }
-            }
-            out
-        };
-        let circuit = match &self.circuit {
-            Some(c) => c.clone(),
-            None => {
-                let names = from_records(&|r| {
-                    r.registers.iter().flat_map(|g| g.circuits.iter().map(|c| c.circuit.clone())).collect()
-                });
-                if names.is_empty() { "qft".into() } else { names.join(",") }
-            }
-        };
-        let circuits: Vec<CircuitSpec> =
-            circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect::<Result<_>>()?;
+        let circuits = self.circuits(&records)?;
         say_skips(&circuits)?;
         let precision = match &self.precision {
             Some(p) => Precision::parse(p)?,
@@ -182,7 +163,6 @@ impl ExchangeArgs {
             }),
             false => None,
         };
-        let ngpus = parse_counts(&self.ngpus)?;
         let memories = memories(&wires, self.memory.as_deref())?;
         host_ranks_fit(&ngpus, &memories, self.plan)?;
         Ok(ExchangePlan {
@@ -206,6 +186,25 @@ impl ExchangeArgs {
             unavailable: Vec::new(),
         }
         .within_reach())
+    }
+
+    /// The circuits asked for; else those of the records planned from, each
+    /// once; else QFT.
+    fn circuits(&self, records: &[(String, ExchangeRun)]) -> Result<Vec<CircuitSpec>> {
+        let circuit = match &self.circuit {
+            Some(c) => c.clone(),
+            None => {
+                let mut names: Vec<String> = Vec::new();
+                let all = records.iter().flat_map(|(_, r)| &r.registers).flat_map(|g| &g.circuits);
+                for c in all {
+                    if !names.contains(&c.circuit) {
+                        names.push(c.circuit.clone());
+                    }
+                }
+                if names.is_empty() { "qft".into() } else { names.join(",") }
+            }
+        };
+        circuit.split(',').map(|c| CircuitSpec::parse(c.trim())).collect()
     }
 
     /// The register size when --qubits is not given: an OpenQASM file's

@@ -120,10 +120,12 @@ fn said(text: &str) -> String {
 /// each rank has its own.
 fn sharing(run: &ExchangeRun, r: &RegisterRun) -> Option<String> {
     if r.memory == "host" {
-        let cores = run.host_cores.filter(|&c| c < r.ranks)?;
+        // Threads of one process share its cores; processes have their own.
+        let processes = run.devices.iter().map(|d| (&d.host, d.pid)).collect::<std::collections::BTreeSet<_>>().len();
+        let threads = r.ranks / processes.max(1);
+        let cores = run.host_cores.filter(|&c| c < threads)?;
         return Some(format!(
-            "{} ranks on {cores} cores: they take turns, so the times measure the scheduler too",
-            r.ranks
+            "{threads} ranks on {cores} cores: they take turns, so the times measure the scheduler too"
         ));
     }
     let mut on: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
@@ -291,7 +293,7 @@ fn circuits(r: &RegisterRun) -> String {
             vec![
                 c.circuit.clone(),
                 how,
-                if c.circuit == "qft" { c.gates.to_string() } else { format!("{} + mirror", c.gates / 2) },
+                if c.circuit == "qft" { c.gates.to_string() } else { format!("2×{}", c.gates / 2) },
                 c.exchanges.to_string(),
                 if c.bytes_per_rank > 0 { format_size(c.bytes_per_rank) } else { "-".into() },
                 human_seconds(c.time.median),
@@ -301,8 +303,9 @@ fn circuits(r: &RegisterRun) -> String {
         })
         .collect();
     format!(
-        "\ncircuits run end to end (schedule/wire; time: the median round;\n\
-         bytes: sent by each rank) beside their price from the gate classes (projected)\n{}\n",
+        "\ncircuits run end to end (schedule/wire; 2×N gates: N, then their mirror;\n\
+         time: the median round; bytes: sent by each rank) beside their price from\n\
+         the gate classes (projected)\n{}\n",
         table(&["circuit", "schedule", "gates", "exch.", "bytes", "time", "projected", "p/m"], rows)
     )
 }
