@@ -144,7 +144,7 @@ if t=$(timeout 120 srun -N 4 --mpi=pmix "$q" check --profile "$profile" -J "$dir
     fail "ready with qn3 slowed: $t"
 fi
 printf '%s\n' "$t"
-printf '%s\n' "$t" | grep -q '^qbench check: NOT READY: 1 FAIL, 0 WARN, 3 PASS; drain qn3' || fail "the verdict does not drain qn3 alone"
+printf '%s\n' "$t" | grep -q '^qbench check: NOT READY: 1 FAIL, 0 WARN, 4 PASS; drain qn3' || fail "the verdict does not drain qn3 alone"
 
 echo "== qbench-health as one step across the nodes: qn3 drained alone, with qbench's reason"
 hc=$("$cluster" hook "$dir" health env QBENCH="$q" QBENCH_PROFILE="$profile" "$health")

@@ -30,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "check.sh: FAIL: $*" >&2; exit 1; }
 
-sed 's/floor = 0.001/floor = 1e9/' "$repo/profiles/cpu.toml" > "$dir/impossible.toml"
+sed -E 's/^floor = [0-9.e-]+/floor = 1e9/' "$repo/profiles/cpu.toml" > "$dir/impossible.toml"
 # Two ranks on a two-core runner: claim four CPUs, on start and on every
 # reconfigure (a changed CPU count would need a slurmctld restart).
 export QBENCH_SLURM_CPUS=4
