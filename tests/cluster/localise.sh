@@ -160,7 +160,8 @@ grep '^qbench: ' "$dir/stopped.err" | sort | uniq -c
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "mpirun exited $rc"
 grep -q "no answer here from qn8" "$dir/stopped.err" || fail "qn8 is not named: $(cat "$dir/stopped.err")"
 sleep 1
-[ -z "$(pgrep -x qbench || true)" ] || fail "qbench processes left running: $(pgrep -a -x qbench)"
+# A killed process not yet reaped (a zombie, Z) runs nothing.
+[ -z "$(pgrep -r R,S,D,T -x qbench || true)" ] || fail "qbench processes left running: $(pgrep -a -r R,S,D,T -x qbench)"
 
 if [ -n "$out" ]; then
     mkdir -p "$out"
