@@ -17,14 +17,7 @@ fn repo() -> &'static Path {
 
 /// qbench check with a clean environment: no launcher variables, no GPU.
 fn check(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("check")
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .output()
-        .unwrap()
+    common::bare(&[&["check"][..], args].concat())
 }
 
 fn json(o: &Output) -> Value {

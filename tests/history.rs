@@ -5,20 +5,14 @@
 
 mod common;
 
-use common::{BIN, one_line_error, stderr, stdout};
+use common::{one_line_error, stderr, stdout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// qbench with a clean environment: no launcher variables, no GPU.
 fn qbench(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .output()
-        .unwrap()
+    common::bare(args)
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::{BIN, stderr, stdout};
+use common::{stderr, stdout};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A profile that runs as written: a collective and an exchange on host
 /// ranks, floors far below any machine.
@@ -97,14 +97,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn check(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("check")
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .output()
-        .unwrap()
+    common::bare(&[&["check"][..], args].concat())
 }
 
 #[test]

@@ -19,6 +19,18 @@ pub fn qbench_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(BIN).args(args).env_remove("QBENCH_CORRUPT").envs(env.iter().copied()).output().expect("run qbench")
 }
 
+/// qbench with `args` in a clean environment: no launcher variables, no
+/// GPU, the system's PATH alone.
+pub fn bare(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .output()
+        .expect("run qbench")
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
