@@ -123,6 +123,17 @@ fn a_profile_without_a_prolog_level_refuses_it() {
     assert!(err.contains("profile mlx4-fdr has no prolog level") && err.contains("[levels]"), "{err}");
 }
 
+/// --pairs picks the pairwise pass's schedule, and is refused where no step
+/// of the profile is one.
+#[test]
+fn pairs_is_refused_without_a_pairs_step() {
+    let o = check(&["--profile", "mlx4-fdr", "--pairs", "all"]);
+    let err = common::one_line_error(&o, 2);
+    assert!(err.contains("--pairs: profile mlx4-fdr has no step of kind \"pairs\""), "{err}");
+    let o = check(&["--profile", "cpu", "--pairs", "every"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
 #[test]
 fn without_a_gpu_the_default_profile_is_cpu() {
     let r = json(&check(&["--json"]));

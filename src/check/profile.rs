@@ -87,6 +87,21 @@ pub struct Profile {
     pub machine: Option<crate::workload::exchange::model::described::MachineFigures>,
 }
 
+impl Profile {
+    /// Every pairs step on `schedule` (`check --pairs`); refused where the
+    /// profile has none, since the option would change nothing.
+    pub fn set_pairs(&mut self, schedule: super::localise::Schedule) -> Result<()> {
+        let set = self.steps.iter_mut().map(|s| s.keys.set_schedule(schedule)).fold(false, |a, b| a | b);
+        if set {
+            return Ok(());
+        }
+        Err(Error::Usage(format!(
+            "--pairs: profile {} has no step of kind \"pairs\" (the pairwise pass across the nodes of a job)",
+            self.profile.name
+        )))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct About {

@@ -37,6 +37,9 @@ pub struct CheckArgs {
     /// Samples every step takes, over the profile's `samples`; the median is judged, and a baseline keeps them all
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(profile::MOST_SAMPLES)))]
     pub samples: Option<u32>,
+    /// How the pairwise pass pairs the nodes, over the profile's: hypercube (ceil(log2 N) rounds, each node meeting partners within its rack and across racks) or all (every pair, N-1 rounds)
+    #[arg(long, value_name = "SCHEDULE", value_parser = ["hypercube", "all"])]
+    pub pairs: Option<String>,
     /// Append this run's record to DIR/NODE.jsonl, one JSON line per node, for `qbench show --history DIR` (the directory is made if missing)
     #[arg(long, value_name = "DIR")]
     pub history: Option<PathBuf>,
@@ -62,7 +65,7 @@ impl CheckArgs {
         if let Some(path) = &self.init {
             crate::check::init_target(path, self.force)?;
         }
-        let (profile, profile_from) = match &self.profile {
+        let (mut profile, profile_from) = match &self.profile {
             Some(spec) => profile::load(spec)?,
             None => {
                 let host = crate::probe::collect::Host::new(self.sysfs_root.clone(), Default::default());
@@ -71,6 +74,11 @@ impl CheckArgs {
                 profile::choose(&names)?
             }
         };
+        match self.pairs.as_deref() {
+            Some("all") => profile.set_pairs(crate::check::localise::Schedule::All)?,
+            Some(_) => profile.set_pairs(crate::check::localise::Schedule::Hypercube)?,
+            None => {}
+        }
         if level == profile::Level::Prolog && profile.levels.prolog.is_none() {
             return Err(Error::Usage(format!(
                 "profile {} has no prolog level: give it `prolog = SECONDS` under [levels] and `level = \"prolog\"` on the steps a job's Prolog runs, or use --level quick",

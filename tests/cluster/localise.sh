@@ -2,10 +2,12 @@
 # The pairwise pass's localisation across eight emulated nodes in four racks
 # of two (nodes.sh; racks r1 = qn1 qn2 ... r4 = qn7 qn8, localise.toml), under
 # mpirun with a hostfile:
-#   - all links whole: READY, the pass's row PASS, nothing named;
-#   - qn6's port slowed (tc tbf on its link, both ways) and rack r2's
-#     traffic to other racks slowed (tc htb on qn3's and qn4's links: what
-#     leaves or enters the rack at 40 Mbit/s, what stays in it unshaped):
+#   - all links whole (each at 400 Mbit/s, tc htb on both ends): READY, the
+#     pass's row PASS, nothing named;
+#   - the same with every pair measured (--pairs all): 7 rounds of 28 pairs;
+#   - qn6's port slowed to 40 Mbit/s and rack r2's traffic to other racks
+#     slowed (qn3's and qn4's links: what leaves or enters the rack at
+#     40 Mbit/s, what stays in it at 400):
 #     qn6 FAILs as "network of qn6", the pass's row WARNs "uplink of rack
 #     r2", every other node PASSes; contrib/slurm/qbench-health run on the
 #     eight nodes as one job (Slurm's scontrol a recorder in each node)
@@ -44,30 +46,34 @@ fail() { echo "localise.sh: FAIL: $*" >&2; exit 1; }
 mpi=(mpirun --allow-run-as-root --mca plm_rsh_agent "$dir/rsh" --mca oob_tcp_if_include 10.77.0.0/24
     --mca btl self,tcp --mca btl_tcp_if_include 10.77.0.0/24 --hostfile "$dir/hostfile" -np 8)
 
-# uplink NODE...: the nodes' traffic to and from addresses outside them at
-# 40 Mbit/s (tc htb: unshaped within them, shaped otherwise), both ways.
-uplink() {
-    local node ip pid rack=("$@")
-    for node in "${rack[@]}"; do
-        pid=$("$nodes" pid "$dir" "$node")
-        for side in "nsenter -t $pid -n tc@eth0@dst" "tc@qb-$node@src"; do
-            IFS=@ read -r tc dev dir_ <<<"$side"
-            $tc qdisc replace dev "$dev" root handle 1: htb default 20 r2q 1000
-            $tc class add dev "$dev" parent 1: classid 1:10 htb rate 10gbit quantum 60000
-            $tc class add dev "$dev" parent 1: classid 1:20 htb rate 40mbit burst 32kbit
-            for other in "${rack[@]}"; do
-                ip=$(awk -v n="$other" '$1 == n { print $2 }' "$dir/nodes")
-                $tc filter add dev "$dev" parent 1: protocol ip u32 match ip "$dir_" "$ip/32" flowid 1:10
-            done
-        done
+# shape NODE WITHIN ELSEWHERE: NODE's traffic to and from its rack mate
+# (localise.toml's racks of two: qn1 qn2, qn3 qn4, ...) at WITHIN, to and
+# from every other node at ELSEWHERE, both ways (tc htb on both ends of its
+# link). Every link is shaped, to 400 Mbit/s when whole, so that a pair's
+# time is the network's, not that of eight processes taking turns on the cores.
+shape() {
+    local node=$1 n=${1#qn} pid mate ip
+    mate=qn$((n % 2 ? n + 1 : n - 1))
+    ip=$(awk -v n="$mate" '$1 == n { print $2 }' "$dir/nodes")
+    pid=$("$nodes" pid "$dir" "$node")
+    for side in "nsenter -t $pid -n tc@eth0@dst" "tc@qb-$node@src"; do
+        IFS=@ read -r tc dev dir_ <<<"$side"
+        $tc qdisc del dev "$dev" root 2>/dev/null || true
+        $tc qdisc add dev "$dev" root handle 1: htb default 20 r2q 1000
+        $tc class add dev "$dev" parent 1: classid 1:10 htb rate "$2" burst 64kb
+        $tc class add dev "$dev" parent 1: classid 1:20 htb rate "$3" burst 64kb
+        $tc filter add dev "$dev" parent 1: protocol ip u32 match ip "$dir_" "$ip/32" flowid 1:10
     done
 }
+whole() { for i in $(seq 8); do shape "qn$i" 400mbit 400mbit; done; }
+whole
 
-# check NAME: qbench check across the eight nodes; the record in DIR/NAME.json.
+# check NAME [ARG...]: qbench check across the eight nodes; the record in DIR/NAME.json.
 check() {
-    local rc=0
-    timeout 300 "${mpi[@]}" "$q" check --profile "$profile" -J "$dir/$1.json" >"$dir/$1.out" 2>"$dir/$1.err" || rc=$?
-    cat "$dir/$1.out"
+    local rc=0 name=$1
+    shift
+    timeout 300 "${mpi[@]}" "$q" check --profile "$profile" -J "$dir/$name.json" "$@" >"$dir/$name.out" 2>"$dir/$name.err" || rc=$?
+    cat "$dir/$name.out"
     echo "(exit $rc)"
 }
 
@@ -95,9 +101,16 @@ check whole
 grep -q '^qbench check: READY' "$dir/whole.out" || fail "not ready with every link whole"
 rows whole "$(printf 'all PASS -\n'; for i in $(seq 8); do echo "qn$i PASS -"; done)" || fail "the rows with every link whole"
 
+echo "== every pair (--pairs all), links whole: 7 rounds, 28 pairs, nothing named"
+check every --pairs all
+grep -q '^qbench check: READY' "$dir/every.out" || fail "not ready with every pair measured"
+rows every "$(printf 'all PASS -\n'; for i in $(seq 8); do echo "qn$i PASS -"; done)" | tee "$dir/every.rows" || fail "the rows of every pair"
+grep -q "^the pass: \[7, 0\] rounds, 28 pairs" "$dir/every.rows" || fail "every pair is not 7 rounds of 28 pairs"
+
 echo "== qn6's port slowed to 40 Mbit/s, rack r2's uplink to 40 Mbit/s"
-"$nodes" slow "$dir" qn6 40mbit
-uplink qn3 qn4
+shape qn6 40mbit 40mbit
+shape qn3 400mbit 40mbit
+shape qn4 400mbit 40mbit
 check faults
 grep -q '^qbench check: NOT READY: 1 FAIL, 1 WARN, 7 PASS; drain qn6 in ' "$dir/faults.out" || fail "the verdict"
 rows faults "$(
@@ -123,25 +136,12 @@ cat "$dir/scontrol.log"
 [ "$(wc -l <"$dir/scontrol.log")" -eq 1 ] || fail "more than one node drained"
 grep -q '^update nodename=qn6 state=drain reason=qbench: check FAIL qn6 pairs 1M (rank 5 with [0-9]*): .*; network of qn6: ' \
     "$dir/scontrol.log" || fail "qn6's drain reason"
-"$nodes" fast "$dir" qn6
-for node in qn3 qn4; do
-    tc qdisc del dev "qb-$node" root
-    "$nodes" exec "$dir" "$node" tc qdisc del dev eth0 root
-done
+whole
 
 echo "== qn8's qbench stopped mid-pass: the job ends, qn8 named"
 timeout 300 "${mpi[@]}" "$q" check --profile "$profile" >"$dir/stopped.out" 2>"$dir/stopped.err" &
 job=$!
-holder=$("$nodes" pid "$dir" qn8)
-victim=""
-for _ in $(seq 200); do
-    for p in $(pgrep -x qbench || true); do
-        [ "$(readlink "/proc/$p/ns/uts")" = "$(readlink "/proc/$holder/ns/uts")" ] && victim=$p
-    done
-    [ -n "$victim" ] && break
-    sleep 0.1
-done
-[ -n "$victim" ] || fail "no qbench process on qn8"
+victim=$("$nodes" proc "$dir" qn8 qbench) || fail "no qbench process on qn8"
 # The pass has begun when qn8 has sent 2 MiB (its first pair's exchanges of
 # 1 MiB; the set-up before it sends a few KiB).
 sent=/sys/class/net/qb-qn8/statistics/rx_bytes

@@ -16,6 +16,7 @@
 #   nodes.sh exec DIR NODE CMD [ARG...]
 #                               run CMD inside NODE
 #   nodes.sh pid DIR NODE       print the pid of NODE's holder (whose namespaces are the node's)
+#   nodes.sh proc DIR NODE NAME print the pid of a process NAME running in NODE, waiting up to 10 s
 #   nodes.sh slow DIR NODE RATE shape NODE's link to RATE (tc tbf, both directions; "40mbit")
 #   nodes.sh fast DIR NODE      remove that shaping
 #   nodes.sh down DIR           end the holders, remove the interfaces, namespaces and bridge
@@ -25,7 +26,7 @@
 set -euo pipefail
 
 die() { echo "nodes.sh: $*" >&2; exit 1; }
-[ $# -ge 2 ] || die "usage: nodes.sh up|exec|pid|slow|fast|down DIR [...]"
+[ $# -ge 2 ] || die "usage: nodes.sh up|exec|pid|proc|slow|fast|down DIR [...]"
 cmd=$1
 dir=$(realpath -m -- "$2")
 shift 2
@@ -141,6 +142,17 @@ pid)
     pid=$(holder "${1:?node}")
     [ -n "$pid" ] || die "no node $1"
     echo "$pid"
+    ;;
+proc)
+    pid=$(holder "${1:?node}")
+    [ -n "$pid" ] || die "no node $1"
+    for _ in $(seq 100); do
+        for p in $(pgrep -x "${2:?process name}" || true); do
+            [ "$(readlink "/proc/$p/ns/uts")" = "$(readlink "/proc/$pid/ns/uts")" ] && { echo "$p"; exit 0; }
+        done
+        sleep 0.1
+    done
+    die "no process $2 in $1"
     ;;
 slow) shape "${1:?node}" "${2:?rate}" ;;
 fast) shape "${1:?node}" ;;

@@ -179,16 +179,7 @@ timeout 120 srun -N 4 --mpi=pmix "$hc" || fail "the health step failed with the 
 echo "== one node's process killed mid-run: the job ends, the node named"
 timeout 120 srun -N 4 --mpi=pmix -K "$q" allreduce --transport cpu -b 16M -e 16M -n 100000 >"$dir/killed.out" 2>"$dir/killed.err" &
 job=$!
-holder=$("$nodes" pid "$dir" qn2)
-victim=""
-for _ in $(seq 100); do
-    for p in $(pgrep -x qbench || true); do
-        [ "$(readlink "/proc/$p/ns/uts")" = "$(readlink "/proc/$holder/ns/uts")" ] && victim=$p
-    done
-    [ -n "$victim" ] && break
-    sleep 0.1
-done
-[ -n "$victim" ] || fail "no qbench process on qn2"
+victim=$("$nodes" proc "$dir" qn2 qbench) || fail "no qbench process on qn2"
 sleep 2
 t0=$SECONDS
 kill -KILL "$victim"

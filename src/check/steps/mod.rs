@@ -122,6 +122,18 @@ macro_rules! kinds {
                 }
             }
 
+            /// A pairs step's schedule set to `schedule` (`check --pairs`);
+            /// false for the other kinds.
+            pub fn set_schedule(&mut self, schedule: crate::check::localise::Schedule) -> bool {
+                match self {
+                    Keys::Pairs(k) => {
+                        k.pairs = Some(schedule);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+
             /// The kind's name, as profiles and rows say it.
             pub fn name(&self) -> &'static str {
                 match self {

@@ -222,20 +222,25 @@ impl Pass<'_> {
             // ends by its deadline.
             let deadline = start + self.limit * 2 * (k as u32 + 1);
             let tag = (pass as u16 - 1) * 4096 + (k % 4096) as u16;
-            match self.pair(peer, tag, deadline.saturating_duration_since(Instant::now()))? {
-                Some(gbps) => {
-                    mine[k] = if self.slow { gbps / 1e6 } else { gbps };
-                    if pass == 1 && self.best.is_none_or(|(b, _)| gbps > b) {
-                        self.best = Some((gbps, peer));
-                    }
+            let answer = self.pair(peer, tag, deadline.saturating_duration_since(Instant::now()))?;
+            if let Answer::Whole(gbps) | Answer::CutShort(gbps) = answer {
+                mine[k] = if self.slow { gbps / 1e6 } else { gbps };
+                if pass == 1 && self.best.is_none_or(|(b, _)| gbps > b) {
+                    self.best = Some((gbps, peer));
                 }
-                None => {
-                    mine[k] = -1.0;
-                    lost.push(peer);
-                }
+            } else {
+                mine[k] = -1.0;
+            }
+            if !matches!(answer, Answer::Whole(_)) {
+                lost.push(peer);
             }
         }
-        let wait = (start + self.limit * 2 * (rounds.len() as u32 + 1)).saturating_duration_since(Instant::now());
+        // Where the figures do not come together, the job ends with the
+        // words of the first process to give up: those left without an
+        // answer give up first (the rest wait one pair's limit longer), so
+        // the words name the process that stopped.
+        let bound = self.limit * 2 * (rounds.len() as u32 + 1) + if lost.is_empty() { self.limit } else { Duration::ZERO };
+        let wait = (start + bound).saturating_duration_since(Instant::now());
         let Some(all) = self.world.all_gather_f64_within(&mine, wait)? else {
             let lost: Vec<&str> = lost.iter().map(|&n| fabric.name(n)).collect();
             crate::world::fail_job(
@@ -259,12 +264,11 @@ impl Pass<'_> {
 
     /// One pair: an untimed exchange first (the connection is set up on
     /// first use, and both ends start together), waited for up to `wait`,
-    /// then `iters` timed ones within the pair's limit. The GB/s moved
-    /// (those of the exchanges done, where the limit cut it short); None
-    /// when the first exchange got no answer.
-    fn pair(&mut self, peer: usize, tag: u16, wait: Duration) -> Result<Option<f64>> {
+    /// then `iters` timed ones within the pair's limit, and the GB/s moved
+    /// by those done.
+    fn pair(&mut self, peer: usize, tag: u16, wait: Duration) -> Result<Answer> {
         if !self.world.sendrecv_within(peer, &mut self.send, &mut self.recv, tag, wait)? {
-            return Ok(None);
+            return Ok(Answer::None);
         }
         let t0 = Instant::now();
         let mut done = 0;
@@ -278,8 +282,20 @@ impl Pass<'_> {
         if done > 0 {
             self.wrong += self.recv.iter().zip(&self.send).filter(|(a, b)| a != b).count() as u64;
         }
-        Ok(Some((self.send.len() as f64 * done as f64) / t0.elapsed().as_secs_f64() / 1e9))
+        let gbps = (self.send.len() as f64 * done as f64) / t0.elapsed().as_secs_f64() / 1e9;
+        Ok(if done == self.iters { Answer::Whole(gbps) } else { Answer::CutShort(gbps) })
     }
+}
+
+/// What a partner gave a pair.
+enum Answer {
+    /// Every exchange within the pair's limit: the GB/s.
+    Whole(f64),
+    /// The limit cut the exchanges short (a slow link, or a partner that
+    /// stopped): the GB/s of those done.
+    CutShort(f64),
+    /// Nothing: the partner never met the pair.
+    None,
 }
 
 #[cfg(test)]
