@@ -33,6 +33,19 @@ fn a_minimum_bandwidth_that_is_no_bandwidth_is_refused() {
 }
 
 #[test]
+fn a_launcher_count_that_is_no_number_is_refused() {
+    let huge = huge();
+    for var in ["OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "PMIX_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"] {
+        for v in ["abc", "-4", huge.as_str()] {
+            let o = qbench_with(&["allreduce", "--transport", "cpu", "-b", "1K", "-e", "1K"], &[(var, v)]);
+            let err = one_line_error(&o, 2);
+            assert!(err.contains(&format!("{var}=")) && err.len() < 300, "{}", &err[..err.len().min(300)]);
+            assert!(stdout(&o).is_empty(), "{var}={v}: measured first");
+        }
+    }
+}
+
+#[test]
 fn a_traffic_matrix_scale_that_scales_nothing_is_refused() {
     let dir = scratch("scale");
     let m = dir.join("m.txt");
@@ -127,6 +140,17 @@ fn stopped_and_empty_records_are_said_to_be() {
     let text = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!text.contains("concluded") && text.contains("stopped") && text.contains("SIGINT at 1024 bytes"), "{text}");
+    // Every other kind says it first.
+    let ex = dir.join("ex.json");
+    let o =
+        qbench(&["exchange", "--transport", "cpu", "--qubits", "8", "-g", "2", "-n", "1", "-J", ex.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut exr: Value = serde_json::from_str(&std::fs::read_to_string(&ex).unwrap()).unwrap();
+    exr["complete"] = false.into();
+    exr["stopped"] = "SIGTERM at circuit qft".into();
+    std::fs::write(&ex, exr.to_string()).unwrap();
+    let text = stdout(&qbench(&["show", ex.to_str().unwrap()]));
+    assert!(text.starts_with("# stopped: SIGTERM at circuit qft (the record is incomplete"), "{text}");
     record["results"] = Value::Array(Vec::new());
     let empty = dir.join("empty.json");
     std::fs::write(&empty, record.to_string()).unwrap();

@@ -20,7 +20,11 @@ fn json(path: &str) -> Value {
 fn measured(record: &str, ranks: u64, schedule: Option<&str>) -> f64 {
     let r = json(record);
     let reg = r["registers"].as_array().unwrap().iter().find(|g| g["ranks"] == ranks).unwrap();
-    let c = reg["circuits"].as_array().unwrap().iter().find(|c| c["circuit"] == "qft" && (ranks == 1 || c["schedule"].as_str() == schedule));
+    let c = reg["circuits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["circuit"] == "qft" && (ranks == 1 || c["schedule"].as_str() == schedule));
     c.unwrap_or_else(|| panic!("{record}: no qft over {schedule:?}"))["time"]["median"].as_f64().unwrap()
 }
 
@@ -40,7 +44,10 @@ fn planned(from: &[&str], qubits: &str, gpus: &str, extra: &[&str], schedule: Op
 
 fn within(what: &str, projected: f64, measured: f64) {
     let ratio = projected / measured;
-    assert!((ratio - 1.0).abs() <= TOLERANCE, "{what}: projected {projected:.3} s, measured {measured:.3} s, ratio {ratio:.3}");
+    assert!(
+        (ratio - 1.0).abs() <= TOLERANCE,
+        "{what}: projected {projected:.3} s, measured {measured:.3} s, ratio {ratio:.3}"
+    );
 }
 
 #[test]

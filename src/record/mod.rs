@@ -179,8 +179,7 @@ pub enum AnyRecord {
 }
 
 impl AnyRecord {
-    /// The record's header (tests/records.rs and tests/plot.rs read it).
-    #[cfg_attr(qbench_private, allow(dead_code))]
+    /// The record's header.
     pub fn header(&self) -> &Header {
         match self {
             AnyRecord::Collective(r) => &r.header,

@@ -85,17 +85,24 @@ pub fn render<R: Table>(run: &R) -> String {
     s + &run.tail()
 }
 
-/// The text of any record read back.
+/// The text of any record read back; a run stopped before it finished
+/// says so first (a collective's own text says it in nccl-tests' words).
 pub fn render_any(record: &AnyRecord) -> String {
-    match record {
-        AnyRecord::Collective(r) => render(r.as_ref()),
+    let text = match record {
+        AnyRecord::Collective(r) => return render(r.as_ref()),
         AnyRecord::Exchange(r) => render(r),
         AnyRecord::Compare(r) => render(r),
         AnyRecord::Copy(r) => render(r),
         AnyRecord::Check(r) => render(r),
         AnyRecord::Rdma(r) => render(r),
         AnyRecord::Osu(r) => render(r),
+    };
+    let h = record.header();
+    if h.complete {
+        return text;
     }
+    let why = h.stopped.as_deref().unwrap_or("before it finished");
+    format!("# stopped: {} (the record is incomplete: it holds what was measured until then)\n{text}", crate::input::token(why))
 }
 
 /// Any record read back, as the exporters see it (tests/prometheus.rs

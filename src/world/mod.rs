@@ -412,9 +412,30 @@ fn count(var: &str) -> Option<usize> {
     std::env::var(var).ok()?.trim().parse().ok()
 }
 
+/// The launchers' count variables, any of which, set to something other
+/// than a whole number, says a launcher meant something qbench cannot read.
+const COUNT_VARS: [&str; 6] =
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", "PMIX_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"];
+
+/// Err naming the first launcher variable that is set but holds no count.
+fn counts_readable() -> Result<()> {
+    for var in COUNT_VARS {
+        if let Ok(v) = std::env::var(var)
+            && count(var).is_none()
+        {
+            return Err(Error::Usage(format!(
+                "{var}={}: a launcher's process count that is no whole number; unset it, or start qbench with the launcher that sets it",
+                crate::input::token(&v)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The world this process is part of. Under a launcher without MPI
 /// support, refuses rather than run as one of N unrelated jobs.
 pub fn detect() -> Result<Box<dyn World>> {
+    counts_readable()?;
     let Some((var, n)) = launched_as_many() else { return Ok(Box::new(Solo)) };
     #[cfg(feature = "mpi")]
     {
