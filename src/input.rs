@@ -67,7 +67,7 @@ fn too_large(what: &str, size: &str, limit: u64) -> Error {
 }
 
 /// What a file that is not a regular file is, in a word.
-fn kind(meta: &std::fs::Metadata) -> &'static str {
+pub fn kind(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_dir() {

@@ -132,3 +132,38 @@ fn history_paths_that_cannot_serve_are_one_line() {
     assert_eq!(qbench(&["show", "--history", dir.to_str().unwrap(), "x.json"]).status.code(), Some(2));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A FIFO in the place of this node's history (nothing reading it) is
+/// refused before the check measures, where opening it to write would
+/// wait for a reader forever.
+#[test]
+fn a_fifo_for_a_history_is_refused_not_waited_on() {
+    let dir = scratch("fifo");
+    let o = qbench(&["check", "--profile", "cpu", "--level", "prolog", "--history", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mine = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    std::fs::remove_file(&mine).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&mine).status().unwrap().success());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_qbench"))
+        .args(["check", "--profile", "cpu", "--level", "prolog", "--history", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("qbench waited on the FIFO for a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("a FIFO, not a regular file") && err.lines().count() == 1, "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

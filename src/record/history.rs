@@ -25,7 +25,15 @@ pub fn prepare(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(bad)?;
     let probe = dir.join(format!(".qbench-history.{}.tmp", std::process::id()));
     File::create(&probe).map_err(bad)?;
-    std::fs::remove_file(&probe).map_err(bad)
+    std::fs::remove_file(&probe).map_err(bad)?;
+    // This node's file, where it is there, is opened as the run will.
+    let mine = file_of(dir, &crate::host::short_hostname());
+    match regular(OpenOptions::new().append(true), &mine) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::Usage(format!("--history {}: {}: {e}", dir.display(), mine.display())))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The file of `node`'s history in `dir`: its host name, every character
@@ -57,12 +65,29 @@ pub fn append(dir: &Path, run: &CheckRun, rank: usize) -> Result<()> {
     text.push('\n');
     let path = file_of(dir, &host);
     let fail = |e: std::io::Error| Error::Runtime(format!("cannot append to the history {}: {e}", path.display()));
-    let file = OpenOptions::new().create(true).append(true).open(&path).map_err(fail)?;
+    let file = regular(OpenOptions::new().create(true).append(true), &path).map_err(fail)?;
     lock(&file).map_err(fail)?;
     // One write of the whole line at the end of the file (O_APPEND), under
     // the lock: a reader sees whole lines, and a crash leaves at most a
     // torn last line, which reading skips.
     (&file).write_all(text.as_bytes()).map_err(fail)
+}
+
+/// `path` opened with `options` where it is a regular file: the open does
+/// not wait (a FIFO put in a history's place would block it until another
+/// process opened its other end), and what was opened is what is checked.
+fn regular(options: &mut OpenOptions, path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = options.custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| match e.raw_os_error() {
+        // What opening a FIFO to write says when nothing reads it.
+        Some(libc::ENXIO) => std::io::Error::other("a FIFO, not a regular file"),
+        _ => e,
+    })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(format!("{}, not a regular file", crate::input::kind(&meta))));
+    }
+    Ok(file)
 }
 
 /// Holds an exclusive lock on `file` until it is closed (flock: between
@@ -132,7 +157,7 @@ pub fn read(dir: &Path, last: usize) -> Result<History> {
 /// line a run and is never read whole.
 fn tail(path: &Path, n: usize) -> std::io::Result<Vec<String>> {
     const CHUNK: u64 = 1 << 16;
-    let mut file = File::open(path)?;
+    let mut file = regular(OpenOptions::new().read(true), path)?;
     let mut at = file.seek(SeekFrom::End(0))?;
     // Chunks from the end back, until one newline more than lines wanted
     // (the first line kept is whole) or a record's bytes (a file of one
