@@ -80,6 +80,9 @@ pub struct ExchangeArgs {
     /// With --plan: ranks sharing each GPU (processes on one GPU, as a test of the model on a single GPU)
     #[arg(long, value_name = "K", requires = "plan", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub ranks_per_gpu: u32,
+    /// With --plan: GPUs in a node (host ranks in a node for --transport cpu), over the source's figure; rank bits past a node cross the fabric
+    #[arg(long, value_name = "N", requires = "plan", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub gpus_per_node: Option<u32>,
     /// With --plan: exchange records (-J) whose measured classes and wires the projection uses
     #[arg(long, value_name = "RUN.json", num_args = 1.., requires = "plan")]
     pub from: Vec<std::path::PathBuf>,
@@ -160,6 +163,7 @@ impl ExchangeArgs {
                     None => Vec::new(),
                 },
                 sharing: self.ranks_per_gpu as usize,
+                per_node: self.gpus_per_node.map(|n| n as usize),
             }),
             false => None,
         };

@@ -42,6 +42,8 @@ pub struct Ask<'a> {
     /// Ranks on each device (processes sharing a GPU): 1 but for a test of
     /// the model on one GPU.
     pub sharing: usize,
+    /// GPUs in a node (host ranks in a node), over the machine's figure.
+    pub per_node: Option<usize>,
 }
 
 /// The circuit with its qubits renamed so that the ones used most as
@@ -92,6 +94,23 @@ struct Row {
 /// A wire asked for, and its figures when the machine has them.
 type Asked<'m> = (String, Option<&'m WireFigures>);
 
+/// Where `g` ranks run, and on how many nodes: GPUs fill nodes of the
+/// machine's count (or `--gpus-per-node`); host ranks are threads of one
+/// process on one node (or `--gpus-per-node` ranks a node), which past the
+/// node's cores share them.
+fn place(layout: Layout, g: usize, ask: &Ask, m: &Machine) -> (Placement, usize) {
+    let (sharing, per_node) = if m.host {
+        let ranks = ask.per_node.unwrap_or(g).clamp(1, g);
+        let sharing = ask.sharing.max(ranks.div_ceil(m.gpus_per_node.max(1))).clamp(1, ranks);
+        (sharing, ranks.div_ceil(sharing))
+    } else {
+        (ask.sharing.clamp(1, g), ask.per_node.unwrap_or(m.gpus_per_node))
+    };
+    let devices = g.div_ceil(sharing);
+    let at = Placement { layout, sharing, devices_per_node: per_node.min(devices).max(1) };
+    (at, devices.div_ceil(at.devices_per_node))
+}
+
 /// Every row of one circuit: one per count, and per schedule and wire
 /// where the register is spread; a wire the user did not name is left out
 /// of a count whose level it does not reach, and said in `left_out`.
@@ -105,16 +124,8 @@ fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Resu
     let mut out = Vec::new();
     for &g in ask.gpus {
         let layout = Layout::new(ask.qubits, g, ask.precision)?;
-        // Host ranks are threads of one process: past the cores they share them.
-        let sharing = match m.host {
-            true => ask.sharing.max(g.div_ceil(m.gpus_per_node.max(1))),
-            false => ask.sharing,
-        }
-        .min(g)
-        .max(1);
-        let devices = g.div_ceil(sharing);
-        let at = Placement { layout, sharing, devices_per_node: m.gpus_per_node.min(devices).max(1) };
-        let nodes = devices.div_ceil(m.gpus_per_node.max(1));
+        let (at, nodes) = place(layout, g, ask, m);
+        let sharing = at.sharing;
         let each: Vec<(Option<Schedule>, Option<&Asked>)> = if g == 1 {
             vec![(None, None)]
         } else {
@@ -332,7 +343,26 @@ mod tests {
     }
 
     fn ask<'a>(qubits: u32, gpus: &'a [usize], precision: Precision, circuits: &'a [CircuitSpec]) -> Ask<'a> {
-        Ask { qubits, gpus, precision, circuits, schedules: &Schedule::ALL, wires: &[], sharing: 1 }
+        Ask { qubits, gpus, precision, circuits, schedules: &Schedule::ALL, wires: &[], sharing: 1, per_node: None }
+    }
+
+    #[test]
+    fn ranks_fill_nodes_of_the_machine_or_of_the_option() {
+        let layout = Layout::new(20, 8, Precision::Double).unwrap();
+        let q: Vec<CircuitSpec> = Vec::new();
+        let placed = |a: &Ask, m: &Machine, g| {
+            let (at, nodes) = place(layout, g, a, m);
+            (at.sharing, at.devices_per_node, nodes)
+        };
+        let gpu = h200();
+        assert_eq!(placed(&ask(20, &[8], Precision::Double, &q), &gpu, 8), (1, 8, 1));
+        assert_eq!(placed(&Ask { per_node: Some(2), ..ask(20, &[8], Precision::Double, &q) }, &gpu, 8), (1, 2, 4));
+        // Host ranks on a node of 2 cores: threads of one process take
+        // turns past the cores, unless they are spread a node each.
+        let host = Machine { host: true, gpus_per_node: 2, ..h200() };
+        assert_eq!(placed(&ask(20, &[4], Precision::Double, &q), &host, 4), (2, 2, 1));
+        assert_eq!(placed(&Ask { per_node: Some(1), ..ask(20, &[4], Precision::Double, &q) }, &host, 4), (1, 1, 4));
+        assert_eq!(placed(&Ask { per_node: Some(4), ..ask(20, &[8], Precision::Double, &q) }, &host, 8), (2, 2, 2));
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub struct Forecasting {
     pub wires: Vec<String>,
     /// Ranks on each device (`--ranks-per-gpu`).
     pub sharing: usize,
+    /// GPUs (host ranks) in a node (`--gpus-per-node`), over the source's figure.
+    pub per_node: Option<usize>,
 }
 
 /// `qbench compare`.

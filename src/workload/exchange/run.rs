@@ -266,7 +266,7 @@ fn exchange(
         out.device_memory = Some(machine.gpu_memory);
         out.plan_figures = Some(Box::new(machine.figures()));
         for &n in &plan.qubits {
-            project(plan, out, n, &plan.ngpus, &f.wires, f.sharing, &machine)?;
+            project(plan, out, n, &plan.ngpus, &f.wires, (f.sharing, f.per_node), &machine)?;
         }
         return Ok(());
     }
@@ -497,22 +497,23 @@ impl Measuring<'_> {
         for &n in &self.plan.qubits {
             let counts: Vec<usize> = self.unmeasured.iter().filter(|u| u.0 == n).map(|u| u.1).collect();
             if !counts.is_empty() {
-                project(self.plan, out, n, &counts, &wires, 1, &m)?;
+                project(self.plan, out, n, &counts, &wires, (1, None), &m)?;
             }
         }
         Ok(())
     }
 }
 
-/// `n` qubits on each of `counts` ranks over `wires`, projected on `m`:
-/// the rows and each circuit's answer into the record.
+/// `n` qubits on each of `counts` ranks over `wires`, projected on `m`
+/// with `placed` ranks a device and devices a node (None: `m`'s): the rows
+/// and each circuit's answer into the record.
 fn project(
     plan: &ExchangePlan,
     out: &mut ExchangeRun,
     n: u32,
     counts: &[usize],
     wires: &[String],
-    sharing: usize,
+    placed: (usize, Option<usize>),
     m: &Machine,
 ) -> Result<()> {
     let ask = forecast::Ask {
@@ -522,7 +523,8 @@ fn project(
         circuits: &plan.circuits,
         schedules: &plan.schedules,
         wires,
-        sharing,
+        sharing: placed.0,
+        per_node: placed.1,
     };
     let (rows, answers) = forecast::forecast(&ask, m)?;
     out.forecasts.extend(rows);

@@ -10,17 +10,16 @@ use crate::statevec::layout::Layout;
 use crate::units::human_bytes;
 
 /// The rank bits of a plan, fastest level first: within a node, then the nodes.
-fn bit_groups(f: &Forecast, m: &Machine) -> (u32, u32) {
+fn bit_groups(f: &Forecast) -> (u32, u32) {
     let ranks_bits = f.gpus.trailing_zeros();
-    let node_bits = (m.gpus_per_node.min(f.gpus / f.sharing.max(1)).max(1) * f.sharing.max(1)).trailing_zeros();
-    let node_bits = node_bits.min(ranks_bits);
+    let node_bits = (f.gpus / f.nodes.max(1)).max(1).trailing_zeros().min(ranks_bits);
     (node_bits, ranks_bits - node_bits)
 }
 
 /// Every simulator's settings for row `f` of a plan on `m`.
 pub fn all(f: &Forecast, m: &Machine) -> Vec<SimulatorSettings> {
     let Ok(layout) = Layout::new(f.qubits, f.gpus, f.precision) else { return Vec::new() };
-    vec![quest(f, &layout), cudaq(f, m), custatevec(f, m, &layout), aer(f, m, &layout)]
+    vec![quest(f, &layout), cudaq(f, m), custatevec(f, &layout), aer(f, m, &layout)]
 }
 
 fn quest(f: &Forecast, layout: &Layout) -> SimulatorSettings {
@@ -54,7 +53,7 @@ fn quest(f: &Forecast, layout: &Layout) -> SimulatorSettings {
 }
 
 fn cudaq(f: &Forecast, m: &Machine) -> SimulatorSettings {
-    let (node, nodes) = bit_groups(f, m);
+    let (node, nodes) = bit_groups(f);
     let lines = if f.gpus == 1 {
         vec!["--target nvidia (one GPU: no mgpu)".into()]
     } else {
@@ -77,8 +76,8 @@ fn cudaq(f: &Forecast, m: &Machine) -> SimulatorSettings {
     }
 }
 
-fn custatevec(f: &Forecast, m: &Machine, layout: &Layout) -> SimulatorSettings {
-    let (node, nodes) = bit_groups(f, m);
+fn custatevec(f: &Forecast, layout: &Layout) -> SimulatorSettings {
+    let (node, nodes) = bit_groups(f);
     let lines = if f.gpus == 1 {
         vec!["one device: no index-bit swaps".into()]
     } else {
