@@ -96,18 +96,18 @@ type Asked<'m> = (String, Option<&'m WireFigures>);
 
 /// Where `g` ranks run, and on how many nodes: GPUs fill nodes of the
 /// machine's count (or `--gpus-per-node`); host ranks are threads of one
-/// process on one node (or `--gpus-per-node` ranks a node), which past the
-/// node's cores share them.
+/// process on one node (or `--gpus-per-node` processes a node, as under
+/// mpirun), which past the node's cores share them.
 fn place(layout: Layout, g: usize, ask: &Ask, m: &Machine) -> (Placement, usize) {
-    let (sharing, per_node) = if m.host {
+    let (sharing, per_node, threads) = if m.host {
         let ranks = ask.per_node.unwrap_or(g).clamp(1, g);
         let sharing = ask.sharing.max(ranks.div_ceil(m.gpus_per_node.max(1))).clamp(1, ranks);
-        (sharing, ranks.div_ceil(sharing))
+        (sharing, ranks.div_ceil(sharing), if ask.per_node.is_some() { 1 } else { g })
     } else {
-        (ask.sharing.clamp(1, g), ask.per_node.unwrap_or(m.gpus_per_node))
+        (ask.sharing.clamp(1, g), ask.per_node.unwrap_or(m.gpus_per_node), 1)
     };
     let devices = g.div_ceil(sharing);
-    let at = Placement { layout, sharing, devices_per_node: per_node.min(devices).max(1) };
+    let at = Placement { layout, sharing, devices_per_node: per_node.min(devices).max(1), threads };
     (at, devices.div_ceil(at.devices_per_node))
 }
 

@@ -1,5 +1,5 @@
-//! Host ranks are threads of one process, started and joined for every
-//! step: what that costs for as many threads as the register has, from the
+//! Host ranks that are threads of one process are started and joined for
+//! every step: what that costs for as many threads as a process runs, from the
 //! records' measured dispatch (between measured thread counts, in
 //! proportion; past the largest, as the largest). Nothing for GPUs.
 
@@ -31,7 +31,7 @@ impl Term for Dispatch {
         Part::Serial
     }
     fn seconds(&self, _step: &PhysicalGate, at_: &Placement, m: &Machine, _wire: Option<&WireFigures>) -> Option<f64> {
-        Some(if m.host { at(&m.dispatch, at_.layout.ranks()) } else { 0.0 })
+        Some(if m.host { at(&m.dispatch, at_.threads) } else { 0.0 })
     }
 }
 

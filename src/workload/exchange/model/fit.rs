@@ -30,6 +30,8 @@ pub struct RunShape {
     pub ranks: usize,
     /// Ranks on the busiest device.
     pub sharing: usize,
+    /// The most ranks one process ran as threads.
+    pub threads: usize,
 }
 
 impl RunShape {
@@ -41,18 +43,22 @@ impl RunShape {
         hosts.sort_unstable();
         hosts.dedup();
         let nodes = hosts.len().max(1);
+        let mut processes: Vec<(&str, u32)> = devices.iter().map(|d| (d.host.as_str(), d.pid)).collect();
+        processes.sort_unstable();
+        processes.dedup();
+        let threads = ranks.div_ceil(processes.len().max(1)).max(1);
         let host_ranks = devices.iter().all(|d| d.bus_id == "host");
         if host_ranks || devices.len() != ranks {
             let per_node = ranks.div_ceil(nodes);
             let cores = cores.unwrap_or(per_node).max(1);
             let sharing = per_node.div_ceil(cores).max(1);
-            return RunShape { nodes, devices: nodes * per_node.min(cores), ranks, sharing };
+            return RunShape { nodes, devices: nodes * per_node.min(cores), ranks, sharing, threads };
         }
         let mut on: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
         for d in devices {
             *on.entry((d.host.as_str(), d.bus_id.as_str())).or_default() += 1;
         }
-        RunShape { nodes, devices: on.len(), ranks, sharing: on.into_values().max().unwrap_or(1) }
+        RunShape { nodes, devices: on.len(), ranks, sharing: on.into_values().max().unwrap_or(1), threads }
     }
 
     /// "2 processes sharing 1 NVIDIA H200", "4 NVIDIA H200s on 2 nodes", "8 host ranks on 2 cores".
@@ -335,6 +341,7 @@ fn step_cost(m: &Machine, regs: &[Measured]) -> Option<f64> {
             layout: r.layout,
             sharing: r.shape.sharing,
             devices_per_node: (r.shape.devices / r.shape.nodes).max(1),
+            threads: r.shape.threads,
         };
         for c in &r.reg.circuits {
             let Ok(circuit) = CircuitSpec::parse(&c.circuit).and_then(|s| s.build(r.layout.qubits)) else { continue };

@@ -171,6 +171,9 @@ pub struct Placement {
     pub layout: Layout,
     pub sharing: usize,
     pub devices_per_node: usize,
+    /// Ranks that run as threads of one process (host ranks), each step
+    /// starting and joining them; 1 for processes of their own.
+    pub threads: usize,
 }
 
 impl Placement {
@@ -349,7 +352,7 @@ mod tests {
 
     #[test]
     fn the_rank_bits_cross_device_node_and_fabric_in_turn() {
-        let at = Placement { layout: Layout::new(20, 64, Precision::Double).unwrap(), sharing: 2, devices_per_node: 4 };
+        let at = Placement { layout: Layout::new(20, 64, Precision::Double).unwrap(), sharing: 2, devices_per_node: 4, threads: 1 };
         let levels: Vec<Level> = (0..6).map(|j| at.level_of_bit(j)).collect();
         assert_eq!(levels, [Level::Device, Level::Node, Level::Node, Level::Fabric, Level::Fabric, Level::Fabric]);
         let l = at.layout.local_qubits();
@@ -361,7 +364,7 @@ mod tests {
     fn a_small_register_pays_the_latencies_and_a_large_one_the_bandwidth() {
         let m = machine(5.0, Some((20.0, 400.0)), None);
         let at =
-            |n, g| Placement { layout: Layout::new(n, g, Precision::Double).unwrap(), sharing: 1, devices_per_node: 8 };
+            |n, g| Placement { layout: Layout::new(n, g, Precision::Double).unwrap(), sharing: 1, devices_per_node: 8, threads: 1 };
         let w = m.wire("nccl");
         // 14 qubits: 256 KiB, every step about its launch.
         let small = at(14, 2);
@@ -377,7 +380,7 @@ mod tests {
         assert!((g - (bytes / 400e9 + 3.0 * bytes / 4000e9)).abs() / g < 1e-3, "{g}");
         // No fabric figure: a step across nodes has no price.
         let far =
-            Placement { layout: Layout::new(30, 16, Precision::Double).unwrap(), sharing: 1, devices_per_node: 8 };
+            Placement { layout: Layout::new(30, 16, Precision::Double).unwrap(), sharing: 1, devices_per_node: 8, threads: 1 };
         let e = price(&[PhysicalGate::GlobalU { t: 29, m: hadamard() }], &far, &m, w).unwrap_err();
         assert_eq!(e, Unpriced::NoWire { wire: "nccl".into(), level: Level::Fabric });
     }
