@@ -31,6 +31,16 @@ pub fn bare(args: &[&str]) -> Output {
         .expect("run qbench")
 }
 
+/// `qbench check ARGS` in a clean environment ([`bare`]).
+pub fn check(args: &[&str]) -> Output {
+    bare(&[&["check"][..], args].concat())
+}
+
+/// What a run printed on stdout, as JSON.
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
