@@ -5,9 +5,8 @@
 
 mod common;
 
-use common::{stderr, stdout};
+use common::{check, stderr, stdout};
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 /// A profile that runs as written: a collective and an exchange on host
 /// ranks, floors far below any machine.
@@ -94,10 +93,6 @@ fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("qbench-profile-hostile-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn check(args: &[&str]) -> Output {
-    common::bare(&[&["check"][..], args].concat())
 }
 
 #[test]
