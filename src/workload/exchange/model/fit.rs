@@ -255,12 +255,12 @@ impl Machine {
         };
         let names: Vec<String> = runs.iter().map(|(f, _)| f.clone()).collect();
         let device = runs.iter().find_map(|(_, r)| r.devices.first()).map_or("GPU", |d| d.name.as_str());
-        let shapes: Vec<String> = regs
-            .iter()
-            .map(|m| format!("{} qubits on {}", m.reg.qubits, m.shape.describe(device, memory == "host")))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let mut by_shape: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
+        for m in &regs {
+            by_shape.entry(m.shape.describe(device, memory == "host")).or_default().push(m.reg.qubits);
+        }
+        let shapes: Vec<String> =
+            by_shape.into_iter().map(|(on, qubits)| format!("{} qubits on {on}", sizes(qubits))).collect();
         let mut m = Machine {
             source: format!("measured: {} ({})", names.join(", "), shapes.join("; ")),
             gpu_memory: device_memory.unwrap_or(u64::MAX),
@@ -280,6 +280,17 @@ impl Machine {
             m.step_s = s;
         }
         Ok(m)
+    }
+}
+
+/// Register sizes as a person reads them: "30", "16, 18", "10 to 20".
+fn sizes(mut qubits: Vec<u32>) -> String {
+    qubits.sort_unstable();
+    qubits.dedup();
+    match qubits[..] {
+        [] => String::new(),
+        [a, .., b] if qubits.len() > 2 && b - a + 1 == qubits.len() as u32 => format!("{a} to {b}"),
+        _ => qubits.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
     }
 }
 
@@ -483,6 +494,14 @@ mod tests {
 
     fn rank(r: usize, host: &str, bus: &str) -> RankInfo {
         RankInfo { rank: r, group: 0, pid: 1, host: host.into(), device: 0, bus_id: bus.into(), name: "H200".into() }
+    }
+
+    #[test]
+    fn sizes_read_as_ranges() {
+        assert_eq!(sizes(vec![30]), "30");
+        assert_eq!(sizes(vec![18, 16]), "16, 18");
+        assert_eq!(sizes((10..=20).rev().collect()), "10 to 20");
+        assert_eq!(sizes(vec![10, 11, 13]), "10, 11, 13");
     }
 
     #[test]

@@ -16,18 +16,26 @@ fn bit_groups(f: &Forecast) -> (u32, u32) {
     (node_bits, ranks_bits - node_bits)
 }
 
-/// Every simulator's settings for row `f` of a plan on `m`.
+/// Every simulator's settings for row `f` of a plan on `m`: on host
+/// ranks those of the simulators that run on CPUs (QuEST, Aer).
 pub fn all(f: &Forecast, m: &Machine) -> Vec<SimulatorSettings> {
     let Ok(layout) = Layout::new(f.qubits, f.gpus, f.precision) else { return Vec::new() };
-    vec![quest(f, &layout), cudaq(f, m), custatevec(f, &layout), aer(f, m, &layout)]
+    if m.host {
+        return vec![quest(f, &layout, true), aer(f, m, &layout)];
+    }
+    vec![quest(f, &layout, false), cudaq(f, m), custatevec(f, &layout), aer(f, m, &layout)]
 }
 
-fn quest(f: &Forecast, layout: &Layout) -> SimulatorSettings {
+fn quest(f: &Forecast, layout: &Layout, host: bool) -> SimulatorSettings {
     let chunk = layout.chunk_bytes();
+    let (build, each) = match host {
+        true => ("-DENABLE_MULTITHREADING=ON", "process"),
+        false => ("-DENABLE_CUDA=ON", "GPU"),
+    };
     let lines = if f.gpus == 1 {
         vec![
-            "one process, no distribution: cmake -DENABLE_CUDA=ON (ENABLE_DISTRIBUTION off)".into(),
-            format!("memory per GPU: {} (the register)", human_bytes(chunk)),
+            format!("one process, no distribution: cmake {build} (ENABLE_DISTRIBUTION off)"),
+            format!("memory per {each}: {} (the register)", human_bytes(chunk)),
         ]
     } else {
         let local = layout.local_qubits();
@@ -39,9 +47,9 @@ fn quest(f: &Forecast, layout: &Layout) -> SimulatorSettings {
             )
         };
         vec![
-            "cmake -DENABLE_CUDA=ON -DENABLE_DISTRIBUTION=ON; one process per GPU".into(),
+            format!("cmake {build} -DENABLE_DISTRIBUTION=ON; one process per {}", if host { "rank" } else { "GPU" }),
             format!("mpirun -np {} ./your_program", f.gpus),
-            format!("memory per GPU: {} (its chunk and a receive buffer as large)", human_bytes(2 * chunk)),
+            format!("memory per {each}: {} (its chunk and a receive buffer as large)", human_bytes(2 * chunk)),
             auto,
         ]
     };
@@ -107,7 +115,8 @@ fn aer(f: &Forecast, m: &Machine, layout: &Layout) -> SimulatorSettings {
     let blocking = fit.min(layout.local_qubits());
     let lines = vec![
         format!(
-            "AerSimulator(method='statevector', device='GPU', precision='{}', blocking_enable={}, blocking_qubits={blocking})",
+            "AerSimulator(method='statevector', device='{}', precision='{}', blocking_enable={}, blocking_qubits={blocking})",
+            if m.host { "CPU" } else { "GPU" },
             f.precision.name(),
             if f.gpus > 1 { "True" } else { "False" }
         ),
