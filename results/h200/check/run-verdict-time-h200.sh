@@ -7,7 +7,9 @@
 # and under the CPU load in every run, NOT READY under the GPU load. The
 # first run starts from an empty kernel cache (NVRTC compiles), the rest
 # reuse it. Every run appends to one history, shown at the end.
-# Usage: bash results/h200/check/run-verdict-time-h200.sh QBENCH_BINARY [OUT_DIR]
+# RUNS (default 5) runs of each level idle and under the CPU load, at most
+# 3 under the GPU load.
+# Usage: [RUNS=N] bash results/h200/check/run-verdict-time-h200.sh QBENCH_BINARY [OUT_DIR]
 #   OUT_DIR (default $OUT) receives run.log, verdict-<case>-<level>-<i>.json
 #   and history/ (one JSON line per run).
 set -u
@@ -20,6 +22,7 @@ exec > >(tee "$OUT/run.log") 2>&1
 export NCCL_NVLS_ENABLE=0
 export QBENCH_KERNEL_CACHE=$W/kernels
 LOADS=()
+RUNS=${RUNS:-5}
 
 # run CASE LEVEL I: one check, its exit status and wall time, then where its seconds went.
 run() {
@@ -41,15 +44,15 @@ trap stop_loads EXIT
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 cd "$W"
 run cold prolog 1
-for i in 1 2 3 4 5; do run idle prolog "$i"; done
-for i in 1 2 3 4 5; do run idle quick "$i"; done
+for i in $(seq "$RUNS"); do run idle prolog "$i"; done
+for i in $(seq "$RUNS"); do run idle quick "$i"; done
 
 for _ in $(seq 16); do
     sh -c 'while :; do :; done' &
     LOADS+=($!)
 done
-for i in 1 2 3 4 5; do run cpu-load prolog "$i"; done
-for i in 1 2 3 4 5; do run cpu-load quick "$i"; done
+for i in $(seq "$RUNS"); do run cpu-load prolog "$i"; done
+for i in $(seq "$RUNS"); do run cpu-load quick "$i"; done
 stop_loads
 
 # A competing job on the GPU: device copies of 4 GiB by the copy engine and
@@ -57,8 +60,8 @@ stop_loads
 sh -c "while :; do '$Q' copy --test local_ce,local_sm -b 4G -e 4G -n 200 >/dev/null 2>&1; done" &
 LOADS+=($!)
 sleep 5
-for i in 1 2 3; do run gpu-load prolog "$i"; done
-for i in 1 2 3; do run gpu-load quick "$i"; done
+for i in $(seq $((RUNS < 3 ? RUNS : 3))); do run gpu-load prolog "$i"; done
+for i in $(seq $((RUNS < 3 ? RUNS : 3))); do run gpu-load quick "$i"; done
 stop_loads
 
 "$Q" show --history "$OUT/history" --last 30

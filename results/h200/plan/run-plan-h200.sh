@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The plan for GPUs a user does not have, held against measured runs on one
 # H200, and the GPU paths the layering change moved (gpu/ below the
-# workloads), each with its data checked. Two stages of one lease:
+# workloads), each with its data checked. Three stages, one or several leases:
 #   STAGE=verify   the GPU unit tests, copies (every test, a corrupted word caught), the
 #                  collectives, the exchange wires under two processes, OSU
-#                  on GPU buffers and probe run; then the one-GPU sweep the
-#                  plan is made from: 12..31 qubits, QFT and a random circuit.
-#   STAGE=measure  QuEST v4.1 built, then the same circuits measured on 2 and 4 MPI processes
-#                  sharing the GPU (quest and mpi wires) at 26, 28, 30 and 31
-#                  qubits, and QuEST's own QFT(30) on one process and on four.
+#                  on GPU buffers and probe run.
+#   STAGE=source   the one-GPU sweep the plan is made from: 12..31 qubits,
+#                  QFT and a random circuit.
+#   STAGE=measure  the same circuits measured on 2 and 4 MPI processes
+#                  sharing the GPU (quest and mpi wires) at QUBITS (default
+#                  26 28 30 31; 31 on two only); with QUEST=yes (the default)
+#                  QuEST v4.1 built first and its own QFT(30) run on one
+#                  process and on four.
 # The plans are made off the GPU from these records (compare_plan.py).
 # Usage (repository root, GPU machine): STAGE=… bash results/h200/plan/run-plan-h200.sh BIN_DIR OUT
 #   BIN_DIR holds qbench (--features mpi,rdma) and qbench-unit-tests.
 set -u
-STAGE=${STAGE:?STAGE=verify or measure}
+STAGE=${STAGE:?STAGE=verify, source or measure}
 BIN=$(readlink -f "$1") OUT=$2 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 Q=$BIN/qbench W=/tmp/plan
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -71,7 +74,9 @@ if [ "$STAGE" = verify ]; then
 
     step "probe"
     timeout 60 "$Q" probe --json > "$OUT/probe.json"; want $? "0 or 1"
+fi
 
+if [ "$STAGE" = source ]; then
     step "the plan's source: one GPU, 12..31 qubits, QFT and a random circuit"
     timeout 400 "$Q" exchange --qubits 12..31 -g 1 --circuit qft,random:60 --schedule quest --rounds 3 -n 3 -w 1 \
         -J "$OUT/one-gpu-12-31q.json" > "$W/one.txt"; want $? 0
@@ -79,10 +84,13 @@ if [ "$STAGE" = verify ]; then
 fi
 
 if [ "$STAGE" = measure ]; then
-    step "QuEST: building first, nothing else running"
-    OUT=$W/quest STAGE=build bash "$REPO/results/h200/quest/run-quest-h200.sh" > "$W/quest-build.out" 2>&1; want $? 0
+    QUEST=${QUEST:-yes}
+    if [ "$QUEST" = yes ]; then
+        step "QuEST: building first, nothing else running"
+        OUT=$W/quest STAGE=build bash "$REPO/results/h200/quest/run-quest-h200.sh" > "$W/quest-build.out" 2>&1; want $? 0
+    fi
     for np in 2 4; do
-        for q in 26 28 30 31; do
+        for q in ${QUBITS:-26 28 30 31}; do
             [ "$np" = 4 ] && [ "$q" = 31 ] && continue
             step "measured: $np processes sharing the GPU, $q qubits"
             timeout 400 $MPI "$np" "$Q" exchange --qubits "$q" -g 1 --transport quest,mpi --circuit qft,random:60 --schedule quest \
@@ -90,6 +98,7 @@ if [ "$STAGE" = measure ]; then
             circuits "$OUT/mpi$np-${q}q.json"
         done
     done
+    [ "$QUEST" = yes ] || exit 0
     step "QuEST v4.1: QFT(30) on one process, and on 4 sharing the GPU"
     (cd "$REPO" && OUT=$W/quest STAGE=run QUBITS=30 OPS=qft DIST_QUBITS=30 DIST_OPS=qft NP=4 ROUNDS=3 DEADLINE=300 \
         bash results/h200/quest/run-quest-h200.sh); want $? 0
