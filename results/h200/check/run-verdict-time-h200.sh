@@ -8,7 +8,11 @@
 # first run starts from an empty kernel cache (NVRTC compiles), the rest
 # reuse it. Every run appends to one history, shown at the end.
 # RUNS (default 5) runs of each level idle and under the CPU load, at most
-# 3 under the GPU load.
+# 3 under the GPU load. On a GPU other than an H200 the runs hold the node
+# to a profile of itself: h200x1's steps with this GPU's model and no
+# expected values, measured once at the quick level by check --init
+# (node-init.toml in OUT_DIR), so that the times are this node's and the
+# verdicts judge it against its own figures.
 # Usage: [RUNS=N] bash results/h200/check/run-verdict-time-h200.sh QBENCH_BINARY [OUT_DIR]
 #   OUT_DIR (default $OUT) receives run.log, verdict-<case>-<level>-<i>.json
 #   and history/ (one JSON line per run).
@@ -28,7 +32,7 @@ RUNS=${RUNS:-5}
 run() {
     local json=$OUT/verdict-$1-$2-$3.json t0 rc
     t0=$(date +%s.%N)
-    timeout 300 "$Q" check --level "$2" --quiet --history "$OUT/history" -J "$json"
+    timeout 300 "$Q" check "${PROFILE[@]}" --level "$2" --quiet --history "$OUT/history" -J "$json"
     rc=$?
     echo "== $1 $2 $3: exit $rc in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
     "$Q" show "$json" | sed -n '/ where the time went /,$p'
@@ -42,6 +46,17 @@ stop_loads() {
 trap stop_loads EXIT
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+PROFILE=()
+MODEL=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{ print $2 }')
+if [ "$MODEL" != H200 ]; then
+    sed -e "s/^gpu_model = \"H200\"/gpu_model = \"$MODEL\"/" -e 's/^expected = .*/floor = 0.000001/' \
+        "$(dirname "$0")/../../../profiles/h200x1.toml" > "$W/template.toml"
+    echo "== a $MODEL, not an H200: a profile of this node first"
+    "$Q" check --profile "$W/template.toml" --level quick --quiet --init "$OUT/node-init.toml"
+    echo "   check --init: exit $?"
+    PROFILE=(--profile "$OUT/node-init.toml")
+    rm -rf "$QBENCH_KERNEL_CACHE"
+fi
 cd "$W"
 run cold prolog 1
 for i in $(seq "$RUNS"); do run idle prolog "$i"; done
