@@ -182,7 +182,10 @@ fn check(plan: &CheckPlan, session: &Session, obs: &mut dyn Observer<CheckRun>, 
     }
     mine.spent.push((0, Spent { step: FACTS.into(), node: node.clone(), seconds: start.elapsed().as_secs_f64() }));
     let cx = context(plan, session, &node, &facts, start);
+    // Each step opens its GPUs: their contexts are made once, not per step.
+    let kept = crate::gpu::KeepContexts::start();
     run_steps(plan, &cx, start, &mut mine)?;
+    drop(kept);
     out.elapsed_s = start.elapsed().as_secs_f64();
     (out.rows, out.spent) = gather(session, mine)?;
     for r in out.rows.clone() {

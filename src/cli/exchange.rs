@@ -12,7 +12,7 @@ use crate::workload::exchange::decision::Against;
 use crate::workload::exchange::model::Machine;
 use crate::workload::exchange::model::described::MachineFigures;
 use crate::workload::exchange::plan::{
-    ComparePlan, ExchangePlan, Forecasting, check_chunk, memories, parse_counts, parse_qubits, parse_wires,
+    ComparePlan, ExchangePlan, Forecasting, Timed, check_chunk, memories, parse_counts, parse_qubits, parse_wires,
 };
 use clap::Args;
 
@@ -184,6 +184,7 @@ impl ExchangeArgs {
             rounds: self.rounds,
             one_rank_too: true,
             classes_shown: self.classes,
+            timed: Timed::Every,
             against,
             fault: ExchangePlan::fault_for(&ops)?,
             ops,

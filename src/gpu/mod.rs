@@ -20,8 +20,39 @@ use crate::error::{Error, Result};
 use crate::libs::{self, Library};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError, result};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+/// The primary contexts held while a [`KeepContexts`] lives: a context
+/// whose last holder lets go is destroyed, and the next workload to open
+/// the GPU makes it again (a fifth of a second or more under load).
+static KEPT: Mutex<Option<Vec<Arc<CudaContext>>>> = Mutex::new(None);
+
+/// While it lives, every GPU this process opens keeps its context until
+/// the guard is dropped: for a run of several workloads (check's steps).
+pub struct KeepContexts(());
+
+impl KeepContexts {
+    pub fn start() -> KeepContexts {
+        *KEPT.lock().unwrap_or_else(PoisonError::into_inner) = Some(Vec::new());
+        KeepContexts(())
+    }
+}
+
+impl Drop for KeepContexts {
+    fn drop(&mut self) {
+        KEPT.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+}
+
+/// Holds `ctx` where a [`KeepContexts`] is alive and none of its GPU is held.
+fn keep(ctx: &Arc<CudaContext>) {
+    if let Some(kept) = KEPT.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
+        && !kept.iter().any(|k| k.ordinal() == ctx.ordinal())
+    {
+        kept.push(ctx.clone());
+    }
+}
 
 /// A CUDA error as a qbench runtime error naming what was being done.
 pub fn cuda_err(what: impl std::fmt::Display) -> impl FnOnce(DriverError) -> Error {
@@ -103,6 +134,7 @@ impl Gpu {
     pub fn open(ordinal: usize) -> Result<Gpu> {
         let what = format!("opening GPU {ordinal}");
         let ctx = CudaContext::new(ordinal).map_err(cuda_err(&what))?;
+        keep(&ctx);
         // SAFETY: qbench orders its own work explicitly with streams and
         // events; cudarc's per-buffer events would add work to every launch.
         unsafe { ctx.disable_event_tracking() };

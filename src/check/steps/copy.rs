@@ -9,7 +9,7 @@ use crate::record::Quiet;
 use crate::record::copy::{Config, Status};
 use crate::session::Session;
 use crate::workload::Job;
-use crate::workload::copy::{CopyPlan, TESTS, latency_sizes};
+use crate::workload::copy::{CopyPlan, TESTS};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,7 +62,8 @@ impl StepKind for Keys {
             warmup_iters: 3,
             samples: 5,
             lat_iters: 200,
-            lat_sizes: latency_sizes(),
+            // The one size judged, not the command's sweep of 25.
+            lat_sizes: vec![size],
             seed: crate::pattern::DEFAULT_SEED,
             corrupt_word: None,
             numa: Some(crate::numa::Mode::Auto),

@@ -15,7 +15,7 @@ use crate::statevec::schedule::Schedule;
 use crate::statevec::spec::CircuitSpec;
 use crate::transport::amplitudes::{Memory, Wire};
 use crate::workload::Job;
-use crate::workload::exchange::plan::{ExchangePlan, memories, parse_wires};
+use crate::workload::exchange::plan::{ExchangePlan, Timed, memories, parse_wires};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,7 +62,7 @@ impl Keys {
 
     /// The exchange of `g` ranks a process: the gate classes, and the
     /// circuit where there is one.
-    fn plan(&self, g: usize) -> Result<ExchangePlan> {
+    fn plan(&self, g: usize, timed: Timed) -> Result<ExchangePlan> {
         let wires = self.wires()?;
         let circuits = match &self.circuit {
             Some(c) => vec![CircuitSpec::parse(c)?],
@@ -86,6 +86,7 @@ impl Keys {
             rounds: self.rounds.unwrap_or(3),
             one_rank_too: false,
             classes_shown: false,
+            timed,
             against: Default::default(),
             fault: None,
             forecast: None,
@@ -122,11 +123,11 @@ impl StepKind for Keys {
             }
             _ => {}
         }
-        self.plan(self.gpus.unwrap_or(1)).map(|_| ()).map_err(|e| BadKey::new("circuit", e))
+        self.plan(self.gpus.unwrap_or(1), Timed::Every).map(|_| ()).map_err(|e| BadKey::new("circuit", e))
     }
 
     fn libraries(&self) -> Vec<Library> {
-        self.plan(1).map(|p| p.libraries()).unwrap_or_default()
+        self.plan(1, Timed::Every).map(|p| p.libraries()).unwrap_or_default()
     }
 
     fn scope(&self) -> Scope {
@@ -143,7 +144,12 @@ impl StepKind for Keys {
         if !ranks.is_power_of_two() {
             return Err(Error::Usage(format!("{ranks} ranks: a register spreads over a power of two")));
         }
-        let plan = self.plan(g)?;
+        let timed = match metric {
+            "local_gbps" | "local_of_copy" => Timed::LocalH,
+            "gbps_per_direction" => Timed::Global,
+            _ => Timed::Every,
+        };
+        let plan = self.plan(g, timed)?;
         let run = done(plan.run(session, &mut Quiet))?;
         let r = run
             .registers

@@ -39,6 +39,8 @@ pub struct ExchangePlan {
     pub one_rank_too: bool,
     /// `--classes`: the text shows the gate classes' table.
     pub classes_shown: bool,
+    /// Which gate classes each register times.
+    pub timed: Timed,
     pub fault: Option<Fault>,
     /// `--plan`: measure nothing, project every count from these figures.
     pub forecast: Option<Forecasting>,
@@ -47,6 +49,20 @@ pub struct ExchangePlan {
     /// The memory and wires asked for that this machine cannot run, with
     /// why: left out of the plan, named in the record.
     pub unavailable: Vec<Unavailable>,
+}
+
+/// The gate classes a register times: every one (the command's table, the
+/// circuits' projections), or only those a check step judges, so that a
+/// Prolog's register is held for its few gates and not for the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Timed {
+    #[default]
+    Every,
+    /// The H gates at the local positions (local bandwidth, its share of a
+    /// copy), and no host link.
+    LocalH,
+    /// The global gates over each wire, and no host link.
+    Global,
 }
 
 /// What `--plan` prices from and what it prices.

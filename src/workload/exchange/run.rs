@@ -10,7 +10,7 @@ use super::classes::{self, Probe};
 use super::decision;
 use super::forecast;
 use super::model::Machine;
-use super::plan::{ExchangePlan, gpu_libraries};
+use super::plan::{ExchangePlan, Timed, gpu_libraries};
 use super::projection::Table;
 use crate::error::{Error, Result};
 use crate::fault::Fault;
@@ -23,6 +23,7 @@ use crate::statevec::circuit::Circuit;
 use crate::statevec::layout::{GlobalOp, Layout, Precision};
 use crate::statevec::schedule::Schedule;
 use crate::statevec::state::ProductState;
+use crate::statevec::step::Class;
 use crate::stats::Summary;
 use crate::transport::amplitudes::gpu::GpuRegister;
 use crate::transport::amplitudes::host_memory::{HostRegister, does_not_fit};
@@ -52,6 +53,7 @@ struct Settings<'a> {
     circuits: &'a [Circuit],
     schedules: &'a [Schedule],
     rounds: u32,
+    timed: Timed,
 }
 
 /// Thread counts whose step dispatch a host register measures.
@@ -84,7 +86,7 @@ fn references(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<(R
     let copy = sample(s.warmup, s.iters, || reg.local_copy())?;
     let copy_bytes = reg.copy_bytes();
     let link_bytes = chunk.min(1 << 30);
-    let link = match reg.host_link(link_bytes)? {
+    let link = match (s.timed == Timed::Every).then(|| reg.host_link(link_bytes)).transpose()?.flatten() {
         Some(_) => Some(sample(s.warmup, s.iters, || Ok(reg.host_link(link_bytes)?.unwrap_or(0.0)))?),
         None => None,
     };
@@ -113,10 +115,18 @@ fn measure(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<Regis
     let (references, copy_s) = references(reg, memory, s)?;
     let mut classes = Vec::new();
     let timing = (s.warmup, s.iters);
-    for p in classes::local(&layout) {
+    let locals = classes::local(&layout).into_iter().filter(|p| match s.timed {
+        Timed::Every => true,
+        Timed::LocalH => p.step.class() == Class::H,
+        Timed::Global => false,
+    });
+    for p in locals {
         classes.push(classes::time(reg, &p, None, timing, None, copy_s)?);
     }
-    let globals: Vec<Probe> = classes::global(&layout, s.ops);
+    let globals: Vec<Probe> = match s.timed {
+        Timed::LocalH => Vec::new(),
+        Timed::Every | Timed::Global => classes::global(&layout, s.ops),
+    };
     let mut unavailable = Vec::new();
     let mut wires = Vec::new();
     for &wire in s.wires.iter().filter(|_| layout.ranks() > 1) {
@@ -360,6 +370,7 @@ impl Measuring<'_> {
             circuits,
             schedules: &p.schedules,
             rounds: p.rounds,
+            timed: p.timed,
         }
     }
 
@@ -393,7 +404,9 @@ impl Measuring<'_> {
             return Ok(());
         }
         interrupt::step(format!("{n} qubits: opening the {} ranks", memory.name()));
-        let mut reg = match held(plan, layout, g, memory, world, self.nccl && memory == Memory::Gpu) {
+        // One rank exchanges nothing: no communicators to set up.
+        let nccl = self.nccl && memory == Memory::Gpu && ranks > 1;
+        let mut reg = match held(plan, layout, g, memory, world, nccl) {
             Ok(reg) => reg,
             // Of several counts, the ones this node cannot hold are projected.
             Err(e @ (Error::Usage(_) | Error::Missing(_))) if plan.ngpus.len() > 1 && memory == Memory::Gpu => {
