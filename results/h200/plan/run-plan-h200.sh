@@ -4,7 +4,7 @@
 # workloads), each with its data checked. Three stages, one or several leases:
 #   STAGE=verify   the GPU unit tests, copies (every test, a corrupted word caught), the
 #                  collectives, the exchange wires under two processes, OSU
-#                  on GPU buffers and probe run.
+#                  on GPU buffers (where MPI is CUDA-aware) and host buffers, and probe run.
 #   STAGE=source   the one-GPU sweep the plan is made from: 12..31 qubits,
 #                  QFT and a random circuit.
 #   STAGE=measure  the same circuits measured on 2 and 4 MPI processes
@@ -61,16 +61,20 @@ if [ "$STAGE" = verify ]; then
     timeout 200 "$Q" exchange --qubits 30 -g 1 -n 2 -J "$W/ex-1gpu-30.json" > "$W/ex-1gpu-30.txt"; want $? 0
     circuits "$W/ex-1gpu-30.json"
     timeout 300 $MPI 2 "$Q" exchange --qubits 26 -g 1 --transport quest,nccl,mpi,host,mpi-unpipelined --circuit qft,random:60 -n 2 \
-        -J "$OUT/wires-mpi2-26q.json" > "$W/wires.txt"; want $? 0
+        -J "$OUT/wires-mpi2-26q.json" > "$OUT/wires-mpi2-26q.txt" 2>&1; want $? 0
+    tail -25 "$OUT/wires-mpi2-26q.txt"
     circuits "$OUT/wires-mpi2-26q.json"
     QBENCH_CORRUPT=half timeout 120 $MPI 2 -x QBENCH_CORRUPT "$Q" exchange --qubits 22 -g 1 --transport quest,mpi --circuit qft -n 1 -w 0 > "$W/corrupt.txt" 2>&1
     want $? 1; grep -E "wrong" "$W/corrupt.txt" | head -4
 
-    step "OSU on GPU buffers"
-    timeout 120 $MPI 2 "$Q" osu_bw -d cuda D D -c -m 1:16777216 | tail -4; want "${PIPESTATUS[0]}" 0
-    timeout 120 $MPI 2 "$Q" osu_latency -d cuda D D -c -m 1:65536 | tail -3; want "${PIPESTATUS[0]}" 0
-    timeout 120 $MPI 4 "$Q" osu_allreduce -d cuda D D -c -m 4:1048576 | tail -3; want "${PIPESTATUS[0]}" 0
-    QBENCH_CORRUPT=1:3 timeout 120 $MPI 2 -x QBENCH_CORRUPT "$Q" osu_bw -d cuda D D -c -m 1:65536 | tail -2; want "${PIPESTATUS[0]}" 1
+    step "OSU on GPU buffers (MPI that is not CUDA-aware refuses them: exit 3), and on host buffers"
+    D=3; ompi_info --parsable --all 2> /dev/null | grep -q "mpi_built_with_cuda_support:value:true" && D=0
+    timeout 120 $MPI 2 "$Q" osu_bw -d cuda D D -c -m 1:16777216 2>&1 | tail -4; want "${PIPESTATUS[0]}" $D
+    timeout 120 $MPI 2 "$Q" osu_latency -d cuda D D -c -m 1:65536 2>&1 | tail -3; want "${PIPESTATUS[0]}" $D
+    timeout 120 $MPI 4 "$Q" osu_allreduce -d cuda -c -m 4:1048576 2>&1 | tail -3; want "${PIPESTATUS[0]}" $D
+    timeout 120 $MPI 2 "$Q" osu_bw -c -m 1:16777216 | tail -4; want "${PIPESTATUS[0]}" 0
+    timeout 120 $MPI 4 "$Q" osu_allreduce -c -m 4:1048576 | tail -3; want "${PIPESTATUS[0]}" 0
+    QBENCH_CORRUPT=1:3 timeout 120 $MPI 2 -x QBENCH_CORRUPT "$Q" osu_bw -c -m 1:65536 2>&1 | tail -2; want "${PIPESTATUS[0]}" 1
 
     step "probe"
     timeout 60 "$Q" probe --json > "$OUT/probe.json"; want $? "0 or 1"
