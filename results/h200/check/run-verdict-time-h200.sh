@@ -40,7 +40,8 @@ run() {
 
 stop_loads() {
     for p in "${LOADS[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
+    # The loads only: a bare wait would wait for the log's tee too.
+    [ ${#LOADS[@]} -gt 0 ] && wait "${LOADS[@]}" 2>/dev/null
     LOADS=()
 }
 trap stop_loads EXIT
