@@ -274,7 +274,14 @@ fn answer(c: &Circuit, ask: &Ask, rows: &[Forecast], m: &Machine) -> PlanAnswer 
                 (Some(_), Some(p)) => parts.push(format!("spreading {name} pays from {} GPUs", p.gpus)),
                 (None, _) => {
                     let least = counts.first().map_or(f.gpus, |r| r.gpus);
-                    parts.push(format!("{name} needs at least {least} GPUs for its memory"));
+                    let whole = Layout::new(ask.qubits, 1, ask.precision).map_or(u64::MAX, |l| l.chunk_bytes());
+                    parts.push(match whole.saturating_add(1 << 30) <= m.gpu_memory {
+                        true => format!("one GPU holds {name} but was not asked for (add 1 to -g to compare)"),
+                        false if rows.iter().any(|r| r.gpus == least / 2 && !r.fits) => {
+                            format!("{name} needs at least {least} GPUs for its memory")
+                        }
+                        false => format!("{name} does not fit one GPU; {least} is the fewest asked for"),
+                    });
                 }
                 _ => {}
             }
@@ -392,6 +399,11 @@ mod tests {
         assert!(answers[0].answer.contains("needs at least"), "{}", answers[0].answer);
         assert!(rows.iter().filter(|r| r.fits).all(|r| r.vs_best.is_some()), "{rows:?}");
         assert!(rows.iter().any(|r| r.nodes > 1 && r.levels.iter().any(|l| l.name == "across nodes")), "{rows:?}");
+        // One GPU not asked for is not one that cannot hold the register.
+        let (_, answers) = forecast(&ask(14, &[2, 4], Precision::Double, &q), &h200()).unwrap();
+        assert!(answers[0].answer.starts_with("one GPU holds qft(14) but was not asked for"), "{}", answers[0].answer);
+        let (_, answers) = forecast(&ask(38, &[64, 128], Precision::Double, &q), &h200()).unwrap();
+        assert!(answers[0].answer.starts_with("qft(38) does not fit one GPU; 64 is the fewest asked for"), "{}", answers[0].answer);
     }
 
     #[test]
