@@ -60,7 +60,7 @@ if [ "$STAGE" = verify ]; then
     step "exchange: one GPU, 30 qubits; two processes over every wire MPI drives, a corrupted half caught"
     timeout 200 "$Q" exchange --qubits 30 -g 1 -n 2 -J "$W/ex-1gpu-30.json" > "$W/ex-1gpu-30.txt"; want $? 0
     circuits "$W/ex-1gpu-30.json"
-    timeout 300 $MPI 2 "$Q" exchange --qubits 26 -g 1 --transport quest,nccl,mpi,host,mpi-unpipelined --circuit qft,random:60 -n 2 \
+    timeout 300 $MPI 2 "$Q" exchange --qubits 26 -g 1 --transport quest,nccl,mpi,host --circuit qft,random:60 -n 2 \
         -J "$OUT/wires-mpi2-26q.json" > "$OUT/wires-mpi2-26q.txt" 2>&1; want $? 0
     tail -25 "$OUT/wires-mpi2-26q.txt"
     circuits "$OUT/wires-mpi2-26q.json"
