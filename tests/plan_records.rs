@@ -68,3 +68,35 @@ fn two_processes_sharing_the_gpu_are_planned_from_an_earlier_pair() {
         within(schedule, p, measured("h200-exchange-mpi2-quest-30q-again.json", 2, Some(schedule)));
     }
 }
+
+/// Host ranks planned as MPI processes from a record of one rank: the
+/// latency of MPI's messages is in no such record, and the plan says so;
+/// with a record of two processes beside it, it is measured and not said.
+#[test]
+fn processes_planned_from_threads_say_mpi_latency_is_not_known() {
+    let unknown = |from: &[&str]| {
+        let mut args = vec!["exchange", "--plan", "--from"];
+        args.extend(from);
+        args.extend([
+            "--qubits",
+            "12",
+            "-g",
+            "2",
+            "--gpus-per-node",
+            "2",
+            "--transport",
+            "cpu",
+            "--circuit",
+            "qft",
+            "--json",
+        ]);
+        let o = common::qbench(&args);
+        assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+        let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+        // An answer with nothing unknown leaves the list out.
+        plan["plans"][0]["unknown"].as_array().is_some_and(|u| u.iter().any(|u| u.as_str().unwrap().contains("(MPI)")))
+    };
+    let one = "results/plan-cpu/one-rank-10-20q.json";
+    assert!(unknown(&[one]));
+    assert!(!unknown(&[one, "results/plan-cpu/runs/mpi-2-18q.json"]));
+}

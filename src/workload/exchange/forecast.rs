@@ -242,6 +242,19 @@ fn fabric_share(r: &Forecast) -> f64 {
     r.projected_s.map_or(0.0, |t| fabric / t)
 }
 
+/// What the answer's prices leave out: the machine's unknowns, and for
+/// host ranks planned as processes from records of threads alone, MPI's
+/// latency per message.
+fn unknown(ask: &Ask, m: &Machine) -> Vec<String> {
+    let mut out = m.unknown.clone();
+    if m.host && ask.per_node.is_some() && !m.processes_measured && ask.gpus.iter().any(|&g| g > 1) {
+        out.push(
+            "a message's latency between processes (MPI): the records ran no ranks in several processes, so each exchange is priced as a copy in memory; a record of two processes has it".into(),
+        );
+    }
+    out
+}
+
 /// One circuit's answer: the count to run on, in one line, with settings.
 fn answer(c: &Circuit, ask: &Ask, rows: &[Forecast], m: &Machine) -> PlanAnswer {
     let name = format!("{}({})", c.name, ask.qubits);
@@ -316,7 +329,7 @@ fn answer(c: &Circuit, ask: &Ask, rows: &[Forecast], m: &Machine) -> PlanAnswer 
         schedule: best.and_then(|b| b.schedule),
         transport: best.and_then(|b| b.transport.clone()),
         answer: parts.join("; "),
-        unknown: m.unknown.clone(),
+        unknown: unknown(ask, m),
         left_out: Vec::new(),
         settings: best.map(|b| settings::all(b, m)).unwrap_or_default(),
     }
@@ -338,6 +351,7 @@ mod tests {
             local: Rate { alpha_s: 10e-6, gbps: 4200.0 },
             step_s: 10e-6,
             dispatch: Vec::new(),
+            processes_measured: false,
             unknown: Vec::new(),
             wires: vec![WireFigures {
                 name: "nccl".into(),

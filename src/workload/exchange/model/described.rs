@@ -144,6 +144,7 @@ impl Machine {
             host: false,
             step_s: local.alpha_s,
             dispatch: Vec::new(),
+            processes_measured: false,
             local,
             unknown,
             wires,

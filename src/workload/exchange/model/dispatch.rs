@@ -60,6 +60,7 @@ mod tests {
             local: Rate { alpha_s: 0.0, gbps: 10.0 },
             step_s: 0.0,
             dispatch: vec![(1, 1e-6), (4, 50e-6)],
+            processes_measured: false,
             unknown: Vec::new(),
             wires: Vec::new(),
             tables: Vec::new(),

@@ -269,6 +269,7 @@ impl Machine {
             local,
             step_s: local.alpha_s,
             dispatch: dispatch(&regs),
+            processes_measured: regs.iter().any(|m| m.shape.ranks > m.shape.threads),
             unknown,
             wires,
             tables: regs

@@ -119,6 +119,9 @@ pub struct Machine {
     /// What starting a step on k ranks of one process costs (host ranks'
     /// threads), (k, seconds); empty where nothing is started per step.
     pub dispatch: Vec<(usize, f64)>,
+    /// Host ranks: whether a record ran ranks in several processes, whose
+    /// messages (MPI) pay a latency that threads of one process do not.
+    pub processes_measured: bool,
     /// What was not known and is priced at nothing (a latency no source
     /// states): said beside every answer that depends on it.
     pub unknown: Vec<String>,
@@ -344,6 +347,7 @@ mod tests {
             local: Rate { alpha_s: launch_us * 1e-6, gbps: 4000.0 },
             step_s: launch_us * 1e-6,
             dispatch: Vec::new(),
+            processes_measured: false,
             unknown: Vec::new(),
             wires: vec![WireFigures { name: "nccl".into(), levels, piece_amps: None, overlaps: false }],
             tables: Vec::new(),
