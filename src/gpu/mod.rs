@@ -45,7 +45,7 @@ impl Drop for KeepContexts {
     }
 }
 
-/// Holds `ctx` where a [`KeepContexts`] is alive and none of its GPU is held.
+/// Holds `ctx` while a [`KeepContexts`] lives, unless its GPU's is held already.
 fn keep(ctx: &Arc<CudaContext>) {
     if let Some(kept) = KEPT.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
         && !kept.iter().any(|k| k.ordinal() == ctx.ordinal())

@@ -1,8 +1,9 @@
 //! Host ranks that are threads of one process are started and joined for
-//! every step, twice for a step that exchanges (the move, then the
-//! update; transport/amplitudes/cpu.rs): what that costs for as many threads as a process runs, from the
-//! records' measured dispatch (between measured thread counts, in
-//! proportion; past the largest, as the largest). Nothing for GPUs.
+//! every step, twice for a step that exchanges (the move, then the update;
+//! transport/amplitudes/cpu.rs): what that costs for as many threads as a
+//! process runs, from the records' measured dispatch (between measured
+//! thread counts, in proportion; past the largest, as the largest).
+//! Nothing for GPUs.
 
 use super::{Machine, Part, Placement, Term, WireFigures};
 use crate::statevec::step::PhysicalGate;
