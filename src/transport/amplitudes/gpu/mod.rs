@@ -64,8 +64,8 @@ pub struct GpuRegister<'w> {
     info: Vec<RankInfo>,
     /// Why peer access is not possible, if it is not.
     no_peer: Option<String>,
-    /// Why NCCL was not set up although asked for: ranks share a GPU.
-    shared: Option<String>,
+    /// Processes on each GPU of this node (more processes than GPUs).
+    sharing: usize,
     stages: Vec<staging::Stage>,
     piece: Option<u64>,
     /// Each local rank's part of the exchange under way.
@@ -89,10 +89,7 @@ impl<'w> GpuRegister<'w> {
         }
         let (gpus, sharing) = gpu::open_local_gpus_shared(local, world)?;
         let xbuf_bytes = exchange_buffer_bytes(&layout, &gpus, sharing)?;
-        let shared = (sharing > 1).then(|| {
-            format!("{sharing} ranks share each GPU of this node (more processes than GPUs): NCCL needs a GPU per rank")
-        });
-        let comms = if nccl && shared.is_none() { Some(Communicators::new(&gpus, world, None)?) } else { None };
+        let comms = if nccl && sharing == 1 { Some(Communicators::new(&gpus, world, None)?) } else { None };
         let first_rank = world.rank() * local;
         let (ranks, info) = open_ranks(&layout, gpus, first_rank, xbuf_bytes)?;
         let no_peer = peer_access(&layout, world, &ranks);
@@ -105,7 +102,7 @@ impl<'w> GpuRegister<'w> {
             ranks,
             info,
             no_peer,
-            shared,
+            sharing,
             stages: Vec::new(),
             piece,
             parts: Vec::new(),
@@ -141,8 +138,20 @@ impl<'w> GpuRegister<'w> {
 
     /// Runs `enqueue` between start and end events on every GPU's main
     /// stream, waits for all, and returns the slowest GPU's (and, across
-    /// processes, the slowest process's) seconds.
+    /// processes, the slowest process's) seconds. Where processes share a
+    /// GPU their kernels take turns on it, and a stream's events time its
+    /// own alone while it is shorter than the GPU's time slice: there the
+    /// span is the host's, from a barrier to the last process's end, the
+    /// GPU's time for every process's work as a circuit meets it.
     fn span(&mut self, enqueue: impl FnOnce(&Self) -> Result<()>) -> Result<Seconds> {
+        if self.sharing > 1 {
+            self.world.barrier();
+            let t0 = std::time::Instant::now();
+            enqueue(self)?;
+            let end = self.ranks.iter().map(|r| record(&r.gpu.stream, false)).collect::<Result<Vec<_>>>()?;
+            self.wait(&end)?;
+            return Ok(self.world.max_f64(&[t0.elapsed().as_secs_f64()])[0]);
+        }
         let start = self.ranks.iter().map(|r| record(&r.gpu.stream, true)).collect::<Result<Vec<_>>>()?;
         enqueue(self)?;
         let end = self.ranks.iter().map(|r| record(&r.gpu.stream, true)).collect::<Result<Vec<_>>>()?;

@@ -26,7 +26,11 @@ impl WireImpl for Nccl {
 
 impl GpuWire for Nccl {
     fn unavailable(&self, reg: &GpuRegister) -> Option<String> {
-        reg.shared.clone().or_else(|| reg.comms.is_none().then(|| "NCCL was not set up for this run".to_string()))
+        if reg.sharing > 1 {
+            let n = reg.sharing;
+            return Some(format!("{n} ranks share each GPU of this node (more processes than GPUs): NCCL needs a GPU per rank"));
+        }
+        reg.comms.is_none().then(|| "NCCL was not set up for this run".to_string())
     }
 
     fn exchange(&self, reg: &mut GpuRegister) -> Result<Seconds> {
