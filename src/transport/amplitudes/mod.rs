@@ -50,6 +50,12 @@ pub trait WireImpl: Sync {
     fn libraries(&self) -> &'static [Library] {
         &[]
     }
+    /// Whether it carries GPU amplitudes through host memory, so that the
+    /// processes sharing a GPU share its host link while each makes its own
+    /// copies in host memory.
+    fn through_host(&self) -> bool {
+        false
+    }
     /// The part that moves GPU registers' amplitudes.
     fn gpu(&self) -> Option<&dyn gpu::GpuWire> {
         None

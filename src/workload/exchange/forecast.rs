@@ -341,8 +341,8 @@ mod tests {
     use crate::workload::exchange::model::{LevelRate, Rate};
 
     fn h200() -> Machine {
-        let node = LevelRate { level: Level::Node, rate: Rate { alpha_s: 20e-6, gbps: 370.0 }, sharing: 1 };
-        let fabric = LevelRate { level: Level::Fabric, rate: Rate { alpha_s: 25e-6, gbps: 45.0 }, sharing: 1 };
+        let node = LevelRate { level: Level::Node, rate: Rate { alpha_s: 20e-6, gbps: 370.0 }, sharing: 1, ceiling_gbps: None };
+        let fabric = LevelRate { level: Level::Fabric, rate: Rate { alpha_s: 25e-6, gbps: 45.0 }, sharing: 1, ceiling_gbps: None };
         Machine {
             source: "test".into(),
             gpu_memory: 141_000_000_000,

@@ -36,6 +36,9 @@ impl WireImpl for Pipelined {
     fn how(&self) -> &'static str {
         "GPU→pinned host→GPU, pipelined in 64M pieces"
     }
+    fn through_host(&self) -> bool {
+        true
+    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }
@@ -47,6 +50,9 @@ impl WireImpl for Unpipelined {
     }
     fn how(&self) -> &'static str {
         "GPU→host, host copy, host→GPU, one after the other"
+    }
+    fn through_host(&self) -> bool {
+        true
     }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)

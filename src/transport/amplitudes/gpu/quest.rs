@@ -27,6 +27,10 @@ impl WireImpl for Quest {
     fn how(&self) -> &'static str {
         "QuEST v4: GPU→pageable host, every 2^28-amplitude MPI_Isend/Irecv at once, MPI_Waitall, host→GPU (the GPU buffers where MPI is CUDA-aware)"
     }
+    // Without a CUDA-aware MPI, as on every machine measured here.
+    fn through_host(&self) -> bool {
+        true
+    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }

@@ -20,6 +20,9 @@ impl WireImpl for Pipelined {
     fn how(&self) -> &'static str {
         "GPU→pinned host→RDMA WRITE→host→GPU, pipelined in 64M pieces"
     }
+    fn through_host(&self) -> bool {
+        true
+    }
     fn gpu(&self) -> Option<&dyn GpuWire> {
         Some(self)
     }

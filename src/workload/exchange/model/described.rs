@@ -125,12 +125,12 @@ impl Machine {
         let mut levels = Vec::new();
         if let Some(gbps) = m.nvlink_gbps {
             let alpha_s = latency(m.nvlink_latency_us, "a message's latency within a node", "nvlink_latency_us");
-            levels.push(LevelRate { level: Level::Node, rate: Rate { alpha_s, gbps }, sharing: 1 });
+            levels.push(LevelRate { level: Level::Node, rate: Rate { alpha_s, gbps }, sharing: 1, ceiling_gbps: None });
         }
         let within = levels.clone();
         if let Some(gbps) = m.fabric_gbps {
             let alpha_s = latency(m.fabric_latency_us, "a message's latency across nodes", "fabric_latency_us");
-            levels.push(LevelRate { level: Level::Fabric, rate: Rate { alpha_s, gbps }, sharing: 1 });
+            levels.push(LevelRate { level: Level::Fabric, rate: Rate { alpha_s, gbps }, sharing: 1, ceiling_gbps: None });
         }
         let mut wires = vec![WireFigures { name: "nccl".into(), levels, piece_amps: Some(1 << 28), overlaps: false }];
         if !within.is_empty() {

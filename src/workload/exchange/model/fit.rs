@@ -16,6 +16,7 @@ use crate::statevec::layout::{GlobalOp, Layout};
 use crate::statevec::schedule::{Schedule, compile};
 use crate::statevec::step::{Class, PhysicalGate};
 use crate::stats::Summary;
+use crate::transport::amplitudes::Wire;
 use num_complex::Complex64;
 
 /// QuEST v4's message piece, and NCCL's default chunk here: 2^28 amplitudes.
@@ -414,8 +415,14 @@ fn shortest_run(step: &PhysicalGate, layout: &Layout) -> f64 {
     f64::powi(2.0, lowest as i32) * layout.precision.bytes() as f64
 }
 
-/// Each wire's rate at each level its exchanges crossed.
+/// Each wire's rate at each level its exchanges crossed; at the shared
+/// device, a wire through host memory is held under the host link the
+/// records measured with every rank of a GPU copying at once.
 fn wire_rates(regs: &[Measured]) -> Vec<WireFigures> {
+    let host_link = regs
+        .iter()
+        .filter_map(|m| m.reg.references.host_link_gbps.map(|g| g * m.shape.sharing as f64))
+        .reduce(f64::max);
     // Per wire and level: the most ranks that shared a device, and the points.
     type Points = (usize, Vec<(f64, f64, f64)>);
     let mut points: std::collections::BTreeMap<(String, Level), Points> = Default::default();
@@ -443,7 +450,9 @@ fn wire_rates(regs: &[Measured]) -> Vec<WireFigures> {
     for ((wire, level), (sharing, pts)) in points {
         let Some(rate) = fit(&pts) else { continue };
         let sharing = if level == Level::Device { sharing } else { 1 };
-        let lr = LevelRate { level, rate, sharing };
+        let through_host = Wire::parse(&wire).is_some_and(|w| w.imp().through_host());
+        let ceiling_gbps = host_link.filter(|_| level == Level::Device && through_host);
+        let lr = LevelRate { level, rate, sharing, ceiling_gbps };
         match wires.iter_mut().find(|w| w.name == wire) {
             Some(w) => w.levels.push(lr),
             None => wires.push(WireFigures {
@@ -467,7 +476,7 @@ fn host_copy_wire(regs: &[Measured], local: Rate) -> WireFigures {
     let rate = Rate { alpha_s: local.alpha_s, gbps };
     WireFigures {
         name: "cpu".into(),
-        levels: [Level::Device, Level::Node].into_iter().map(|level| LevelRate { level, rate, sharing: 1 }).collect(),
+        levels: [Level::Device, Level::Node].into_iter().map(|level| LevelRate { level, rate, sharing: 1, ceiling_gbps: None }).collect(),
         piece_amps: None,
         overlaps: false,
     }

@@ -68,6 +68,12 @@ pub struct LevelRate {
     pub level: Level,
     pub rate: Rate,
     pub sharing: usize,
+    /// At the shared device, where the ranks do not share all of the path:
+    /// what all of them together reach through the part they share, per
+    /// direction (processes staging a GPU's amplitudes share its host link
+    /// but each makes its own copies). None: they share it all, and k ranks
+    /// each get `sharing`/k of the rate.
+    pub ceiling_gbps: Option<f64>,
 }
 
 /// What a wire costs at each level it reaches.
@@ -154,12 +160,17 @@ impl Machine {
         self.wires.iter().find(|w| w.name == name)
     }
 
-    /// The measured table nearest in size to a chunk of `bytes` per device
-    /// (`sharing` ranks' chunks on one device count together).
+    /// The measured table nearest to `layout` with `sharing` ranks on each
+    /// device: in the bytes a device holds (their chunks together) and in
+    /// the ranks that take turns on it (processes sharing a GPU switch
+    /// between their kernels), each factor of two as far as the other.
     pub fn table_for(&self, layout: &Layout, sharing: usize) -> Option<&ClassTable> {
         let bytes = (layout.chunk_bytes() * sharing as u64) as f64;
         self.tables.iter().min_by(|a, b| {
-            let d = |t: &ClassTable| ((t.layout.chunk_bytes() * t.sharing as u64) as f64 / bytes).ln().abs();
+            let d = |t: &ClassTable| {
+                ((t.layout.chunk_bytes() * t.sharing as u64) as f64 / bytes).ln().abs()
+                    + (t.sharing as f64 / sharing as f64).ln().abs()
+            };
             d(a).total_cmp(&d(b))
         })
     }
@@ -334,10 +345,10 @@ mod tests {
     pub fn machine(launch_us: f64, link: Option<(f64, f64)>, fabric: Option<(f64, f64)>) -> Machine {
         let mut levels = Vec::new();
         if let Some((a, g)) = link {
-            levels.push(LevelRate { level: Level::Node, rate: Rate { alpha_s: a * 1e-6, gbps: g }, sharing: 1 });
+            levels.push(LevelRate { level: Level::Node, rate: Rate { alpha_s: a * 1e-6, gbps: g }, sharing: 1, ceiling_gbps: None });
         }
         if let Some((a, g)) = fabric {
-            levels.push(LevelRate { level: Level::Fabric, rate: Rate { alpha_s: a * 1e-6, gbps: g }, sharing: 1 });
+            levels.push(LevelRate { level: Level::Fabric, rate: Rate { alpha_s: a * 1e-6, gbps: g }, sharing: 1, ceiling_gbps: None });
         }
         Machine {
             source: "test".into(),
@@ -387,6 +398,39 @@ mod tests {
             Placement { layout: Layout::new(30, 16, Precision::Double).unwrap(), sharing: 1, devices_per_node: 8, threads: 1 };
         let e = price(&[PhysicalGate::GlobalU { t: 29, m: hadamard() }], &far, &m, w).unwrap_err();
         assert_eq!(e, Unpriced::NoWire { wire: "nccl".into(), level: Level::Fabric });
+    }
+
+    #[test]
+    fn ranks_sharing_a_device_share_its_link_or_only_the_part_they_share() {
+        let rate = Rate { alpha_s: 0.0, gbps: 4.0 };
+        let at = |k| Placement { layout: Layout::new(26, k, Precision::Double).unwrap(), sharing: k, devices_per_node: 1, threads: 1 };
+        let seconds = |ceiling_gbps, k: usize| {
+            let level = LevelRate { level: Level::Device, rate, sharing: 2, ceiling_gbps };
+            let w = WireFigures { name: "mpi".into(), levels: vec![level], piece_amps: None, overlaps: false };
+            let p = at(k);
+            let step = PhysicalGate::GlobalU { t: p.layout.local_qubits(), m: hadamard() };
+            let bytes = step.bytes(&p.layout) as f64;
+            transfer::Transfer.seconds(&step, &p, &machine(5.0, None, None), Some(&w)).unwrap() * 1e9 / bytes
+        };
+        // A rate found with 2 ranks on the device: 4 ranks get half of it.
+        assert!((seconds(None, 4) - 1.0 / 2.0).abs() < 1e-9);
+        // Staged through a host link of 50 GB/s: 4 ranks keep their own 4 GB/s, 32 get 50/32.
+        assert!((seconds(Some(50.0), 4) - 1.0 / 4.0).abs() < 1e-9);
+        assert!((seconds(Some(50.0), 32) - 32.0 / 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_table_of_as_many_ranks_on_a_device_is_nearer_than_one_of_the_same_bytes() {
+        let table = |qubits, ranks, sharing| ClassTable {
+            classes: Vec::new(),
+            layout: Layout::new(qubits, ranks, Precision::Double).unwrap(),
+            sharing,
+        };
+        let m = Machine { tables: vec![table(26, 1, 1), table(26, 2, 2), table(30, 1, 1)], ..machine(5.0, None, None) };
+        let two = Layout::new(26, 2, Precision::Double).unwrap();
+        assert_eq!(m.table_for(&two, 2), Some(&m.tables[1]));
+        assert_eq!(m.table_for(&Layout::new(26, 1, Precision::Double).unwrap(), 1), Some(&m.tables[0]));
+        assert_eq!(m.table_for(&Layout::new(31, 1, Precision::Double).unwrap(), 1), Some(&m.tables[2]));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Moving an exchange's message: α for each piece it is sent in plus its
 //! bytes over β, at the farthest level it crosses. Ranks that share a
 //! device share that level's link: a rate found with k of them on it gives
-//! each of k' ranks k/k' of it.
+//! each of k' ranks k/k' of it, or, where they share only part of the path
+//! (a GPU's host link), the lesser of their own rate and 1/k' of that part's.
 
 use super::{Level, Machine, Part, Placement, Term, WireFigures};
 use crate::statevec::step::PhysicalGate;
@@ -27,12 +28,14 @@ impl Term for Transfer {
             Some(a) => (bytes / (a * at.layout.precision.bytes()) as f64).ceil().max(1.0),
             None => 1.0,
         };
-        let share = match level {
-            Level::Device => at_level.sharing as f64 / at.sharing.max(1) as f64,
-            _ => 1.0,
-        };
         let mut rate = at_level.rate;
-        rate.gbps *= share;
+        if level == Level::Device {
+            let k = at.sharing.max(1) as f64;
+            rate.gbps = match at_level.ceiling_gbps {
+                Some(c) => rate.gbps.min(c / k),
+                None => rate.gbps * at_level.sharing as f64 / k,
+            };
+        }
         Some(rate.seconds(pieces, bytes))
     }
 }
