@@ -238,6 +238,10 @@ pub struct Forecast {
     pub vs_best: Option<f64>,
     /// The projected time on one rank over this one.
     pub speedup: Option<f64>,
+    /// `--simulator-time`: that simulator's time here, its local steps at
+    /// its own speed and the exchanging steps as projected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulator_s: Option<f64>,
     pub verdict: String,
     /// Where every figure of the row comes from.
     pub source: String,

@@ -65,6 +65,23 @@ fn notes(rows: &[&Forecast]) -> Vec<String> {
     out
 }
 
+/// The simulator given (`--simulator-time`), priced on each row: one line.
+fn simulator(rows: &[&Forecast]) -> Option<String> {
+    let one = rows.iter().find(|f| f.gpus == 1)?.simulator_s?;
+    let each: Vec<String> = rows
+        .iter()
+        .filter(|f| f.gpus > 1)
+        .filter_map(|f| {
+            let how = match (&f.schedule, &f.transport) {
+                (Some(s), Some(w)) => format!(" {} over {w}", s.name()),
+                _ => String::new(),
+            };
+            f.simulator_s.map(|t| format!("{} GPUs{how} {} (×{:.2})", f.gpus, seconds(t), one / t))
+        })
+        .collect();
+    (!each.is_empty()).then(|| format!("{} on one GPU; {}", seconds(one), each.join(", ")))
+}
+
 /// An answer's settings, each simulator's lines under its name.
 fn settings(a: &PlanAnswer) -> String {
     let mut s = String::new();
@@ -118,6 +135,9 @@ pub fn render(forecasts: &[Forecast], plans: &[PlanAnswer], from: Option<&PlanFi
         let _ = write!(s, "\n== plan: {circuit}({qubits}), {precision} precision (projected)\n{}\n", rows_table(&rows));
         for n in notes(&rows) {
             let _ = writeln!(s, "{}", super::fit::hanging("  ", &n, Some(WIDTH)));
+        }
+        if let Some(line) = simulator(&rows) {
+            let _ = writeln!(s, "{}", super::fit::hanging("simulator given: ", &line, Some(WIDTH)));
         }
         if let Some(a) = plans.iter().find(|a| a.circuit == circuit && a.qubits == qubits) {
             let _ = writeln!(s, "{}", super::fit::hanging("answer: ", &a.answer, Some(WIDTH)));

@@ -44,6 +44,8 @@ pub struct Ask<'a> {
     pub sharing: usize,
     /// GPUs in a node (host ranks in a node), over the machine's figure.
     pub per_node: Option<usize>,
+    /// `--simulator-time`: a simulator's one-GPU seconds, per circuit name.
+    pub simulator_s: &'a [(String, f64)],
 }
 
 /// The circuit with its qubits renamed so that the ones used most as
@@ -172,6 +174,7 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
             .map(|p| p.seconds);
         let rows = rows(&c, ask, m, &mut left_out)?;
         let seconds = |r: &Row| r.price.as_ref().ok().filter(|_| r.fits).map(|p| p.seconds);
+        let simulator = ask.simulator_s.iter().find(|(name, _)| *name == spec.name()).map(|&(_, s)| s);
         let best = rows.iter().filter_map(seconds).fold(f64::INFINITY, f64::min);
         let best = best.is_finite().then_some(best);
         let fc: Vec<Forecast> = rows
@@ -208,6 +211,7 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
                         .unwrap_or_default(),
                     vs_best: t.zip(best).map(|(t, b)| t / b),
                     speedup: t.zip(one).filter(|_| r.gpus > 1).map(|(t, o)| o / t),
+                    simulator_s: simulator.zip(one).zip(price).map(|((s, o), p)| for_simulator(s, o, p)),
                     verdict,
                     source: m.source.clone(),
                 }
@@ -219,6 +223,14 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
         forecasts.extend(fc);
     }
     Ok((forecasts, answers))
+}
+
+/// A simulator's time for a priced row, given its one-GPU seconds `s` and
+/// the plan's own one-GPU price `one`: its local steps at its speed, the
+/// exchanging steps as priced (the measured verdict's rule).
+fn for_simulator(s: f64, one: f64, p: &model::Price) -> f64 {
+    let exchanging: f64 = p.levels.iter().map(|(_, t)| t).sum();
+    s * (p.seconds - exchanging) / one + exchanging
 }
 
 /// The fastest row of each count that has a price.
@@ -364,7 +376,8 @@ mod tests {
     }
 
     fn ask<'a>(qubits: u32, gpus: &'a [usize], precision: Precision, circuits: &'a [CircuitSpec]) -> Ask<'a> {
-        Ask { qubits, gpus, precision, circuits, schedules: &Schedule::ALL, wires: &[], sharing: 1, per_node: None }
+        let schedules = &Schedule::ALL;
+        Ask { qubits, gpus, precision, circuits, schedules, wires: &[], sharing: 1, per_node: None, simulator_s: &[] }
     }
 
     #[test]
@@ -418,6 +431,26 @@ mod tests {
         assert!(answers[0].answer.starts_with("one GPU holds qft(14) but was not asked for"), "{}", answers[0].answer);
         let (_, answers) = forecast(&ask(38, &[64, 128], Precision::Double, &q), &h200()).unwrap();
         assert!(answers[0].answer.starts_with("qft(38) does not fit one GPU; 64 is the fewest asked for"), "{}", answers[0].answer);
+    }
+
+    #[test]
+    fn a_simulators_time_prices_its_local_steps_and_keeps_the_exchanges() {
+        let q = [CircuitSpec::Qft];
+        let given = [("qft".to_string(), 3.0)];
+        let a = Ask { simulator_s: &given, ..ask(30, &[1, 4], Precision::Double, &q) };
+        let (rows, _) = forecast(&a, &h200()).unwrap();
+        let one = rows.iter().find(|r| r.gpus == 1).unwrap();
+        assert!((one.simulator_s.unwrap() - 3.0).abs() < 1e-9, "{one:?}");
+        let one_s = one.projected_s.unwrap();
+        for r in rows.iter().filter(|r| r.gpus == 4) {
+            let exchanging: f64 = r.levels.iter().map(|l| l.seconds).sum();
+            let t = r.projected_s.unwrap();
+            let want = 3.0 * (t - exchanging) / one_s + exchanging;
+            assert!(exchanging > 0.0 && (r.simulator_s.unwrap() - want).abs() < 1e-9 * want, "{r:?}");
+        }
+        // Not given for this circuit: nothing priced for it.
+        let (rows, _) = forecast(&ask(30, &[1, 4], Precision::Double, &q), &h200()).unwrap();
+        assert!(rows.iter().all(|r| r.simulator_s.is_none()));
     }
 
     #[test]

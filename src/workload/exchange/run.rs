@@ -539,6 +539,7 @@ fn project(
         wires,
         sharing: placed.0,
         per_node: placed.1,
+        simulator_s: &plan.against.simulator_s,
     };
     let (rows, answers) = forecast::forecast(&ask, m)?;
     out.forecasts.extend(rows);
