@@ -1,8 +1,9 @@
-//! Plans made from committed one-H200 records (results/h200/quest/), held
-//! against measured runs that were not among their sources: a register
-//! four times larger and four times smaller than the record's, and two
-//! processes sharing the GPU. Nothing is timed here, so the tolerance is
-//! the 15% on any machine.
+//! Plans made from committed records of one H200 (results/h200/quest/) and
+//! one H100 (results/h100/plan/processes/), held against measured runs
+//! that were not among their sources: a register four times larger and
+//! four times smaller than the record's, processes sharing the GPU, and
+//! QuEST's own time. Nothing is timed here, so the tolerance is the
+//! issue's 15% on any machine.
 
 mod common;
 
@@ -99,4 +100,43 @@ fn processes_planned_from_threads_say_mpi_latency_is_not_known() {
     let one = "results/plan-cpu/one-rank-10-20q.json";
     assert!(unknown(&[one]));
     assert!(!unknown(&[one, "results/plan-cpu/runs/mpi-2-18q.json"]));
+}
+
+/// One H100's records (results/h100/plan/processes/): four processes
+/// sharing the GPU at 30 qubits, planned from a one-GPU sweep and two
+/// processes at 26 and 28 qubits, over both wires that stage through host
+/// memory; and QuEST v4.1's own time on those four, priced from its one-GPU
+/// time (`--simulator-time`).
+#[test]
+fn four_processes_and_quest_are_planned_from_one_gpu_and_two_processes() {
+    const H100: &str = "results/h100/plan/processes";
+    let from: Vec<String> =
+        ["one-gpu-12-31q.json", "mpi2-26q.json", "mpi2-28q.json"].iter().map(|f| format!("{H100}/{f}")).collect();
+    let median = |file: &str| -> f64 {
+        let line = std::fs::read_to_string(format!("{H100}/{file}")).unwrap();
+        serde_json::from_str::<Value>(line.lines().next().unwrap()).unwrap()["median_s"].as_f64().unwrap()
+    };
+    let quest_one = median("quest-1gpu-30q.jsonl").to_string();
+    let mut args = vec!["exchange", "--plan", "--from"];
+    args.extend(from.iter().map(String::as_str));
+    args.extend(["--qubits", "30", "-g", "1,4", "--ranks-per-gpu", "4", "--transport", "quest,mpi"]);
+    args.extend(["--schedule", "quest", "--circuit", "qft", "--simulator-time", &quest_one, "--json"]);
+    let o = common::qbench(&args);
+    assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = |wire: &str| {
+        let rows = plan["forecasts"].as_array().unwrap();
+        rows.iter().find(|f| f["gpus"] == 4 && f["transport"] == wire).unwrap().clone()
+    };
+    let run: Value = serde_json::from_slice(&std::fs::read(format!("{H100}/mpi4-30q.json")).unwrap()).unwrap();
+    for wire in ["quest", "mpi"] {
+        let c = run["registers"][0]["circuits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["circuit"] == "qft" && c["transport"] == wire);
+        let measured = c.unwrap()["time"]["median"].as_f64().unwrap();
+        within(wire, row(wire)["projected_s"].as_f64().unwrap(), measured);
+    }
+    within("QuEST", row("quest")["simulator_s"].as_f64().unwrap(), median("quest-mpi4-30q.jsonl"));
 }
