@@ -238,7 +238,7 @@ fn on_many(
     let speedup = one_s.map(|o| o / spread);
     let priced = match (simulator, one_s) {
         (Some(s), Some(o)) => {
-            let spread_s = s * local / o + exchange;
+            let spread_s = simulator_spread(s, o, local, exchange);
             Some(SimulatorPrice { one_gpu_s: s, spread_s, speedup: s / spread_s })
         }
         _ => None,
@@ -291,6 +291,13 @@ fn on_many(
         simulator: priced,
         verdict,
     }
+}
+
+/// A simulator's spread seconds from its one-GPU seconds `simulator` and
+/// qbench's `one`: its local steps at its own speed, the exchanges' seconds
+/// kept, since the wire moves the same bytes whoever computes.
+pub fn simulator_spread(simulator: f64, one: f64, local: f64, exchange: f64) -> f64 {
+    simulator * local / one + exchange
 }
 
 /// The most GPU ranks of the run on one GPU (1 where each has its own).

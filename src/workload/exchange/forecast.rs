@@ -7,6 +7,7 @@
 //! counts, the answer said in one line, and the settings each simulator
 //! needs for it. Every figure here is projected and names where it came from.
 
+use super::decision::simulator_spread;
 use super::model::{self, Level, Machine, Placement, Unpriced, WireFigures, settings};
 use crate::error::Result;
 use crate::record::exchange::{Forecast, PlanAnswer, Share};
@@ -226,11 +227,10 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
 }
 
 /// A simulator's time for a priced row, given its one-GPU seconds `s` and
-/// the plan's own one-GPU price `one`: its local steps at its speed, the
-/// exchanging steps as priced (the measured verdict's rule).
+/// the plan's own one-GPU price `one`, by the measured verdict's rule.
 fn for_simulator(s: f64, one: f64, p: &model::Price) -> f64 {
     let exchanging: f64 = p.levels.iter().map(|(_, t)| t).sum();
-    s * (p.seconds - exchanging) / one + exchanging
+    simulator_spread(s, one, p.seconds - exchanging, exchanging)
 }
 
 /// The fastest row of each count that has a price.
