@@ -102,16 +102,18 @@ fn processes_planned_from_threads_say_mpi_latency_is_not_known() {
     assert!(!unknown(&[one, "results/plan-cpu/runs/mpi-2-18q.json"]));
 }
 
-/// One H100's records (results/h100/plan/processes/): four processes
+/// One H100's records (results/h100/plan/processes-warm/): four processes
 /// sharing the GPU at 30 qubits, planned from a one-GPU sweep and two
 /// processes at 26 and 28 qubits, over both wires that stage through host
 /// memory; and QuEST v4.1's own time on those four, priced from its one-GPU
 /// time (`--simulator-time`).
 #[test]
 fn four_processes_and_quest_are_planned_from_one_gpu_and_two_processes() {
-    const H100: &str = "results/h100/plan/processes";
-    let from: Vec<String> =
-        ["one-gpu-12-31q.json", "mpi2-26q.json", "mpi2-28q.json"].iter().map(|f| format!("{H100}/{f}")).collect();
+    const H100: &str = "results/h100/plan/processes-warm";
+    let from: Vec<String> = ["one-gpu-12-31q.json", "src-mpi2-26q.json", "src-mpi2-28q.json"]
+        .iter()
+        .map(|f| format!("{H100}/{f}"))
+        .collect();
     let median = |file: &str| -> f64 {
         let line = std::fs::read_to_string(format!("{H100}/{file}")).unwrap();
         serde_json::from_str::<Value>(line.lines().next().unwrap()).unwrap()["median_s"].as_f64().unwrap()

@@ -70,9 +70,9 @@ pub struct LevelRate {
     pub sharing: usize,
     /// At the shared device, where the ranks do not share all of the path:
     /// what all of them together reach through the part they share, per
-    /// direction (processes staging a GPU's amplitudes share its host link
-    /// but each makes its own copies). None: they share it all, and k ranks
-    /// each get `sharing`/k of the rate.
+    /// direction (processes staging a GPU's amplitudes share its host link,
+    /// crossed twice, but each makes its own copies; transfer.rs). None:
+    /// they share it all, and k ranks each get `sharing`/k of the rate.
     pub ceiling_gbps: Option<f64>,
 }
 
@@ -414,9 +414,15 @@ mod tests {
         };
         // A rate found with 2 ranks on the device: 4 ranks get half of it.
         assert!((seconds(None, 4) - 1.0 / 2.0).abs() < 1e-9);
-        // Staged through a host link of 50 GB/s: 4 ranks keep their own 4 GB/s, 32 get 50/32.
-        assert!((seconds(Some(50.0), 4) - 1.0 / 4.0).abs() < 1e-9);
-        assert!((seconds(Some(50.0), 32) - 32.0 / 50.0).abs() < 1e-9);
+        // Staged through a host link of 50 GB/s, 4 GB/s found with 2 on it:
+        // 0.25 ns a byte, 0.08 of it the link's (twice 2/50), 0.17 their own.
+        // 2 keep it, 4 pay the link twice over, 32 sixteen times.
+        assert!((seconds(Some(50.0), 2) - 0.25).abs() < 1e-9);
+        assert!((seconds(Some(50.0), 4) - (0.17 + 0.16)).abs() < 1e-9);
+        assert!((seconds(Some(50.0), 32) - (0.17 + 1.28)).abs() < 1e-9);
+        // A rate the link alone explains: every rank's time is the link's.
+        let slow_link = |k| seconds(Some(10.0), k);
+        assert!((slow_link(4) - 0.8).abs() < 1e-9);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! bytes over β, at the farthest level it crosses. Ranks that share a
 //! device share that level's link: a rate found with k of them on it gives
 //! each of k' ranks k/k' of it, or, where they share only part of the path
-//! (a GPU's host link), the lesser of their own rate and 1/k' of that part's.
+//! (a GPU's host link, which a staged byte crosses twice), their own part's
+//! time and k'/k of the shared part's.
 
 use super::{Level, Machine, Part, Placement, Term, WireFigures};
 use crate::statevec::step::PhysicalGate;
@@ -32,10 +33,20 @@ impl Term for Transfer {
         if level == Level::Device {
             let k = at.sharing.max(1) as f64;
             rate.gbps = match at_level.ceiling_gbps {
-                Some(c) => rate.gbps.min(c / k),
+                Some(c) => staged(rate.gbps, at_level.sharing as f64, k, c),
                 None => rate.gbps * at_level.sharing as f64 / k,
             };
         }
         Some(rate.seconds(pieces, bytes))
     }
+}
+
+/// Each of `k` ranks' rate where they stage through a host link that all
+/// of them together cross at `c` GB/s a direction, from `gbps` measured
+/// with `s` of them: a byte crosses the link to the host and back, 2k/c
+/// ns with k ranks on it, and each rank's own copies take what is left of
+/// its measured time (nothing, where the link alone explains it).
+fn staged(gbps: f64, s: f64, k: f64, c: f64) -> f64 {
+    let own = (1.0 / gbps - 2.0 * s / c).max(0.0);
+    1.0 / (own + 2.0 * k / c)
 }
