@@ -141,4 +141,11 @@ fn four_processes_and_quest_are_planned_from_one_gpu_and_two_processes() {
         within(wire, row(wire)["projected_s"].as_f64().unwrap(), measured);
     }
     within("QuEST", row("quest")["simulator_s"].as_f64().unwrap(), median("quest-mpi4-30q.jsonl"));
+    // The figures say what the wire's rate was found with: 2 processes, and
+    // the host link they crossed together (25 GB/s each, measured at once).
+    let wires = plan["plan_figures"]["wires"].as_array().unwrap();
+    let quest = wires.iter().find(|w| w["name"] == "quest shared device").unwrap();
+    assert_eq!(quest["sharing"], 2);
+    let link = quest["host_link_gbps"].as_f64().unwrap();
+    assert!((45.0..55.0).contains(&link), "{quest}");
 }

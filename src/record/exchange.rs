@@ -306,6 +306,14 @@ pub struct Figure {
     pub name: String,
     pub alpha_s: f64,
     pub gbps: f64,
+    /// At a shared device: how many ranks shared it when the rate was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<usize>,
+    /// At a shared device, for a wire that stages through host memory: what
+    /// those ranks together reached through the GPU's host link, GB/s a
+    /// direction (other counts pay their share of it; model/transfer.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link_gbps: Option<f64>,
 }
 
 /// The settings a simulator needs to run the plan's answer, with the rule

@@ -105,17 +105,22 @@ fn settings(a: &PlanAnswer) -> String {
 fn figures(f: &PlanFigures) -> String {
     let mut s =
         format!("\n== priced from (per GPU: {} of memory, {} in a node):\n", human_bytes(f.gpu_memory), f.gpus_per_node);
-    let line = |x: &Figure, per: &str| {
-        format!("  {:<26} {} {per} + bytes at {:.0} GB/s\n", x.name, seconds(x.alpha_s), x.gbps)
-    };
-    s += &line(&f.local, "a step");
-    let _ = writeln!(s, "  {:<26} {} a step besides its work", "in a circuit", seconds(f.step_s));
+    let lead = |name: &str| format!("  {name:<26} ");
+    let rate = |x: &Figure, per: &str| format!("{} {per} + bytes at {:.0} GB/s", seconds(x.alpha_s), x.gbps);
+    let _ = writeln!(s, "{}{}", lead(&f.local.name), rate(&f.local, "a step"));
+    let _ = writeln!(s, "{}{} a step besides its work", lead("in a circuit"), seconds(f.step_s));
     if !f.dispatch.is_empty() {
         let d: Vec<String> = f.dispatch.iter().map(|d| format!("{} on {}", seconds(d.seconds), d.ranks)).collect();
-        let _ = writeln!(s, "{}", super::fit::hanging(&format!("  {:<26} ", "starting a step"), &d.join(", "), Some(WIDTH)));
+        let _ = writeln!(s, "{}", super::fit::hanging(&lead("starting a step"), &d.join(", "), Some(WIDTH)));
     }
     for w in &f.wires {
-        s += &line(w, "a message");
+        let found = match (w.sharing, w.host_link_gbps) {
+            (Some(k), Some(c)) => format!(" (found with {k} on a GPU, its host link {c:.0} GB/s among them)"),
+            (Some(k), None) => format!(" (found with {k} on a GPU)"),
+            _ => String::new(),
+        };
+        let text = format!("{}{found}", rate(w, "a message"));
+        let _ = writeln!(s, "{}", super::fit::hanging(&lead(&w.name), &text, Some(WIDTH)));
     }
     s
 }

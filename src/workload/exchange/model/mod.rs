@@ -140,7 +140,8 @@ pub struct Machine {
 impl Machine {
     /// Its figures, for the record.
     pub fn figures(&self) -> PlanFigures {
-        let figure = |name: String, r: &Rate| Figure { name, alpha_s: r.alpha_s, gbps: r.gbps };
+        let figure =
+            |name: String, r: &Rate| Figure { name, alpha_s: r.alpha_s, gbps: r.gbps, sharing: None, host_link_gbps: None };
         PlanFigures {
             source: self.source.clone(),
             gpu_memory: self.gpu_memory,
@@ -151,7 +152,17 @@ impl Machine {
             wires: self
                 .wires
                 .iter()
-                .flat_map(|w| w.levels.iter().map(move |l| figure(format!("{} {}", w.name, l.level.name()), &l.rate)))
+                .flat_map(|w| {
+                    w.levels.iter().map(move |l| {
+                        // Host ranks' devices are cores: their figures stand as found.
+                        let shared = l.level == Level::Device && !self.host;
+                        Figure {
+                            sharing: shared.then_some(l.sharing),
+                            host_link_gbps: l.ceiling_gbps.filter(|_| shared),
+                            ..figure(format!("{} {}", w.name, l.level.name()), &l.rate)
+                        }
+                    })
+                })
                 .collect(),
         }
     }
