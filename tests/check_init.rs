@@ -59,6 +59,8 @@ fn init_writes_a_profile_the_node_passes_ten_times_running() {
     assert!(said[0].starts_with("qbench: check: profile ") && said[0].contains(&format!("written to {}", p.display())));
     let text = std::fs::read_to_string(&p).unwrap();
     assert!(text.starts_with("# Written by qbench check --init on "), "{text}");
+    // A FAIL is measured once more before it drains the node.
+    assert_eq!(text.matches("retries = 1").count(), 3, "{text}");
     let fraction: f64 = text
         .lines()
         .find_map(|l| l.strip_prefix("floor_fraction = "))
