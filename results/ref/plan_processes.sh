@@ -5,11 +5,11 @@
 # QuEST's quest-1gpu-30q.jsonl, quest-mpi4-30q.jsonl). The plan's sources
 # (SOURCES, files of DIR): the one-GPU sweep and the two-process records at
 # 26 and 28 qubits, by default one-gpu-12-31q.json mpi2-26q.json
-# mpi2-28q.json; it
-# prices every measured run of DIR (QFT and a random circuit of 60 gates,
-# quest schedule, quest and mpi wires) at its qubits and processes,
-# QuEST v4.1's QFT(30) on 4 processes from QuEST's own one-GPU time
-# (--simulator-time), and the one-GPU record's own circuits from it alone.
+# mpi2-28q.json; it prices every measured run of DIR (QFT and a random
+# circuit of 60 gates, quest schedule, quest and mpi wires) at its qubits
+# and processes, QuEST v4.1's QFT(30) on 4 processes from QuEST's own
+# one-GPU time (--simulator-time), and the one-GPU record's own circuits
+# from it alone.
 # compare_plan.py holds each against its measurement (15%, 25% under 10 ms);
 # DIR/plans/ holds the plans, DIR/compare.md the tables.
 # Usage: [SOURCES="F..."] bash results/ref/plan_processes.sh DIR QBENCH
