@@ -227,7 +227,11 @@ pub trait Register {
     /// norm, so it passes 2^(−n/2)).
     fn count_wrong(&mut self, state: &ProductState, floor: f64) -> Result<u64>;
     /// What `op` says for each of this process's ranks (by its job rank),
-    /// on all of them at once: the slowest rank's seconds.
+    /// on all of them at once: this process's seconds (its slowest rank's).
+    /// Every timing of a register is this process's own: a caller that
+    /// times one step at a time takes the slowest process's
+    /// ([`step::Timed::slowest`]); a circuit, as a simulator runs it, holds
+    /// its processes together only where they exchange.
     fn apply(&mut self, op: &dyn Fn(usize) -> Local) -> Result<Seconds>;
     /// A copy of [`Register::copy_bytes`] within each rank's memory (the
     /// bandwidth ceiling of a local gate, which reads and writes every

@@ -113,7 +113,7 @@ impl GpuWire for Direct {
             .collect();
         let t0 = std::time::Instant::now();
         Peers::reuse(reg.kept.slot(Wire::Rdma), reg.first_rank, spans)?.swap(reg.world, &puts)?;
-        Ok(reg.world.max_f64(&[t0.elapsed().as_secs_f64()])[0])
+        Ok(t0.elapsed().as_secs_f64())
     }
 }
 

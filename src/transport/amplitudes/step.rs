@@ -12,9 +12,10 @@ use crate::fault::Fault;
 use crate::statevec::circuit::is_h;
 use crate::statevec::layout::Layout;
 use crate::statevec::step::PhysicalGate;
+use crate::world::World;
 
 /// What a step took: its exchange (None for a local step) and the local
-/// work around it, slowest rank's seconds each.
+/// work around it, this process's seconds each (its slowest rank's).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Timed {
     pub exchange: Option<Seconds>,
@@ -24,6 +25,13 @@ pub struct Timed {
 impl Timed {
     pub fn total(&self) -> Seconds {
         self.exchange.unwrap_or(0.0) + self.update
+    }
+
+    /// The slowest process's times of a step every process ran: one
+    /// reduction, which also holds the processes together until the next.
+    pub fn slowest(self, world: &dyn World) -> Timed {
+        let m = world.max_f64(&[self.exchange.unwrap_or(0.0), self.update]);
+        Timed { exchange: self.exchange.map(|_| m[0]), update: m[1] }
     }
 }
 

@@ -45,6 +45,9 @@ pub fn run(
         interrupt::step(name(&format!("round {}", round + 1)));
         reg.init(&c.start)?;
         let mut by = BTreeMap::new();
+        // The processes start together and meet again only where they
+        // exchange, as a simulator's do: no step waits for the slowest.
+        reg.world().barrier();
         let t0 = Instant::now();
         for s in &steps {
             interrupt::check()?;
@@ -64,9 +67,16 @@ pub fn run(
     let time = Summary::of(&times);
     let median_round =
         (0..times.len()).min_by(|&a, &b| (times[a] - time.median).abs().total_cmp(&(times[b] - time.median).abs()));
-    let by_class = median_round
-        .map(|r| shares[r].iter().map(|(&class, &(steps, seconds))| ClassShare { class, steps, seconds }).collect())
-        .unwrap_or_default();
+    // The median round's seconds by class, the slowest process's each
+    // (every process ran the same steps).
+    let by_class = match median_round {
+        Some(r) => {
+            let mine: Vec<f64> = shares[r].values().map(|&(_, s)| s).collect();
+            let seconds = reg.world().max_f64(&mine);
+            shares[r].iter().zip(seconds).map(|((&class, &(steps, _)), seconds)| ClassShare { class, steps, seconds }).collect()
+        }
+        None => Vec::new(),
+    };
     let exchanging: Vec<_> = steps.iter().filter(|s| !s.is_local()).collect();
     Ok(CircuitRun {
         circuit: c.name.clone(),

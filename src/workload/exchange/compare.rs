@@ -4,7 +4,7 @@
 //! best. Records in, nothing printed.
 
 use super::plan::{ComparePlan, gpu_libraries};
-use super::run::sample;
+use super::run::{sample, slowest};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::record::compare::{Comparison, KIND, Row};
@@ -14,6 +14,7 @@ use crate::statevec::circuit::hadamard;
 use crate::statevec::layout::{Layout, Precision};
 use crate::statevec::state::ProductState;
 use crate::statevec::step::PhysicalGate;
+use crate::stats::Summary;
 use crate::transport::amplitudes::gpu::GpuRegister;
 use crate::transport::amplitudes::host_memory::HostRegister;
 use crate::transport::amplitudes::{Memory, Register, Wire, step};
@@ -92,6 +93,7 @@ fn compare(
                 Some(why) => (None, Some(why)),
                 None => {
                     let ring = sample(plan.warmup, plan.iters, || Ok(reg.nccl_sendrecv(bytes)?.unwrap_or(f64::NAN)))?;
+                    let ring = slowest(reg.world(), &ring);
                     (Some(bytes as f64 / ring.median / 1e9), None)
                 }
             };
@@ -143,9 +145,10 @@ fn rows(
             None => {
                 // H on the top qubit: every rank's whole chunk to its partner.
                 let gate = PhysicalGate::GlobalU { t, m: hadamard() };
-                let time = sample(plan.warmup, plan.iters, || {
-                    step::run(reg, &gate, Some(wire), plan.fault).map(|s| s.exchange.unwrap_or(0.0))
-                })?;
+                let time = Summary::of(&sample(plan.warmup, plan.iters, || {
+                    let s = step::run(reg, &gate, Some(wire), plan.fault)?;
+                    Ok(s.slowest(reg.world()).exchange.unwrap_or(0.0))
+                })?);
                 let mut model = ProductState::new(layout.qubits);
                 reg.init(&model)?;
                 step::run(reg, &gate, Some(wire), plan.fault)?;

@@ -29,9 +29,10 @@ use crate::transport::amplitudes::gpu::GpuRegister;
 use crate::transport::amplitudes::host_memory::{HostRegister, does_not_fit};
 use crate::transport::amplitudes::{Memory, Register, Wire};
 use crate::workload::Job;
+use crate::world::World;
 
-/// Repeats `op` `warmup` + `iters` times; the timed samples' summary.
-pub(super) fn sample(warmup: u32, iters: u32, mut op: impl FnMut() -> Result<f64>) -> Result<Summary> {
+/// Repeats `op` `warmup` + `iters` times: this process's timed samples.
+pub(super) fn sample(warmup: u32, iters: u32, mut op: impl FnMut() -> Result<f64>) -> Result<Vec<f64>> {
     let mut v = Vec::with_capacity(iters as usize);
     for i in 0..warmup + iters {
         interrupt::check()?;
@@ -40,7 +41,13 @@ pub(super) fn sample(warmup: u32, iters: u32, mut op: impl FnMut() -> Result<f64
             v.push(s);
         }
     }
-    Ok(Summary::of(&v))
+    Ok(v)
+}
+
+/// Samples every process took of the same operation, summarised as the
+/// slowest process's, sample by sample (one reduction for all of them).
+pub(super) fn slowest(world: &dyn World, samples: &[f64]) -> Summary {
+    Summary::of(&world.max_f64(samples))
 }
 
 /// What every register of the run is measured with.
@@ -60,9 +67,9 @@ struct Settings<'a> {
 const DISPATCH_RANKS: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// What starting an empty step on k threads of this process costs, as a
-/// host register starts each step (threads started and joined, then the
-/// processes' maximum of its time), for k up to four threads a core.
-fn dispatch(world: &dyn crate::world::World) -> Vec<Dispatch> {
+/// host register starts each step (threads started and joined; the
+/// slowest process's), for k up to four threads a core.
+fn dispatch(world: &dyn World) -> Vec<Dispatch> {
     let cores = crate::host::cores();
     DISPATCH_RANKS
         .iter()
@@ -73,10 +80,10 @@ fn dispatch(world: &dyn crate::world::World) -> Vec<Dispatch> {
                     let t0 = std::time::Instant::now();
                     // Past the cores on purpose: `each`, which warns of nothing.
                     crate::threads::each(vec![(); k], |_, ()| ());
-                    world.max_f64(&[t0.elapsed().as_secs_f64()])[0]
+                    t0.elapsed().as_secs_f64()
                 })
                 .collect();
-            Dispatch { ranks: k, seconds: crate::stats::Summary::of(&times).median }
+            Dispatch { ranks: k, seconds: slowest(world, &times).median }
         })
         .collect()
 }
@@ -85,15 +92,22 @@ fn dispatch(world: &dyn crate::world::World) -> Vec<Dispatch> {
 fn references(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<(References, f64)> {
     let chunk = reg.layout().chunk_bytes();
     let copy = sample(s.warmup, s.iters, || reg.local_copy())?;
+    let copy = slowest(reg.world(), &copy);
     let copy_bytes = reg.copy_bytes();
     let link_bytes = chunk.min(1 << 30);
     // A check step's register judges no host link.
     let link = match s.timed == Timed::Every && reg.host_link(link_bytes)?.is_some() {
-        true => Some(sample(s.warmup, s.iters, || Ok(reg.host_link(link_bytes)?.unwrap_or(0.0)))?),
+        true => {
+            let v = sample(s.warmup, s.iters, || Ok(reg.host_link(link_bytes)?.unwrap_or(0.0)))?;
+            Some(slowest(reg.world(), &v))
+        }
         false => None,
     };
     let sendrecv = match reg.nccl_sendrecv(chunk)? {
-        Some(_) => Some(sample(s.warmup, s.iters, || Ok(reg.nccl_sendrecv(chunk)?.unwrap_or(0.0)))?),
+        Some(_) => {
+            let v = sample(s.warmup, s.iters, || Ok(reg.nccl_sendrecv(chunk)?.unwrap_or(0.0)))?;
+            Some(slowest(reg.world(), &v))
+        }
         None => None,
     };
     let refs = References {

@@ -137,12 +137,12 @@ impl<'w> GpuRegister<'w> {
     }
 
     /// Runs `enqueue` between start and end events on every GPU's main
-    /// stream, waits for all, and returns the slowest GPU's (and, across
-    /// processes, the slowest process's) seconds. Where processes share a
-    /// GPU their kernels take turns on it, and a stream's events time its
-    /// own alone while it is shorter than the GPU's time slice: there the
-    /// span is the host's, from a barrier to the last process's end, the
-    /// GPU's time for every process's work as a circuit meets it.
+    /// stream, waits for all, and returns this process's slowest GPU's
+    /// seconds. Where processes share a GPU their kernels take turns on it,
+    /// and a stream's events time its own alone while it is shorter than
+    /// the GPU's time slice: there the span is the host's, from a barrier
+    /// to this process's end; the slowest process's is the GPU's time for
+    /// every process's work as a circuit meets it.
     fn span(&mut self, enqueue: impl FnOnce(&Self) -> Result<()>) -> Result<Seconds> {
         if self.sharing > 1 {
             self.world.barrier();
@@ -150,7 +150,7 @@ impl<'w> GpuRegister<'w> {
             enqueue(self)?;
             let end = self.ranks.iter().map(|r| record(&r.gpu.stream, false)).collect::<Result<Vec<_>>>()?;
             self.wait(&end)?;
-            return Ok(self.world.max_f64(&[t0.elapsed().as_secs_f64()])[0]);
+            return Ok(t0.elapsed().as_secs_f64());
         }
         let start = self.ranks.iter().map(|r| record(&r.gpu.stream, true)).collect::<Result<Vec<_>>>()?;
         enqueue(self)?;
@@ -160,7 +160,7 @@ impl<'w> GpuRegister<'w> {
         for (s, e) in start.iter().zip(&end) {
             slowest = slowest.max(s.elapsed_ms(e).map_err(cuda_err("reading event times"))? as f64 * 1e-3);
         }
-        Ok(self.world.max_f64(&[slowest])[0])
+        Ok(slowest)
     }
 
     fn wait(&mut self, events: &[CudaEvent]) -> Result<()> {
