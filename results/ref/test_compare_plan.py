@@ -50,6 +50,30 @@ class ComparePlan(unittest.TestCase):
         code, rows = self.run_it(plan, measured)
         self.assertEqual((code, rows[0]["tolerance"], rows[0]["within"]), (0, 0.25, True))
 
+    def test_repetitions_pair_within_each_and_judge_the_median_ratio(self):
+        cell = dict(circuit="qft", qubits=20, gpus=2, schedule="quest", transport="cpu", source="s")
+        with tempfile.TemporaryDirectory() as d:
+            dirs = []
+            # The machine drifts: each repetition's plan follows its own run
+            # but for one outlier; the median ratio stands.
+            for i, (p, m) in enumerate([(0.10, 0.10), (0.20, 0.21), (0.05, 0.11), (0.15, 0.16), (0.12, 0.11)]):
+                rep = os.path.join(d, f"rep{i}")
+                os.mkdir(rep)
+                record(os.path.join(rep, "plan-x.json"), forecasts=[dict(cell, projected_s=p)])
+                record(os.path.join(rep, "x.json"), registers=[dict(
+                    qubits=20, ranks=2, circuits=[dict(circuit="qft", schedule="quest", transport="cpu",
+                                                       time=dict(median=m))])])
+                dirs.append(rep)
+            out = os.path.join(d, "out.json")
+            r = subprocess.run([sys.executable, os.path.join(HERE, "compare_plan.py"), "--repeated", *dirs,
+                                "--json", out], capture_output=True, text=True)
+            rows = json.load(open(out))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(len(rows[0]["ratios"]), 5)
+        self.assertAlmostEqual(rows[0]["ratio"], 0.20 / 0.21)
+        self.assertIn("0.45 to 1.09 (5) | ×2.10", r.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
