@@ -99,7 +99,7 @@ fn processes_planned_from_threads_say_mpi_latency_is_not_known() {
     };
     let one = "results/plan-cpu/one-rank-10-20q.json";
     assert!(unknown(&[one]));
-    assert!(!unknown(&[one, "results/plan-cpu/runs/mpi-2-18q.json"]));
+    assert!(!unknown(&[one, "results/plan-cpu/mpi-2-18q.json"]));
 }
 
 /// One H100's records (results/h100/plan/processes-warm/): four processes
