@@ -5,6 +5,7 @@
 #   STAGE=verify   the GPU unit tests, copies (every test, a corrupted word caught), the
 #                  collectives, the exchange wires under two processes, OSU
 #                  on GPU buffers (where MPI is CUDA-aware) and host buffers, and probe run.
+#   STAGE=wires    the exchange part of verify alone.
 #   STAGE=source   the one-GPU sweep the plan is made from: 12..31 qubits,
 #                  QFT and a random circuit.
 #   STAGE=measure  the same circuits measured on NPS (default 2 4) MPI processes
@@ -16,7 +17,7 @@
 # Usage (repository root, GPU machine): STAGE=… bash results/h200/plan/run-plan-h200.sh BIN_DIR OUT
 #   BIN_DIR holds qbench (--features mpi,rdma) and qbench-unit-tests.
 set -u
-STAGE=${STAGE:?STAGE=verify, source or measure}
+STAGE=${STAGE:?STAGE=verify, wires, source or measure}
 BIN=$(readlink -f "$1") OUT=$2 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 Q=$BIN/qbench W=/tmp/plan
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -56,7 +57,9 @@ if [ "$STAGE" = verify ]; then
     timeout 120 "$Q" allreduce -b 8 -e 128M -f 8 -g 1 | tail -5; want "${PIPESTATUS[0]}" 0
     timeout 120 "$Q" hypercube -b 1M -e 64M -f 4 -g 1 | tail -4; want "${PIPESTATUS[0]}" 0
     QBENCH_CORRUPT=0:7 timeout 120 "$Q" allreduce -b 1M -e 1M -g 1 | tail -3; want "${PIPESTATUS[0]}" 1
+fi
 
+if [ "$STAGE" = verify ] || [ "$STAGE" = wires ]; then
     step "exchange: one GPU, 30 qubits; two processes over every wire MPI drives, a corrupted half caught"
     timeout 200 "$Q" exchange --qubits 30 -g 1 -n 2 -J "$W/ex-1gpu-30.json" > "$W/ex-1gpu-30.txt"; want $? 0
     circuits "$W/ex-1gpu-30.json"
@@ -66,7 +69,9 @@ if [ "$STAGE" = verify ]; then
     circuits "$OUT/wires-mpi2-26q.json"
     QBENCH_CORRUPT=half timeout 120 $MPI 2 -x QBENCH_CORRUPT "$Q" exchange --qubits 22 -g 1 --transport quest,mpi --circuit qft -n 1 -w 0 > "$W/corrupt.txt" 2>&1
     want $? 1; grep -E "wrong" "$W/corrupt.txt" | head -4
+fi
 
+if [ "$STAGE" = verify ]; then
     step "OSU on GPU buffers (MPI that is not CUDA-aware refuses them: exit 3), and on host buffers"
     D=3; ompi_info --parsable --all 2> /dev/null | grep -q "mpi_built_with_cuda_support:value:true" && D=0
     timeout 120 $MPI 2 "$Q" osu_bw -d cuda D D -c -m 1:16777216 2>&1 | tail -4; want "${PIPESTATUS[0]}" $D
