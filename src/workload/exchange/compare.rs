@@ -4,7 +4,7 @@
 //! best. Records in, nothing printed.
 
 use super::plan::{ComparePlan, gpu_libraries};
-use super::run::{sample, slowest};
+use super::run::{sample, sample_slowest};
 use crate::error::{Error, Result};
 use crate::libs::Library;
 use crate::record::compare::{Comparison, KIND, Row};
@@ -92,8 +92,9 @@ fn compare(
             let (gbps, unavailable) = match reg.unavailable(Wire::Nccl) {
                 Some(why) => (None, Some(why)),
                 None => {
-                    let ring = sample(plan.warmup, plan.iters, || Ok(reg.nccl_sendrecv(bytes)?.unwrap_or(f64::NAN)))?;
-                    let ring = slowest(reg.world(), &ring);
+                    let ring = sample_slowest(&mut reg, plan.warmup, plan.iters, |r| {
+                        Ok(r.nccl_sendrecv(bytes)?.unwrap_or(f64::NAN))
+                    })?;
                     (Some(bytes as f64 / ring.median / 1e9), None)
                 }
             };

@@ -46,8 +46,19 @@ pub(super) fn sample(warmup: u32, iters: u32, mut op: impl FnMut() -> Result<f64
 
 /// Samples every process took of the same operation, summarised as the
 /// slowest process's, sample by sample (one reduction for all of them).
-pub(super) fn slowest(world: &dyn World, samples: &[f64]) -> Summary {
+fn slowest(world: &dyn World, samples: &[f64]) -> Summary {
     Summary::of(&world.max_f64(samples))
+}
+
+/// [`sample`] of `op` on `reg`, summarised as the slowest process's.
+pub(super) fn sample_slowest(
+    reg: &mut dyn Register,
+    warmup: u32,
+    iters: u32,
+    mut op: impl FnMut(&mut dyn Register) -> Result<f64>,
+) -> Result<Summary> {
+    let v = sample(warmup, iters, || op(&mut *reg))?;
+    Ok(slowest(reg.world(), &v))
 }
 
 /// What every register of the run is measured with.
@@ -91,23 +102,16 @@ fn dispatch(world: &dyn World) -> Vec<Dispatch> {
 /// The references: what the hardware under this register can do.
 fn references(reg: &mut dyn Register, memory: Memory, s: &Settings) -> Result<(References, f64)> {
     let chunk = reg.layout().chunk_bytes();
-    let copy = sample(s.warmup, s.iters, || reg.local_copy())?;
-    let copy = slowest(reg.world(), &copy);
+    let copy = sample_slowest(reg, s.warmup, s.iters, |r| r.local_copy())?;
     let copy_bytes = reg.copy_bytes();
     let link_bytes = chunk.min(1 << 30);
     // A check step's register judges no host link.
     let link = match s.timed == Timed::Every && reg.host_link(link_bytes)?.is_some() {
-        true => {
-            let v = sample(s.warmup, s.iters, || Ok(reg.host_link(link_bytes)?.unwrap_or(0.0)))?;
-            Some(slowest(reg.world(), &v))
-        }
+        true => Some(sample_slowest(reg, s.warmup, s.iters, |r| Ok(r.host_link(link_bytes)?.unwrap_or(0.0)))?),
         false => None,
     };
     let sendrecv = match reg.nccl_sendrecv(chunk)? {
-        Some(_) => {
-            let v = sample(s.warmup, s.iters, || Ok(reg.nccl_sendrecv(chunk)?.unwrap_or(0.0)))?;
-            Some(slowest(reg.world(), &v))
-        }
+        Some(_) => Some(sample_slowest(reg, s.warmup, s.iters, |r| Ok(r.nccl_sendrecv(chunk)?.unwrap_or(0.0)))?),
         None => None,
     };
     let refs = References {
