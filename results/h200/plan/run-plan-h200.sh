@@ -11,13 +11,16 @@
 #   STAGE=measure  the same circuits measured on NPS (default 2 4) MPI processes
 #                  sharing the GPU (quest and mpi wires) at QUBITS (default
 #                  26 28 30 31; 31 on two only); with QUEST=yes (the default)
-#                  QuEST v4.1 built first and its own QFT(30) run on one
-#                  process and on four.
+#                  QuEST v4.1 built first and its own QFT at QUEST_QUBITS
+#                  (default 30) run on one process and on four.
+#   STAGE=ab       two binaries on the same machine, alternately, twice each:
+#                  2 processes sharing the GPU at 28 qubits over mpi (OLD=the other
+#                  binary), to tell a change of code from a change of machine.
 # The plans are made off the GPU from these records (compare_plan.py).
 # Usage (repository root, GPU machine): STAGE=… bash results/h200/plan/run-plan-h200.sh BIN_DIR OUT
 #   BIN_DIR holds qbench (--features mpi,rdma) and qbench-unit-tests.
 set -u
-STAGE=${STAGE:?STAGE=verify, wires, source or measure}
+STAGE=${STAGE:?STAGE=verify, wires, source, measure or ab}
 BIN=$(readlink -f "$1") OUT=$2 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 Q=$BIN/qbench W=/tmp/plan
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -92,13 +95,27 @@ if [ "$STAGE" = source ]; then
     tail -6 "$W/one.txt"
 fi
 
+if [ "$STAGE" = ab ]; then
+    OLD=$(readlink -f "${OLD:?OLD=the other qbench binary}")
+    for i in 1 2; do
+        for b in old new; do
+            bin=$Q; [ $b = old ] && bin=$OLD
+            step "$b binary, round $i: 2 processes sharing the GPU, 28 qubits"
+            timeout 200 $MPI 2 "$bin" exchange --qubits 28 -g 1 --transport mpi --circuit qft,random:60 --schedule quest \
+                --pattern gate --rounds 3 -n 1 -w 1 -J "$OUT/ab-$b-$i.json" > "$W/ab-$b-$i.txt"; want $? 0
+            circuits "$OUT/ab-$b-$i.json"
+        done
+    done
+fi
+
 if [ "$STAGE" = measure ]; then
     QUEST=${QUEST:-yes}
     if [ "$QUEST" = yes ]; then
         step "QuEST: building first, nothing else running"
         OUT=$W/quest STAGE=build bash "$REPO/results/h200/quest/run-quest-h200.sh" > "$W/quest-build.out" 2>&1; want $? 0
-        step "QuEST v4.1: QFT(30) on one process, and on 4 sharing the GPU"
-        (cd "$REPO" && OUT=$W/quest STAGE=run QUBITS=30 OPS=qft DIST_QUBITS=30 DIST_OPS=qft NP=4 ROUNDS=3 DEADLINE=300 \
+        step "QuEST v4.1: QFT(${QUEST_QUBITS:-30}) on one process, and on 4 sharing the GPU"
+        (cd "$REPO" && OUT=$W/quest STAGE=run QUBITS="${QUEST_QUBITS:-30}" OPS=qft DIST_QUBITS="${QUEST_QUBITS:-30}" DIST_OPS=qft \
+            NP=4 ROUNDS=3 DEADLINE=${QUEST_DEADLINE:-300} \
             bash results/h200/quest/run-quest-h200.sh); want $? 0
         cp "$W"/quest/*.jsonl "$OUT"/ 2> /dev/null
     fi
