@@ -221,6 +221,9 @@ pub struct Forecast {
     /// Bytes a device holds under the schedule: its ranks' chunks and their
     /// exchange buffers (QuEST's as large as the chunk, the swap schedule's half).
     pub bytes_per_gpu: u64,
+    /// Bytes a node holds: its devices' together (what host ranks must fit in).
+    #[serde(default)]
+    pub bytes_per_node: u64,
     #[serde(default)]
     pub fits: bool,
     /// The circuit's projected seconds; None where it does not fit or a
@@ -286,6 +289,10 @@ pub struct PlanAnswer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanFigures {
     pub source: String,
+    /// Host ranks: a node's cores, sharing its memory (`gpu_memory` is then
+    /// the node's, `gpus_per_node` its cores).
+    #[serde(default)]
+    pub host: bool,
     pub gpu_memory: u64,
     pub gpus_per_node: usize,
     pub local: Figure,
@@ -297,6 +304,16 @@ pub struct PlanFigures {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dispatch: Vec<Dispatch>,
     pub wires: Vec<Figure>,
+}
+
+/// What a plan counts: GPUs, or host ranks (a node's cores share its memory).
+pub fn noun(host: bool, n: usize) -> &'static str {
+    match (host, n == 1) {
+        (false, true) => "GPU",
+        (false, false) => "GPUs",
+        (true, true) => "rank",
+        (true, false) => "ranks",
+    }
 }
 
 /// α + bytes/β of one part of a machine.

@@ -3,14 +3,15 @@
 //! one line, and the settings each simulator needs; every figure labelled
 //! projected with its source.
 
-use crate::record::exchange::{Figure, Forecast, PlanAnswer, PlanFigures};
+use crate::record::exchange::{Figure, Forecast, PlanAnswer, PlanFigures, noun};
 use crate::units::{human_bytes, human_seconds as seconds};
 use std::fmt::Write;
 
 use super::fit::READ_WIDTH as WIDTH;
 
-/// One circuit's rows as a table.
-fn rows_table(rows: &[&Forecast]) -> String {
+/// One circuit's rows as a table: for host ranks, which share their node's
+/// memory, what a node holds.
+fn rows_table(rows: &[&Forecast], host: bool) -> String {
     let cells = rows
         .iter()
         .map(|f| {
@@ -24,7 +25,7 @@ fn rows_table(rows: &[&Forecast]) -> String {
                 f.nodes.to_string(),
                 f.schedule.map_or("-".into(), |s| s.name().to_string()),
                 f.transport.clone().unwrap_or_else(|| "-".into()),
-                human_bytes(f.bytes_per_gpu),
+                human_bytes(if host { f.bytes_per_node } else { f.bytes_per_gpu }),
                 time,
                 match f.vs_best {
                     Some(x) if x <= 1.0 => "fastest".into(),
@@ -34,13 +35,17 @@ fn rows_table(rows: &[&Forecast]) -> String {
             ]
         })
         .collect();
-    let header = ["GPUs", "nodes", "schedule", "wire", "per GPU", "projected", "vs fastest"];
+    let header = if host {
+        ["ranks", "nodes", "schedule", "wire", "per node", "projected", "vs fastest"]
+    } else {
+        ["GPUs", "nodes", "schedule", "wire", "per GPU", "projected", "vs fastest"]
+    };
     super::table(header.iter().map(|s| s.to_string()), cells).to_string()
 }
 
 /// The notes of rows that fit and have no price, once each; and the
 /// smallest count that fits, when some do not.
-fn notes(rows: &[&Forecast]) -> Vec<String> {
+fn notes(rows: &[&Forecast], host: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     // Per schedule, the largest count that does not fit says why.
     let mut schedules: Vec<_> = rows.iter().map(|f| f.schedule).collect();
@@ -49,13 +54,13 @@ fn notes(rows: &[&Forecast]) -> Vec<String> {
     for s in schedules {
         if let Some(f) = rows.iter().rev().find(|f| !f.fits && f.schedule == s) {
             let on = s.map_or(String::new(), |s| format!(", {} schedule", s.name()));
-            out.push(format!("{} GPU{} and fewer{on}: {}", f.gpus, if f.gpus == 1 { "" } else { "s" }, f.verdict));
+            out.push(format!("{} {} and fewer{on}: {}", f.gpus, noun(host, f.gpus), f.verdict));
         }
     }
     for f in rows.iter().filter(|f| f.fits && f.projected_s.is_none()) {
         let at = match (&f.schedule, &f.transport) {
-            (Some(s), Some(w)) => format!("{} GPUs, {} over {w}", f.gpus, s.name()),
-            _ => format!("{} GPU{}", f.gpus, if f.gpus == 1 { "" } else { "s" }),
+            (Some(s), Some(w)) => format!("{} {}, {} over {w}", f.gpus, noun(host, f.gpus), s.name()),
+            _ => format!("{} {}", f.gpus, noun(host, f.gpus)),
         };
         let line = format!("{at}: {}", f.verdict);
         if !out.contains(&line) {
@@ -66,7 +71,7 @@ fn notes(rows: &[&Forecast]) -> Vec<String> {
 }
 
 /// The simulator given (`--simulator-time`), priced on each row: one line.
-fn simulator(rows: &[&Forecast]) -> Option<String> {
+fn simulator(rows: &[&Forecast], host: bool) -> Option<String> {
     let one = rows.iter().find(|f| f.gpus == 1)?.simulator_s?;
     let each: Vec<String> = rows
         .iter()
@@ -76,21 +81,21 @@ fn simulator(rows: &[&Forecast]) -> Option<String> {
                 (Some(s), Some(w)) => format!(" {} over {w}", s.name()),
                 _ => String::new(),
             };
-            f.simulator_s.map(|t| format!("{} GPUs{how} {} (×{:.2})", f.gpus, seconds(t), one / t))
+            f.simulator_s.map(|t| format!("{} {}{how} {} (×{:.2})", f.gpus, noun(host, f.gpus), seconds(t), one / t))
         })
         .collect();
-    (!each.is_empty()).then(|| format!("{} on one GPU; {}", seconds(one), each.join(", ")))
+    (!each.is_empty()).then(|| format!("{} on one {}; {}", seconds(one), noun(host, 1), each.join(", ")))
 }
 
 /// An answer's settings, each simulator's lines under its name.
-fn settings(a: &PlanAnswer) -> String {
+fn settings(a: &PlanAnswer, host: bool) -> String {
     let mut s = String::new();
     let Some(g) = a.gpus else { return s };
     let how = match (&a.schedule, &a.transport) {
         (Some(sch), Some(w)) => format!(", {} schedule over {w}", sch.name()),
         _ => String::new(),
     };
-    let _ = writeln!(s, "settings for {g} GPU{}{how} (rules: --json):", if g == 1 { "" } else { "s" });
+    let _ = writeln!(s, "settings for {g} {}{how} (rules: --json):", noun(host, g));
     for sim in &a.settings {
         let mut lead = format!("  {:<19}", sim.simulator);
         for line in &sim.lines {
@@ -103,8 +108,10 @@ fn settings(a: &PlanAnswer) -> String {
 
 /// The figures a plan priced from, one line each.
 fn figures(f: &PlanFigures) -> String {
-    let mut s =
-        format!("\n== priced from (per GPU: {} of memory, {} in a node):\n", human_bytes(f.gpu_memory), f.gpus_per_node);
+    let mut s = match f.host {
+        true => format!("\n== priced from (per node: {} of memory, {} cores):\n", human_bytes(f.gpu_memory), f.gpus_per_node),
+        false => format!("\n== priced from (per GPU: {} of memory, {} in a node):\n", human_bytes(f.gpu_memory), f.gpus_per_node),
+    };
     let lead = |name: &str| format!("  {name:<26} ");
     let rate = |x: &Figure, per: &str| format!("{} {per} + bytes at {:.0} GB/s", seconds(x.alpha_s), x.gbps);
     let _ = writeln!(s, "{}{}", lead(&f.local.name), rate(&f.local, "a step"));
@@ -131,17 +138,18 @@ pub fn render(forecasts: &[Forecast], plans: &[PlanAnswer], from: Option<&PlanFi
     if forecasts.is_empty() {
         return String::new();
     }
+    let host = from.is_some_and(|f| f.host);
     let mut s = from.map(figures).unwrap_or_default();
     let mut keys: Vec<(&str, u32)> = forecasts.iter().map(|f| (f.circuit.as_str(), f.qubits)).collect();
     keys.dedup();
     for (circuit, qubits) in keys {
         let rows: Vec<&Forecast> = forecasts.iter().filter(|f| f.circuit == circuit && f.qubits == qubits).collect();
         let precision = rows[0].precision.name();
-        let _ = write!(s, "\n== plan: {circuit}({qubits}), {precision} precision (projected)\n{}\n", rows_table(&rows));
-        for n in notes(&rows) {
+        let _ = write!(s, "\n== plan: {circuit}({qubits}), {precision} precision (projected)\n{}\n", rows_table(&rows, host));
+        for n in notes(&rows, host) {
             let _ = writeln!(s, "{}", super::fit::hanging("  ", &n, Some(WIDTH)));
         }
-        if let Some(line) = simulator(&rows) {
+        if let Some(line) = simulator(&rows, host) {
             let _ = writeln!(s, "{}", super::fit::hanging("simulator given: ", &line, Some(WIDTH)));
         }
         if let Some(a) = plans.iter().find(|a| a.circuit == circuit && a.qubits == qubits) {
@@ -152,7 +160,7 @@ pub fn render(forecasts: &[Forecast], plans: &[PlanAnswer], from: Option<&PlanFi
             for u in &a.unknown {
                 let _ = writeln!(s, "{}", super::fit::hanging("  not known, priced at nothing: ", u, Some(WIDTH)));
             }
-            s += &settings(a);
+            s += &settings(a, host);
         }
     }
     let mut sources: Vec<&str> = forecasts.iter().map(|f| f.source.as_str()).collect();

@@ -10,7 +10,7 @@
 use super::decision::simulator_spread;
 use super::model::{self, Level, Machine, Placement, Unpriced, WireFigures, settings};
 use crate::error::Result;
-use crate::record::exchange::{Forecast, PlanAnswer, Share};
+use crate::record::exchange::{Forecast, PlanAnswer, Share, noun};
 use crate::statevec::circuit::{Circuit, Gate};
 use crate::statevec::spec::CircuitSpec;
 use crate::statevec::layout::{Layout, Precision};
@@ -90,7 +90,9 @@ struct Row {
     at: Placement,
     nodes: usize,
     fits: bool,
+    /// Bytes a device holds, and a node.
     bytes: u64,
+    node_bytes: u64,
     price: std::result::Result<model::Price, String>,
 }
 
@@ -136,14 +138,16 @@ fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Resu
         };
         for (schedule, wire) in each {
             let bytes = bytes_per_gpu(&layout, schedule) * sharing as u64;
-            let fits = bytes.saturating_add(1 << 30) <= m.gpu_memory;
+            let node_bytes = bytes * at.devices_per_node as u64;
+            // Host ranks hold the node's memory together; a GPU its own.
+            let fits = if m.host { node_bytes } else { bytes }.saturating_add(1 << 30) <= m.gpu_memory;
             let circuit = if schedule == Some(Schedule::Swap) { &swapped } else { c };
             let steps = compile(circuit, &layout, schedule.unwrap_or(Schedule::Quest));
             let price = match wire {
                 Some((name, None)) => Err(format!("no figure for {name} in the source")),
                 Some((_, Some(w))) => match model::price(&steps, &at, m, Some(w)) {
                     Err(e @ Unpriced::NoWire { .. }) if ask.wires.is_empty() => {
-                        let why = format!("{} from {g} GPUs ({})", w.name, e.describe());
+                        let why = format!("{} from {g} {} ({})", w.name, noun(m.host, g), e.describe());
                         if !left_out.iter().any(|l| l.starts_with(&format!("{} from", w.name))) {
                             left_out.push(why);
                         }
@@ -153,7 +157,7 @@ fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Resu
                 },
                 None => model::price(&steps, &at, m, None).map_err(|e| e.describe()),
             };
-            out.push(Row { gpus: g, schedule, wire: wire.map(|w| w.0.clone()), at, nodes, fits, bytes, price });
+            out.push(Row { gpus: g, schedule, wire: wire.map(|w| w.0.clone()), at, nodes, fits, bytes, node_bytes, price });
         }
     }
     Ok(out)
@@ -184,7 +188,8 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
                 let t = seconds(r);
                 let verdict = match (&r.price, r.fits, t, best) {
                     (_, false, _, _) => {
-                        format!("does not fit: a GPU would hold {} of its {}", human_bytes(r.bytes), human_bytes(m.gpu_memory))
+                        let (what, held) = if m.host { ("node", r.node_bytes) } else { ("GPU", r.bytes) };
+                        format!("does not fit: a {what} would hold {} of its {}", human_bytes(held), human_bytes(m.gpu_memory))
                     }
                     (Err(why), ..) => why.clone(),
                     (Ok(_), true, Some(t), Some(b)) if t <= b => "fastest".into(),
@@ -202,6 +207,7 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
                     schedule: r.schedule,
                     transport: r.wire.clone(),
                     bytes_per_gpu: r.bytes,
+                    bytes_per_node: r.node_bytes,
                     fits: r.fits,
                     projected_s: t,
                     terms: price
@@ -277,17 +283,19 @@ fn answer(c: &Circuit, ask: &Ask, rows: &[Forecast], m: &Machine) -> PlanAnswer 
     match (fastest, one) {
         (None, _) => {
             let largest = rows.iter().map(|r| r.gpus).max().unwrap_or(1);
-            parts.push(format!("{name} fits on none of these counts (up to {largest}): plan more GPUs"));
+            parts.push(format!("{name} fits on none of these counts (up to {largest}): plan more {}", noun(m.host, 2)));
         }
         (Some(f), Some(o)) if f.gpus == 1 => {
             let next = counts.iter().find(|r| r.gpus > 1);
             parts.push(match next {
                 Some(n) => format!(
-                    "spreading {name} does not pay: one GPU is fastest, {} GPUs take ×{:.2} as long",
+                    "spreading {name} does not pay: one {} is fastest, {} {} take ×{:.2} as long",
+                    noun(m.host, 1),
                     n.gpus,
+                    noun(m.host, n.gpus),
                     n.projected_s.unwrap_or(0.0) / o.projected_s.unwrap_or(1.0)
                 ),
-                None => format!("{name} runs on one GPU"),
+                None => format!("{name} runs on one {}", noun(m.host, 1)),
             });
         }
         (Some(f), one) => {
@@ -296,16 +304,16 @@ fn answer(c: &Circuit, ask: &Ask, rows: &[Forecast], m: &Machine) -> PlanAnswer 
                     && one.is_none_or(|o| r.projected_s.unwrap_or(f64::MAX) * 1.05 < o.projected_s.unwrap_or(0.0))
             });
             match (one, first_paying) {
-                (Some(_), Some(p)) => parts.push(format!("spreading {name} pays from {} GPUs", p.gpus)),
+                (Some(_), Some(p)) => parts.push(format!("spreading {name} pays from {} {}", p.gpus, noun(m.host, p.gpus))),
                 (None, _) => {
                     let least = counts.first().map_or(f.gpus, |r| r.gpus);
                     let whole = Layout::new(ask.qubits, 1, ask.precision).map_or(u64::MAX, |l| l.chunk_bytes());
                     parts.push(match whole.saturating_add(1 << 30) <= m.gpu_memory {
-                        true => format!("one GPU holds {name} but was not asked for (add 1 to -g to compare)"),
+                        true => format!("one {} holds {name} but was not asked for (add 1 to -g to compare)", noun(m.host, 1)),
                         false if rows.iter().any(|r| r.gpus == least / 2 && !r.fits) => {
-                            format!("{name} needs at least {least} GPUs for its memory")
+                            format!("{name} needs at least {least} {} for its memory", noun(m.host, least))
                         }
-                        false => format!("{name} does not fit one GPU; {least} is the fewest asked for"),
+                        false => format!("{name} does not fit one {}; {least} is the fewest asked for", noun(m.host, 1)),
                     });
                 }
                 _ => {}
@@ -397,6 +405,23 @@ mod tests {
         assert_eq!(placed(&ask(20, &[4], Precision::Double, &q), &host, 4), (2, 2, 1));
         assert_eq!(placed(&Ask { per_node: Some(1), ..ask(20, &[4], Precision::Double, &q) }, &host, 4), (1, 1, 4));
         assert_eq!(placed(&Ask { per_node: Some(4), ..ask(20, &[8], Precision::Double, &q) }, &host, 8), (2, 2, 2));
+    }
+
+    /// A node of 2 cores and 24 GiB: one rank holds a 30-qubit register
+    /// (16 GiB); 2 ranks hold it with QuEST's receive buffers (32 GiB), which
+    /// the node's memory must hold however the ranks divide it.
+    #[test]
+    fn host_ranks_hold_the_node_memory_together() {
+        let q = [CircuitSpec::Qft];
+        let host = Machine { host: true, gpus_per_node: 2, gpu_memory: 24 << 30, wires: Vec::new(), ..h200() };
+        let wires = ["cpu".to_string()];
+        let (rows, answers) =
+            forecast(&Ask { wires: &wires, ..ask(30, &[1, 2, 4], Precision::Double, &q) }, &host).unwrap();
+        let fits: Vec<(usize, bool, u64)> = rows.iter().map(|r| (r.gpus, r.fits, r.bytes_per_node)).collect();
+        assert_eq!(&fits[..2], &[(1, true, 16 << 30), (2, false, 32 << 30)], "{rows:?}");
+        assert!(rows.iter().filter(|r| r.gpus > 1).all(|r| !r.fits), "{rows:?}");
+        assert!(rows[1].verdict.starts_with("does not fit: a node would hold 32.0 GiB"), "{}", rows[1].verdict);
+        assert_eq!(answers[0].answer, "qft(30) runs on one rank");
     }
 
     #[test]

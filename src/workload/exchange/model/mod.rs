@@ -144,6 +144,7 @@ impl Machine {
             |name: String, r: &Rate| Figure { name, alpha_s: r.alpha_s, gbps: r.gbps, sharing: None, host_link_gbps: None };
         PlanFigures {
             source: self.source.clone(),
+            host: self.host,
             gpu_memory: self.gpu_memory,
             gpus_per_node: self.gpus_per_node,
             local: figure("local pass".into(), &self.local),
