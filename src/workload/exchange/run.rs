@@ -343,7 +343,7 @@ fn this_node(plan: &ExchangePlan, session: &Session) -> Result<Machine> {
         session.need(&gpu_libraries(&[wire]))?;
     }
     let brief = ExchangePlan {
-        qubits: qubits.clone(),
+        qubits,
         ngpus: vec![1, 2],
         memories: vec![memory],
         wires: vec![wire],
@@ -360,9 +360,8 @@ fn this_node(plan: &ExchangePlan, session: &Session) -> Result<Machine> {
     let mut scratch = record_of(&brief);
     interrupt::step("measuring this node for the plan");
     exchange(&brief, session, &mut crate::record::Quiet, &mut scratch)?;
-    let sizes: Vec<String> = qubits.iter().map(u32::to_string).collect();
-    let what = format!("this node, measured now ({} qubits on 1 and 2 {} ranks)", sizes.join(", "), memory.name());
-    Machine::of_runs(&[(what, scratch)])
+    // The source names the registers and ranks it measured after this.
+    Machine::of_runs(&[("this node, measured now".into(), scratch)])
 }
 
 /// A measuring run as it goes: what it has begun and held, and the counts
