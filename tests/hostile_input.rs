@@ -33,6 +33,26 @@ fn a_minimum_bandwidth_that_is_no_bandwidth_is_refused() {
 }
 
 #[test]
+fn a_simulator_time_that_is_no_time_is_refused_in_its_own_words() {
+    for v in ["-1", "qft=-0.5", "0", "nan", "qft="] {
+        let o = qbench(&[
+            "exchange",
+            "--plan",
+            "--profile",
+            "h200x1",
+            "--qubits",
+            "14",
+            "-g",
+            "1,2",
+            "--simulator-time",
+            v,
+        ]);
+        let err = one_line_error(&o, 2);
+        assert!(err.contains("--simulator-time") && err.len() < 300, "{v}: {err}");
+    }
+}
+
+#[test]
 fn a_launcher_count_that_is_no_number_is_refused() {
     let huge = huge();
     for var in ["OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "PMIX_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"] {

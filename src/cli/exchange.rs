@@ -66,7 +66,7 @@ pub struct ExchangeArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
     /// A simulator's own time of the circuit on one GPU, seconds (CIRCUIT=SECONDS,... for several circuits): the verdict prices that simulator spread, its local steps at its speed and the exchanges as measured (with --plan, as projected)
-    #[arg(long, value_name = "[CIRCUIT=]SECONDS,...")]
+    #[arg(long, value_name = "[CIRCUIT=]SECONDS,...", allow_negative_numbers = true)]
     pub simulator_time: Option<String>,
     /// Records of `qbench exchange -g 1` on the same register whose circuits are the one-GPU time the verdict compares with (for ranks under mpirun, which do not measure it); taken over one measured here
     #[arg(long, value_name = "RUN.json", num_args = 1.., conflicts_with = "plan")]
