@@ -35,11 +35,8 @@ fn rows_table(rows: &[&Forecast], host: bool) -> String {
             ]
         })
         .collect();
-    let header = if host {
-        ["ranks", "nodes", "schedule", "wire", "per node", "projected", "vs fastest"]
-    } else {
-        ["GPUs", "nodes", "schedule", "wire", "per GPU", "projected", "vs fastest"]
-    };
+    let per = if host { "per node" } else { "per GPU" };
+    let header = [noun(host, 2), "nodes", "schedule", "wire", per, "projected", "vs fastest"];
     super::table(header.iter().map(|s| s.to_string()), cells).to_string()
 }
 
@@ -108,10 +105,9 @@ fn settings(a: &PlanAnswer, host: bool) -> String {
 
 /// The figures a plan priced from, one line each.
 fn figures(f: &PlanFigures) -> String {
-    let mut s = match f.host {
-        true => format!("\n== priced from (per node: {} of memory, {} cores):\n", human_bytes(f.gpu_memory), f.gpus_per_node),
-        false => format!("\n== priced from (per GPU: {} of memory, {} in a node):\n", human_bytes(f.gpu_memory), f.gpus_per_node),
-    };
+    let (per, count) = if f.host { ("node", "cores") } else { ("GPU", "in a node") };
+    let mut s =
+        format!("\n== priced from (per {per}: {} of memory, {} {count}):\n", human_bytes(f.gpu_memory), f.gpus_per_node);
     let lead = |name: &str| format!("  {name:<26} ");
     let rate = |x: &Figure, per: &str| format!("{} {per} + bytes at {:.0} GB/s", seconds(x.alpha_s), x.gbps);
     let _ = writeln!(s, "{}{}", lead(&f.local.name), rate(&f.local, "a step"));

@@ -96,6 +96,18 @@ struct Row {
     price: std::result::Result<model::Price, String>,
 }
 
+/// What must fit in memory, and whose: a node's bytes for host ranks, which
+/// share it, else a GPU's own.
+fn held(m: &Machine, bytes: u64, node_bytes: u64) -> (&'static str, u64) {
+    if m.host { ("node", node_bytes) } else { ("GPU", bytes) }
+}
+
+/// Whether `bytes` fit the machine's memory with 1 GiB to spare (the
+/// runtime's own, and the simulator's other buffers).
+fn fits(m: &Machine, bytes: u64) -> bool {
+    bytes.saturating_add(1 << 30) <= m.gpu_memory
+}
+
 /// A wire asked for, and its figures when the machine has them.
 type Asked<'m> = (String, Option<&'m WireFigures>);
 
@@ -139,8 +151,7 @@ fn rows(c: &Circuit, ask: &Ask, m: &Machine, left_out: &mut Vec<String>) -> Resu
         for (schedule, wire) in each {
             let bytes = bytes_per_gpu(&layout, schedule) * sharing as u64;
             let node_bytes = bytes * at.devices_per_node as u64;
-            // Host ranks hold the node's memory together; a GPU its own.
-            let fits = if m.host { node_bytes } else { bytes }.saturating_add(1 << 30) <= m.gpu_memory;
+            let fits = fits(m, held(m, bytes, node_bytes).1);
             let circuit = if schedule == Some(Schedule::Swap) { &swapped } else { c };
             let steps = compile(circuit, &layout, schedule.unwrap_or(Schedule::Quest));
             let price = match wire {
@@ -188,7 +199,7 @@ pub fn forecast(ask: &Ask, m: &Machine) -> Result<(Vec<Forecast>, Vec<PlanAnswer
                 let t = seconds(r);
                 let verdict = match (&r.price, r.fits, t, best) {
                     (_, false, _, _) => {
-                        let (what, held) = if m.host { ("node", r.node_bytes) } else { ("GPU", r.bytes) };
+                        let (what, held) = held(m, r.bytes, r.node_bytes);
                         format!("does not fit: a {what} would hold {} of its {}", human_bytes(held), human_bytes(m.gpu_memory))
                     }
                     (Err(why), ..) => why.clone(),
@@ -308,7 +319,7 @@ fn answer(c: &Circuit, ask: &Ask, rows: &[Forecast], m: &Machine) -> PlanAnswer 
                 (None, _) => {
                     let least = counts.first().map_or(f.gpus, |r| r.gpus);
                     let whole = Layout::new(ask.qubits, 1, ask.precision).map_or(u64::MAX, |l| l.chunk_bytes());
-                    parts.push(match whole.saturating_add(1 << 30) <= m.gpu_memory {
+                    parts.push(match fits(m, whole) {
                         true => format!("one {} holds {name} but was not asked for (add 1 to -g to compare)", noun(m.host, 1)),
                         false if rows.iter().any(|r| r.gpus == least / 2 && !r.fits) => {
                             format!("{name} needs at least {least} {} for its memory", noun(m.host, least))
